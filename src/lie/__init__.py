@@ -1,0 +1,7 @@
+"""LIE (Length-Incentivized Exploration): the reference reproduction pipeline.
+
+Layers, dependencies pointing down only: ``lie.reward`` / ``lie.ngrams`` (core) <- grading <-
+engines (verl, TRL, vLLM, transformers) <- pipeline (Snakemake rules calling the ``lie`` CLI).
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,5 @@
+import sys
+
+from lie.cli import main
+
+sys.exit(main())

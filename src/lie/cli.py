@@ -1,0 +1,59 @@
+"""The ``lie`` command: one subcommand per pipeline stage (DESIGN.md); run ``lie --help``.
+
+Subcommand modules are imported only when chosen, so that ``lie score`` starts without torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from lie import __version__
+from lie.errors import LieError
+
+# name -> (module under lie.commands, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "score": ("lie.commands.score", "LIE reward of JSON-lines responses (R_acc + R_len + R_red)"),
+}
+
+
+def _top_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lie",
+        description="LIE reproduction pipeline. Run 'lie COMMAND --help' for a command's options.",
+    )
+    parser.add_argument("--version", action="version", version=f"lie {__version__}")
+    parser.add_argument(
+        "command", choices=sorted(COMMANDS), help="; ".join(f"{k}: {v[1]}" for k, v in COMMANDS.items())
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in COMMANDS:
+        _top_parser().parse_args(argv)  # prints help or a usage error and exits
+        return 2
+    name, rest = argv[0], argv[1:]
+    module = importlib.import_module(COMMANDS[name][0])
+    parser = argparse.ArgumentParser(prog=f"lie {name}", description=COMMANDS[name][1])
+    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    module.add_arguments(parser)
+    args = parser.parse_args(rest)
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        return int(module.run(args) or 0)
+    except LieError as exc:
+        print(f"lie {name}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

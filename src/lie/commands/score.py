@@ -1,0 +1,74 @@
+"""``lie score --in FILE --out FILE``: the LIE reward of each JSON line (``-`` = stdin/stdout).
+
+In: ``response`` (str), ``correct`` (bool), ``num_tokens`` (int, the response's length L in
+tokens), ``ref_len`` (int, the prompt's L_ref), optional ``token_ids`` (list of int, needed with
+``unit=token``) and ``extra_tokens`` (int, else the config's). Out: the same objects with
+``r_acc``, ``r_len``, ``r_red``, ``reward``, ``max_ngram_count``, ``c_context``, ``r_context``.
+Example: ``lie score --in rollouts.jsonl --out scored.jsonl --set variant=paper``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from lie.errors import LieError
+from lie.jsonl import atomic_output, dumps, read_jsonl
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--in", dest="inp", required=True, help="JSON-lines input file, or - for stdin")
+    parser.add_argument("--out", required=True, help="JSON-lines output file, or - for stdout")
+    parser.add_argument("--config", help="YAML file of reward knobs (flat, or under a 'reward:' key)")
+    parser.add_argument(
+        "--set", action="append", metavar="KEY=VALUE", help="a reward knob, e.g. --set extra_tokens=500"
+    )
+
+
+def _field(obj: dict[str, Any], name: str, where: str, required: bool = True) -> Any:
+    if name not in obj:
+        if required:
+            raise LieError(f"{where}: missing field '{name}'")
+        return None
+    return obj[name]
+
+
+def run(args: argparse.Namespace) -> int:
+    from lie.overrides import reward_config
+    from lie.reward import score
+
+    config = reward_config(args.config, args.set)
+    name = "<stdin>" if args.inp == "-" else args.inp
+    rows: list[dict[str, Any]] = []
+    results = []
+    for lineno, obj in read_jsonl(args.inp):
+        where = f"{name} line {lineno}"
+        response = _field(obj, "response", where)
+        if not isinstance(response, str):
+            raise LieError(f"{where}: field 'response' must be a string, got {type(response).__name__}")
+        token_ids = _field(obj, "token_ids", where, required=config.unit == "token")
+        if token_ids is not None and (
+            not isinstance(token_ids, list)
+            or not all(isinstance(t, int) and not isinstance(t, bool) for t in token_ids)
+        ):
+            raise LieError(f"{where}: field 'token_ids' must be a list of integers")
+        try:
+            results.append(
+                score(
+                    response,
+                    _field(obj, "correct", where),
+                    _field(obj, "num_tokens", where),
+                    _field(obj, "ref_len", where, required=config.length_term),
+                    config,
+                    token_ids=token_ids,
+                    extra_tokens=obj.get("extra_tokens"),
+                )
+            )
+        except LieError as exc:
+            raise LieError(f"{where}: field {exc}") from None
+        rows.append(obj)
+    with atomic_output(args.out) as out:
+        for obj, result in zip(rows, results):
+            obj.update(result.as_dict())
+            out.write(dumps(obj) + "\n")
+    return 0
