@@ -17,6 +17,16 @@ from lie.errors import LieError
 # name -> (module under lie.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "score": ("lie.commands.score", "LIE reward of JSON-lines responses (R_acc + R_len + R_red)"),
+    "data": ("lie.commands.data", "fetch a data set and write it in verl's row format (parquet)"),
+    "reflen": ("lie.commands.reflen", "per-prompt reference lengths L_ref from the base model"),
+    "grade": ("lie.commands.grade", "grade JSON-lines responses (math-verify, multiple choice)"),
+    "generate": ("lie.commands.generate", "sample n completions per benchmark problem"),
+    "evaluate": ("lie.commands.evaluate", "grade generations at every budget: Avg@n, Pass@1, pass@k"),
+    "train": ("lie.commands.train", "train one run of config.yaml (verl or TRL)"),
+    "merge": ("lie.commands.merge", "merge a run's final checkpoint into Hugging Face format"),
+    "tiny-model": ("lie.commands.tiny_model", "build a tiny Qwen3 model and tokenizer locally"),
+    "report": ("lie.commands.report", "tables and figures beside the paper's numbers"),
+    "plan": ("lie.commands.plan", "steps, rollout tokens and GPU-hours of the selected runs"),
 }
 
 
