@@ -7,7 +7,8 @@ for the ``prompt`` column; too long prompts are cut on the left (``data.truncati
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from lie.errors import LieError
 
@@ -43,7 +44,9 @@ def prompt_token_ids(
     if enable_thinking is not None:
         kwargs["enable_thinking"] = enable_thinking
     if getattr(tokenizer, "chat_template", None):
-        text = tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=False, **kwargs)
+        text = tokenizer.apply_chat_template(
+            list(messages), add_generation_prompt=True, tokenize=False, **kwargs
+        )
     else:
         raise LieError(
             "the tokenizer has no chat template; every model of this pipeline needs one "

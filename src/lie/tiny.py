@@ -9,8 +9,8 @@ Run: ``lie tiny-model --out DIR [--corpus FILE] [--seed 0]``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,14 @@ def build_model(vocab_size: int, eos_id: int, pad_id: int, seed: int = 0, hidden
     return model
 
 
-def build_tiny(out_dir: str | Path, corpus: Iterable[str] = (), seed: int = 0, vocab_size: int = 512, hidden: int = 64, layers: int = 2) -> Path:
+def build_tiny(
+    out_dir: str | Path,
+    corpus: Iterable[str] = (),
+    seed: int = 0,
+    vocab_size: int = 512,
+    hidden: int = 64,
+    layers: int = 2,
+) -> Path:
     """Write a tiny model and its tokenizer to ``out_dir`` (Hugging Face format)."""
     out = Path(out_dir)
     tokenizer = build_tokenizer(corpus, vocab_size)
@@ -89,5 +96,7 @@ def build_tiny(out_dir: str | Path, corpus: Iterable[str] = (), seed: int = 0, v
     out.mkdir(parents=True, exist_ok=True)
     tokenizer.save_pretrained(out)
     model.save_pretrained(out)
-    log.info("tiny model: %d parameters, vocabulary %d, written to %s", model.num_parameters(), len(tokenizer), out)
+    log.info(
+        "tiny model: %d parameters, vocabulary %d, written to %s", model.num_parameters(), len(tokenizer), out
+    )
     return out

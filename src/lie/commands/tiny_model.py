@@ -14,7 +14,9 @@ from lie.errors import LieError
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="output folder (Hugging Face format)")
-    parser.add_argument("--corpus", action="append", default=[], help="text file(s) to train the tokenizer on")
+    parser.add_argument(
+        "--corpus", action="append", default=[], help="text file(s) to train the tokenizer on"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--vocab-size", type=int, default=512)
     parser.add_argument("--hidden", type=int, default=64)
@@ -36,7 +38,9 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent if out.parent.exists() else None))
     try:
-        build_tiny(tmp, corpus, seed=args.seed, vocab_size=args.vocab_size, hidden=args.hidden, layers=args.layers)
+        build_tiny(
+            tmp, corpus, seed=args.seed, vocab_size=args.vocab_size, hidden=args.hidden, layers=args.layers
+        )
         if out.exists():
             shutil.rmtree(out)
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -12,8 +12,9 @@ has its own seed, so a shard gives the same samples whichever shards ran before 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 from lie.errors import LieError
 
@@ -31,9 +32,13 @@ class SamplingSettings:
 
     def __post_init__(self) -> None:
         if self.n < 1 or self.max_tokens < 1:
-            raise LieError(f"sampling needs n >= 1 and max_tokens >= 1, got n={self.n}, max_tokens={self.max_tokens}")
+            raise LieError(
+                f"sampling needs n >= 1 and max_tokens >= 1, got n={self.n}, max_tokens={self.max_tokens}"
+            )
         if self.temperature < 0 or not 0 < self.top_p <= 1:
-            raise LieError(f"sampling needs temperature >= 0 and 0 < top_p <= 1, got {self.temperature}, {self.top_p}")
+            raise LieError(
+                f"sampling needs temperature >= 0 and 0 < top_p <= 1, got {self.temperature}, {self.top_p}"
+            )
 
 
 @dataclass(frozen=True)
@@ -60,7 +65,9 @@ def load_tokenizer(model_path: str, trust_remote_code: bool = False, revision: s
     from transformers import AutoTokenizer
 
     try:
-        return AutoTokenizer.from_pretrained(model_path, trust_remote_code=trust_remote_code, revision=revision)
+        return AutoTokenizer.from_pretrained(
+            model_path, trust_remote_code=trust_remote_code, revision=revision
+        )
     except OSError as exc:
         raise LieError(f"cannot load a tokenizer from {model_path!r}: {exc}") from None
 
@@ -68,7 +75,9 @@ def load_tokenizer(model_path: str, trust_remote_code: bool = False, revision: s
 class HFEngine:
     """transformers ``generate``, one prompt at a time with its own seed (small models, CPU)."""
 
-    def __init__(self, model_path: str, trust_remote_code: bool = False, device: str | None = None, dtype: str = "auto"):
+    def __init__(
+        self, model_path: str, trust_remote_code: bool = False, device: str | None = None, dtype: str = "auto"
+    ):
         import torch
         from transformers import AutoModelForCausalLM
 
@@ -155,7 +164,10 @@ class VLLMEngine:
         requests = [TokensPrompt(prompt_token_ids=list(ids)) for ids in prompts]
         results = self.llm.generate(requests, params, use_tqdm=False)
         return [
-            [Completion(list(o.token_ids), o.text, "length" if o.finish_reason == "length" else "stop") for o in r.outputs]
+            [
+                Completion(list(o.token_ids), o.text, "length" if o.finish_reason == "length" else "stop")
+                for o in r.outputs
+            ]
             for r in results
         ]
 

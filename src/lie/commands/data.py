@@ -1,0 +1,34 @@
+"""``lie data --config config.yaml --set-name NAME --out FILE.parquet``: one data set in verl rows.
+
+The source, revision, split, format and selection of NAME come from ``datasets:`` in the config
+(see docs/data.md); the file records them in its parquet metadata. ``--limit N`` keeps the first
+N rows (smoke runs). Offline: ``HF_HUB_OFFLINE=1`` reads the hub cache, or set ``local:``.
+Example: ``lie data --config config.yaml --set-name aime24 --out data/aime24.parquet``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", required=True, help="the pipeline's config.yaml")
+    parser.add_argument(
+        "--set-name", required=True, help="a data set of config.yaml (datasets.train or datasets.eval)"
+    )
+    parser.add_argument("--out", required=True, help="output parquet file (written atomically)")
+    parser.add_argument("--limit", type=int, default=None, help="keep the first N rows (smoke runs)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def run(args: argparse.Namespace) -> int:
+    from lie.config import load_config
+    from lie.data.build import build_dataset
+
+    if args.no_progress:
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+    config = load_config(args.config)
+    build_dataset(config, args.set_name, args.out, limit=args.limit, progress=not args.no_progress)
+    return 0

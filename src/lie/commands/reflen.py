@@ -1,0 +1,69 @@
+"""``lie reflen --config config.yaml --model M --data TRAIN.parquet --out TRAIN.reflen.parquet``.
+
+Samples ``k`` responses of the base model ``M`` (a name of ``models:`` or a local folder) per
+training prompt and writes ``L_ref`` (``reward_model.num_tokens``) with ``avg_response_len``,
+``gen_count`` and ``ori_acc`` (``extra_info``). Defaults come from ``reflen:`` in the config; work
+goes in ``OUT.shards/`` (a killed run resumes there; removed after success).
+Example: ``lie reflen --config config.yaml --model qwen3-4b-base --data data/dapo.parquet
+--out data/dapo.qwen3-4b-base.reflen.parquet --engine vllm``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from lie.errors import LieError
+
+
+def _bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "yes", "on", "1"):
+        return True
+    if lowered in ("false", "no", "off", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", required=True, help="the pipeline's config.yaml (its reflen: section)")
+    parser.add_argument("--model", required=True, help="a model name of config.yaml, or a local model folder")
+    parser.add_argument("--data", required=True, help="training set parquet written by `lie data`")
+    parser.add_argument("--out", required=True, help="output parquet (written atomically)")
+    parser.add_argument("--engine", choices=("hf", "vllm"), default=None, help="default: engines.generate")
+    parser.add_argument("--k", type=int, default=None, help="samples per prompt (default reflen.k)")
+    parser.add_argument(
+        "--max-tokens", type=int, default=None, help="response limit (default reflen.max_tokens)"
+    )
+    parser.add_argument("--seed", type=int, default=None, help="base seed (default reflen.seed)")
+    parser.add_argument(
+        "--shard-size", type=int, default=None, help="prompts per shard (default reflen.shard_size)"
+    )
+    parser.add_argument(
+        "--enable-thinking", type=_bool, default=None, help="chat template flag (default: the model's)"
+    )
+    parser.add_argument("--limit", type=int, default=None, help="only the first N prompts (smoke runs)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    from lie.config import load_config
+    from lie.reflen import run_reflen
+
+    if args.out == args.data:
+        raise LieError("--out must differ from --data (the input is read while the output is written)")
+    config = load_config(args.config)
+    run_reflen(
+        config,
+        args.model,
+        args.data,
+        args.out,
+        engine=args.engine,
+        limit=args.limit,
+        progress=not args.no_progress,
+        k=args.k,
+        max_tokens=args.max_tokens,
+        seed=args.seed,
+        shard_size=args.shard_size,
+        enable_thinking=args.enable_thinking,
+    )
+    return 0

@@ -1,0 +1,151 @@
+"""``lie train RUN``: one run of config.yaml, with verl (GPU, Ray, multi-node) or TRL (CPU/one GPU).
+
+Examples:
+  lie train qwen3-4b-base_dapo_gspo_lie --config config.yaml --dry-run   # compose verl's config, print it
+  lie train qwen3-4b-base_dapo_gspo_lie --config config.yaml             # run verl on this node
+  lie train smoke_gspo_lie --config workflow/configs/smoke.yaml --engine trl
+Inputs default to the pipeline's layout (lie.layout); outputs go to <outdir>/runs/<run>/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import subprocess
+from pathlib import Path
+
+from lie.errors import LieError
+
+log = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run", help="a run name of config.yaml's experiments")
+    parser.add_argument("--config", default="config.yaml")
+    parser.add_argument("--engine", choices=["verl", "trl"], help="default: engines.train of the config")
+    parser.add_argument("--dry-run", action="store_true", help="compose and print the engine's settings only")
+    parser.add_argument(
+        "--train-file", help="training parquet with L_ref (default: the layout's reflen file)"
+    )
+    parser.add_argument("--val-file", action="append", help="validation parquet(s) (verl)")
+    parser.add_argument(
+        "--model", help="initial model folder (default: base model, or the parent's final model)"
+    )
+    parser.add_argument("--nnodes", type=int, help="override training.nnodes (the Slurm launcher passes it)")
+    parser.add_argument("--stop-after", type=int, help="TRL: stop after this many steps (a rerun resumes)")
+    parser.add_argument(
+        "--threads", type=int, help="TRL on CPU: torch threads (default: OMP_NUM_THREADS or 1)"
+    )
+
+
+def _config(args: argparse.Namespace) -> dict:
+    from lie.config import experiment, load_config
+
+    config = load_config(args.config)
+    experiment(config, args.run)  # unknown run -> clear error
+    if args.nnodes:
+        config["training"]["nnodes"] = args.nnodes
+    return config
+
+
+def run(args: argparse.Namespace) -> int:
+    config = _config(args)
+    engine = args.engine or (config.get("engines") or {}).get("train", "verl")
+    if engine == "verl":
+        return _run_verl(config, args)
+    return _run_trl(config, args)
+
+
+def _run_verl(config: dict, args: argparse.Namespace) -> int:
+    from omegaconf import OmegaConf
+
+    from lie.config import outdir, run_settings
+    from lie.engines import verl_train
+    from lie.runs import RunDir, write_json
+
+    inputs = verl_train.inputs_for(config, args.run)
+    inputs = verl_train.VerlInputs(
+        train_file=args.train_file or inputs.train_file,
+        val_files=tuple(args.val_file) if args.val_file else inputs.val_files,
+        model_path=args.model or inputs.model_path,
+    )
+    inputs = verl_train.absolute(inputs)
+    rundir = RunDir(outdir(config), args.run)
+    if args.dry_run:
+        overrides = verl_train.overrides(
+            config, args.run, inputs, metrics_file=str(rundir.metrics_dir / "launch.jsonl")
+        )
+        composed = verl_train.compose(overrides)
+        verl_train.check_composed(composed)
+        print("# reward (verl 0.9 `reward` group, as composed)")
+        print(OmegaConf.to_yaml(composed.reward))
+        print("# actor_rollout_ref.actor")
+        print(OmegaConf.to_yaml(composed.actor_rollout_ref.actor))
+        print("# command")
+        print(" ".join(verl_train.command(overrides)))
+        return 0
+    for path in (inputs.train_file, *inputs.val_files):
+        if not Path(path).exists():
+            raise LieError(
+                f"run {args.run}: input {path} does not exist; run its `lie data`/`lie reflen` stage first"
+            )
+    overrides = verl_train.overrides(
+        config, args.run, inputs, metrics_file=str(rundir.new_metrics_file().resolve())
+    )
+    cmd = verl_train.command(overrides)
+    write_json(
+        rundir.run_json,
+        {"engine": "verl", "run": args.run, "settings": run_settings(config, args.run), "command": cmd},
+    )
+    log.info("running verl: %s", " ".join(cmd[:4]) + " ...")
+    env = {**os.environ, "HYDRA_FULL_ERROR": "1"}
+    code = subprocess.run(cmd, env=env).returncode
+    if code != 0:
+        raise LieError(
+            f"run {args.run}: verl exited with status {code}; rerun to resume from the last checkpoint"
+        )
+    eval_step = run_settings(config, args.run).get("eval_step", "final")
+    checkpoint = verl_train.final_checkpoint(rundir, eval_step)
+    step = int(checkpoint.name.rsplit("_", 1)[1])
+    write_json(rundir.final_json, {"engine": "verl", "checkpoint": str(checkpoint), "step": step})
+    return 0
+
+
+def _run_trl(config: dict, args: argparse.Namespace) -> int:
+    from lie.layout import Layout
+
+    layout = Layout(config)
+    from lie.config import experiment
+
+    spec = experiment(config, args.run)
+    train_file = Path(args.train_file or layout.reflen_file(spec["data"], spec["model"]))
+    model = Path(args.model or layout.init_model(args.run))
+    if args.dry_run:
+        from lie.config import run_settings
+        from lie.engines import trl_train
+
+        settings = run_settings(config, args.run)
+        sched = trl_train.Schedule(
+            int(settings["train_batch_size"]) // int(settings["ppo_mini_batch_size"]),
+            int(settings["ppo_epochs"]),
+            1,
+        )
+        cfg = trl_train.grpo_config(settings, sched, layout.run_dir(args.run).checkpoints, use_cpu=True)
+        keys = ("importance_sampling_level", "loss_type", "epsilon", "epsilon_high", "delta", "beta",
+                "num_generations", "per_device_train_batch_size", "steps_per_generation", "num_iterations",
+                "temperature", "top_p", "max_completion_length", "learning_rate", "warmup_steps",
+                "weight_decay", "max_grad_norm", "scale_rewards")  # fmt: skip
+        for key in keys:
+            print(f"{key}: {getattr(cfg, key)}")
+        return 0
+    for path in (train_file, model):
+        if not path.exists():
+            raise LieError(
+                f"run {args.run}: input {path} does not exist; build it first (see `snakemake -n`)"
+            )
+    from lie.engines import trl_train
+
+    threads = args.threads or int(os.environ.get("OMP_NUM_THREADS", "1") or 1)
+    trl_train.train(config, args.run, train_file, model, stop_after=args.stop_after, threads=threads)
+    return 0

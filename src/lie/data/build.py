@@ -1,0 +1,113 @@
+"""``lie data`` for one data set: fetch, select, turn rows into verl rows, write with provenance."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from lie import __version__
+from lie.data.formats import FORMATS, GPQA_SHUFFLE, Context
+from lie.data.rows import make_row, to_table, write_table
+from lie.data.sources import resolve
+from lie.data.spec import DatasetSpec, dataset_spec
+from lie.data.tables import DRAW_METHOD, apply_filter, dedup_first, read_columns, seeded_draw
+from lie.errors import LieError
+
+log = logging.getLogger(__name__)
+
+ROW = "__source_row"
+
+
+def template_for(config: dict[str, Any], kind: str) -> str:
+    template = (config.get("prompt") or {}).get(kind)
+    if not isinstance(template, str) or "{question}" not in template:
+        raise LieError(f"config: prompt.{kind} must be a template with {{question}}, got {template!r}")
+    if kind == "choice" and "{choices}" not in template:
+        raise LieError("config: prompt.choice must place the options with {choices}")
+    return template
+
+
+def select_rows(spec: DatasetSpec, table: pa.Table, limit: int | None) -> tuple[pa.Table, dict[str, int]]:
+    """Filter, dedup, seeded draw, limit, in that order; the row counts after each step."""
+    fmt = FORMATS[spec.format]
+    counts = {"read": len(table)}
+    table = table.append_column(ROW, pa.array(np.arange(len(table), dtype=np.int64)))
+    if spec.filter:
+        table = apply_filter(table, spec.filter, spec.where)
+        counts["after_filter"] = len(table)
+    if spec.dedup:
+        table = dedup_first(table, fmt.dedup_key(table))
+        counts["after_dedup"] = len(table)
+        log.info("%s: %d rows, %d after dedup on the prompt", spec.name, counts["read"], len(table))
+    if spec.sample is not None:
+        table, _ = seeded_draw(table, spec.sample, spec.seed, spec.where)
+        counts["after_sample"] = len(table)
+    if limit is not None:
+        table = table.slice(0, limit)
+        counts["after_limit"] = len(table)
+    return table, counts
+
+
+def build_dataset(
+    config: dict[str, Any], name: str, out: str | Path, limit: int | None = None, progress: bool = True
+) -> dict[str, Any]:
+    """Write data set ``name`` of ``config`` to ``out`` (parquet, verl rows); return its metadata."""
+    from tqdm import tqdm
+
+    if limit is not None and limit < 1:
+        raise LieError(f"--limit must be >= 1, got {limit}")
+    spec = dataset_spec(config, name)
+    fmt = FORMATS[spec.format]
+    template = template_for(config, spec.kind)
+    resolved = resolve(spec)
+    extra_columns = [c for c in (spec.filter or {}) if c not in fmt.columns]
+    table = read_columns(resolved.files, fmt.columns + tuple(extra_columns), fmt.optional, spec.where)
+    columns = list(table.column_names)
+    table, counts = select_rows(spec, table, limit)
+    split = spec.split or ("train" if spec.group == "train" else "test")
+    rows, skipped = [], []
+    for rec in tqdm(table.to_pylist(), desc=f"{name} rows", disable=not progress, unit="row"):
+        item = fmt.parse(rec, Context(spec.where, int(rec[ROW]), spec.shuffle_seed))
+        if not item.question.strip() or not item.answer:
+            skipped.append(int(rec[ROW]))
+            continue
+        rows.append(make_row(name, spec.kind, split, len(rows), item, template))
+    if skipped:
+        log.warning(
+            "%s: skipped %d rows without a question or answer (source rows %s)",
+            name,
+            len(skipped),
+            skipped[:10],
+        )
+    if not rows:
+        raise LieError(f"{spec.where}: no rows left to write; check its source, filter and split")
+    counts["written"] = len(rows)
+    counts["skipped_empty"] = len(skipped)
+    if spec.expected_rows is not None and limit is None and len(rows) != spec.expected_rows:
+        log.warning("%s: %d rows written, expected_rows is %d", spec.where, len(rows), spec.expected_rows)
+    metadata = {
+        "lie_version": __version__,
+        "dataset": name,
+        "group": spec.group,
+        "format": spec.format,
+        "kind": spec.kind,
+        "split": split,
+        "source": resolved.origin,
+        "template": template,
+        "columns": columns,
+        "rows": counts,
+        "dedup": {"key": "the prompt (first message)" if spec.format == "dapo" else fmt.columns[0]}
+        if spec.dedup
+        else None,
+        "filter": spec.filter,
+        "sample": {"size": spec.sample, "seed": spec.seed, "method": DRAW_METHOD} if spec.sample else None,
+        "shuffle": {"seed": spec.shuffle_seed, "method": GPQA_SHUFFLE} if spec.format == "gpqa" else None,
+        "limit": limit,
+    }
+    write_table(to_table(rows, metadata), out)
+    log.info("%s: %d rows written to %s", name, len(rows), out)
+    return metadata

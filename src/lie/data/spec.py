@@ -1,0 +1,170 @@
+"""One ``datasets:`` entry of ``config.yaml``, checked so that a mistake names its key.
+
+Every key is written out in ``config.yaml`` (DESIGN: Snakemake drops schema defaults in remote
+jobs); a missing key reads as null here, an unknown key is an error (it is most likely a typo).
+The source is ``local`` when set, else ``url``, else ``hf_id`` (which then needs ``revision``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from lie.errors import LieError
+
+KEYS = (
+    "hf_id",  # hub data set id
+    "revision",  # commit SHA (best), tag or branch; mandatory with hf_id
+    "config",  # hub config (subset) name, or null
+    "split",  # split name
+    "url",  # a raw file URL pinned to a commit (OlympiadBench, Minerva)
+    "sha1",  # git blob id of the url's file, checked after download
+    "local",  # a local file or directory (a mirror of the hub repo); wins over url and hf_id
+    "format",  # which adapter reads the rows (lie.data.formats.FORMATS)
+    "kind",  # math | choice
+    "gated",  # true: the hub repo needs HF_TOKEN (GPQA)
+    "dedup",  # true: keep the first row of every distinct prompt
+    "sample",  # a seeded draw of this many rows, or null for all
+    "seed",  # the draw's seed
+    "filter",  # {column: {min: x, max: y}} or {column: [values]} before the draw, or null
+    "shuffle_seed",  # seed of the option shuffle (GPQA)
+    "expected_rows",  # rows a full build should give (a warning when it does not), or null
+    "n",  # samples per problem at evaluation (read by lie evaluate)
+)
+COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    name: str
+    group: str  # train | eval
+    hf_id: str | None
+    revision: str | None
+    config: str | None
+    split: str | None
+    url: str | None
+    sha1: str | None
+    local: str | None
+    format: str
+    kind: str
+    gated: bool
+    dedup: bool
+    sample: int | None
+    seed: int | None
+    filter: dict[str, Any] | None
+    shuffle_seed: int | None
+    expected_rows: int | None
+
+    @property
+    def where(self) -> str:
+        return f"datasets.{self.group}.{self.name}"
+
+    @property
+    def source_kind(self) -> str:
+        return "local" if self.local else "url" if self.url else "hub"
+
+    @property
+    def pinned(self) -> bool:
+        return bool(self.revision and COMMIT.fullmatch(self.revision))
+
+
+def _get(entry: dict[str, Any], key: str, where: str, types: tuple[type, ...], required: bool = False) -> Any:
+    value = entry.get(key)
+    if value is None:
+        if required:
+            raise LieError(f"{where}.{key} is missing; {_HELP.get(key, 'set it in config.yaml')}")
+        return None
+    if isinstance(value, bool) and bool not in types:
+        raise LieError(f"{where}.{key} must be {' or '.join(t.__name__ for t in types)}, got {value!r}")
+    if not isinstance(value, types):
+        raise LieError(f"{where}.{key} must be {' or '.join(t.__name__ for t in types)}, got {value!r}")
+    return value
+
+
+_HELP = {
+    "revision": "pin the hub revision (a 40-hex commit SHA, or a tag/branch such as main)",
+    "split": "name the split to read (e.g. train or test)",
+    "format": "name the row adapter, one of lie.data.formats.FORMATS",
+    "kind": "set math or choice",
+    "seed": "a seeded draw needs its seed",
+    "shuffle_seed": "options are shuffled with a recorded seed; set an integer",
+}
+
+
+def parse_spec(name: str, group: str, entry: Any) -> DatasetSpec:
+    """Check ``entry`` (the mapping under ``datasets.<group>.<name>``) and return its spec."""
+    from lie.data.formats import FORMATS
+
+    where = f"datasets.{group}.{name}"
+    if not isinstance(entry, dict):
+        raise LieError(f"{where} must be a mapping of keys ({', '.join(KEYS)}), got {type(entry).__name__}")
+    unknown = sorted(set(entry) - set(KEYS))
+    if unknown:
+        raise LieError(f"{where}: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(KEYS)}")
+    fmt = _get(entry, "format", where, (str,), required=True)
+    if fmt not in FORMATS:
+        raise LieError(f"{where}.format is {fmt!r}, not one of {', '.join(sorted(FORMATS))}")
+    kind = _get(entry, "kind", where, (str,), required=True)
+    if kind != FORMATS[fmt].kind:
+        raise LieError(f"{where}.kind is {kind!r} but format {fmt!r} gives {FORMATS[fmt].kind!r} items")
+    spec = DatasetSpec(
+        name=name,
+        group=group,
+        hf_id=_get(entry, "hf_id", where, (str,)),
+        revision=_get(entry, "revision", where, (str,)),
+        config=_get(entry, "config", where, (str,)),
+        split=_get(entry, "split", where, (str,)),
+        url=_get(entry, "url", where, (str,)),
+        sha1=_get(entry, "sha1", where, (str,)),
+        local=_get(entry, "local", where, (str,)),
+        format=fmt,
+        kind=kind,
+        gated=bool(_get(entry, "gated", where, (bool,))),
+        dedup=bool(_get(entry, "dedup", where, (bool,))),
+        sample=_get(entry, "sample", where, (int,)),
+        seed=_get(entry, "seed", where, (int,)),
+        filter=_get(entry, "filter", where, (dict,)),
+        shuffle_seed=_get(entry, "shuffle_seed", where, (int,)),
+        expected_rows=_get(entry, "expected_rows", where, (int,)),
+    )
+    _get(entry, "n", where, (int,))  # read by lie evaluate; checked here with the rest
+    _check(spec, entry, where)
+    return spec
+
+
+def _check(spec: DatasetSpec, entry: dict[str, Any], where: str) -> None:
+    if not (spec.local or spec.url or spec.hf_id):
+        raise LieError(f"{where}: no source; set hf_id (with revision), url (with sha1) or local")
+    if spec.source_kind == "hub":
+        _get(entry, "revision", where, (str,), required=True)
+        _get(entry, "split", where, (str,), required=True)
+        if not spec.revision.strip():
+            raise LieError(f"{where}.revision is empty; {_HELP['revision']}")
+    if spec.sha1 is not None and not COMMIT.fullmatch(spec.sha1):
+        raise LieError(f"{where}.sha1 must be a 40-hex git blob id, got {spec.sha1!r}")
+    if spec.sample is not None:
+        if spec.sample < 1:
+            raise LieError(f"{where}.sample must be >= 1 or null, got {spec.sample}")
+        _get(entry, "seed", where, (int,), required=True)
+    if spec.format == "gpqa":
+        _get(entry, "shuffle_seed", where, (int,), required=True)
+    for column, rule in (spec.filter or {}).items():
+        ok = isinstance(rule, list) or (
+            isinstance(rule, dict)
+            and rule
+            and set(rule) <= {"min", "max"}
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in rule.values())
+        )
+        if not ok:
+            raise LieError(
+                f"{where}.filter.{column} must be a list of allowed values or {{min: x, max: y}}, got {rule!r}"
+            )
+
+
+def dataset_spec(config: dict[str, Any], name: str) -> DatasetSpec:
+    """The checked spec of data set ``name`` of ``config`` (train or eval group)."""
+    from lie.config import dataset_entry
+
+    group, entry = dataset_entry(config, name)
+    return parse_spec(name, group, entry)

@@ -1,0 +1,142 @@
+"""Reading only the needed columns, then filter, dedup and a seeded draw, all in Arrow.
+
+DAPO-Math-17k holds 1.8M rows and DeepMath-103K three long solutions a problem: the rows stay in
+Arrow until the few thousand kept ones become Python dicts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from lie.errors import LieError
+
+log = logging.getLogger(__name__)
+
+DRAW_METHOD = "numpy.random.default_rng(seed).choice(rows, size=sample, replace=False), kept in source order"
+
+
+def read_columns(
+    files: Sequence[Path], required: Sequence[str], optional: Sequence[str], where: str
+) -> pa.Table:
+    """The ``required`` and present ``optional`` columns of every file, concatenated."""
+    tables = [_read_one(Path(f), required, optional, where) for f in files]
+    if not tables:
+        raise LieError(f"{where}: no data files")
+    try:
+        return pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise LieError(f"{where}: the data files disagree on column types ({exc})") from None
+
+
+def _missing(have: Sequence[str], required: Sequence[str], path: Path, where: str) -> None:
+    missing = [c for c in required if c not in have]
+    if missing:
+        raise LieError(
+            f"{where}: column {', '.join(repr(c) for c in missing)} missing in {path} (it has "
+            f"{', '.join(have)}); check the data set's source and its 'format' key"
+        )
+
+
+def _read_one(path: Path, required: Sequence[str], optional: Sequence[str], where: str) -> pa.Table:
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            names = pq.read_schema(path).names
+            _missing(names, required, path, where)
+            columns = list(required) + [c for c in optional if c in names and c not in required]
+            return pq.read_table(path, columns=columns)
+        if suffix == ".csv":
+            from pyarrow import csv
+
+            table = csv.read_csv(path, parse_options=csv.ParseOptions(newlines_in_values=True))
+            _missing(table.column_names, required, path, where)
+            return table.select(list(required) + [c for c in optional if c in table.column_names])
+        if suffix in (".jsonl", ".json"):
+            return _read_json(path, required, optional, where)
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise LieError(f"{where}: cannot read {path} ({exc})") from None
+    raise LieError(f"{where}: {path} is not .parquet, .jsonl, .json or .csv")
+
+
+def _read_json(path: Path, required: Sequence[str], optional: Sequence[str], where: str) -> pa.Table:
+    text = path.read_text(encoding="utf-8")
+    stripped = text.lstrip()
+    records: list[Any]
+    if stripped.startswith("["):
+        records = json.loads(text)
+    else:
+        records = []
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise LieError(f"{where}: {path} line {lineno} is not valid JSON ({exc.msg})") from None
+    names: list[str] = []
+    for rec in records:
+        if not isinstance(rec, dict):
+            raise LieError(f"{where}: {path} holds a {type(rec).__name__}, expected JSON objects")
+        names.extend(k for k in rec if k not in names)
+    _missing(names, required, path, where)
+    columns = list(required) + [c for c in optional if c in names and c not in required]
+    return pa.table({c: _json_column([r.get(c) for r in records]) for c in columns})
+
+
+def _json_column(values: list[Any]) -> pa.Array:
+    """An Arrow column from JSON values; mixed scalar types (``27`` and ``"27"``) become strings."""
+    try:
+        return pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array(
+            [v if v is None or isinstance(v, str) else json.dumps(v) for v in values], pa.string()
+        )
+
+
+def apply_filter(table: pa.Table, rules: dict[str, Any] | None, where: str) -> pa.Table:
+    """Keep rows whose columns fall in ``{min, max}`` or in a list of allowed values."""
+    import pyarrow.compute as pc
+
+    if not rules:
+        return table
+    mask = None
+    for column, rule in rules.items():
+        if column not in table.column_names:
+            raise LieError(f"{where}.filter names column {column!r}, which the data set lacks")
+        values = table[column]
+        if isinstance(rule, list):
+            keep = pc.is_in(values, value_set=pa.array(rule))
+        else:
+            keep = pc.is_valid(values)
+            if "min" in rule:
+                keep = pc.and_(keep, pc.greater_equal(values, rule["min"]))
+            if "max" in rule:
+                keep = pc.and_(keep, pc.less_equal(values, rule["max"]))
+        keep = pc.fill_null(keep, False)
+        mask = keep if mask is None else pc.and_(mask, keep)
+    return table.filter(mask)
+
+
+def dedup_first(table: pa.Table, key: pa.ChunkedArray | pa.Array) -> pa.Table:
+    """The first row of every distinct ``key``, in source order."""
+    positions = pa.array(np.arange(len(table), dtype=np.int64))
+    grouped = pa.table({"k": key, "i": positions}).group_by("k", use_threads=False).aggregate([("i", "min")])
+    first = np.sort(grouped["i_min"].to_numpy())
+    return table.take(pa.array(first))
+
+
+def seeded_draw(table: pa.Table, sample: int, seed: int, where: str) -> tuple[pa.Table, list[int]]:
+    """``sample`` rows drawn without replacement with ``seed`` (see DRAW_METHOD); their positions."""
+    if sample > len(table):
+        raise LieError(f"{where}.sample is {sample} but only {len(table)} rows pass the filter; lower it")
+    rng = np.random.default_rng(seed)
+    picked = np.sort(rng.choice(len(table), size=sample, replace=False))
+    return table.take(pa.array(picked)), picked.tolist()

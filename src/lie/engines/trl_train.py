@@ -1,0 +1,368 @@
+"""A run of config.yaml on TRL's GRPOTrainer: the CPU (smoke, study, tests) or one GPU.
+
+The same settings as the verl path, mapped onto ``GRPOConfig`` (SPEC 2 and 6):
+GSPO is ``importance_sampling_level="sequence"`` with ``loss_type="grpo"`` (verl's
+``seq-mean-token-mean``), GRPO is token level with ``loss_type="dapo"`` (verl's ``token-mean``);
+clip ratios are ``epsilon``/``epsilon_high``, ``clip_ratio_c`` is ``delta`` (dual clip), no KL
+(``beta=0``), ``rollout_n`` is ``num_generations``. One verl step (``train_batch_size`` prompts,
+updated in mini-batches of ``ppo_mini_batch_size``) is ``steps_per_generation`` optimizer steps.
+
+The reward goes through the same core (``lie.reward.score``) with the completion token ids; metrics
+and rollouts land in the layout of ``lie.runs`` with verl's metric names, so that everything
+downstream reads both engines alike. Checkpoints resume: a killed run continues from its last one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lie import config as cfgmod
+from lie.errors import LieError
+from lie.reward import RewardConfig, score
+from lie.runs import RunDir, write_json
+
+log = logging.getLogger(__name__)
+
+# TRL's metric names -> verl's (the shared schema); the rest are kept under "trl/".
+METRIC_NAMES = {
+    "completions/mean_length": "response_length/mean",
+    "completions/max_length": "response_length/max",
+    "completions/min_length": "response_length/min",
+    "completions/clipped_ratio": "response_length/clip_ratio",
+    "reward": "critic/score/mean",
+    "entropy": "actor/entropy",
+    "grad_norm": "actor/grad_norm",
+    "learning_rate": "actor/lr",
+    "loss": "actor/pg_loss",
+    "clip_ratio/region_mean": "actor/pg_clipfrac",
+}
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """verl's step structure in TRL terms."""
+
+    steps_per_generation: int  # optimizer updates per rollout batch (train / mini batch)
+    iterations: int  # PPO epochs over one rollout batch
+    rollout_steps: int  # verl's training steps
+
+    @property
+    def updates_per_step(self) -> int:
+        return self.steps_per_generation * self.iterations
+
+    @property
+    def max_updates(self) -> int:
+        return self.rollout_steps * self.updates_per_step
+
+    def rollout_step(self, global_step: int) -> int:
+        """The verl step that optimizer step ``global_step`` (completed updates) belongs to, from 1."""
+        return global_step // self.updates_per_step + 1
+
+
+def schedule(settings: dict[str, Any], num_prompts: int) -> Schedule:
+    batch, mini = int(settings["train_batch_size"]), int(settings["ppo_mini_batch_size"])
+    if batch % mini:
+        raise LieError(
+            f"training.train_batch_size ({batch}) must be a multiple of ppo_mini_batch_size ({mini})"
+        )
+    if num_prompts < batch:
+        raise LieError(f"the training set has {num_prompts} prompts, fewer than train_batch_size {batch}")
+    steps = settings.get("max_steps") or int(settings["epochs"]) * (num_prompts // batch)
+    return Schedule(batch // mini, int(settings["ppo_epochs"]), int(steps))
+
+
+def load_rows(
+    path: str | Path, max_prompt_tokens: int, tokenizer: Any, enable_thinking: bool | None
+) -> list[dict]:
+    """Training rows of a ``lie reflen`` parquet file, flattened for TRL (prompts rendered, left-cut)."""
+    import pyarrow.parquet as pq
+
+    from lie.prompts import prompt_token_ids
+
+    try:
+        table = pq.read_table(path).to_pylist()
+    except OSError as exc:
+        raise LieError(f"cannot read training data {path}: {exc}") from None
+    rows = []
+    for i, row in enumerate(table):
+        reward_model = row.get("reward_model") or {}
+        extra = row.get("extra_info") or {}
+        if "ground_truth" not in reward_model:
+            raise LieError(f"{path} row {i}: no reward_model.ground_truth")
+        ids = prompt_token_ids(tokenizer, row["prompt"], enable_thinking, max_prompt_tokens)
+        ref = reward_model.get("num_tokens")
+        rows.append(
+            {
+                "prompt": tokenizer.decode(ids, skip_special_tokens=False),
+                "gold": str(reward_model["ground_truth"]),
+                "ref_len": int(ref) if ref is not None else -1,
+                "kind": extra.get("kind") or "math",
+                "letters": list(extra.get("letters") or []),
+                "prompt_index": int(extra["index"]) if isinstance(extra.get("index"), int) else i,
+            }
+        )
+    return rows
+
+
+class LIEReward:
+    """TRL reward function: grade each completion, then R = R_acc + R_len + R_red (lie.reward)."""
+
+    __name__ = "lie"
+
+    def __init__(self, reward_config: RewardConfig, tokenizer: Any, rundir: RunDir, schedule: Schedule):
+        self.config = reward_config
+        self.tokenizer = tokenizer
+        self.rundir = rundir
+        self.schedule = schedule
+
+    def __call__(
+        self, prompts, completions, completion_ids, gold, ref_len, kind, letters, prompt_index, **kw
+    ):
+        from lie.grading import grade_item
+
+        state = kw.get("trainer_state")
+        step = self.schedule.rollout_step(state.global_step) if state is not None else 0
+        records, rewards = [], []
+        for i, ids in enumerate(completion_ids):
+            ids = list(ids)
+            text = self.tokenizer.decode(ids, skip_special_tokens=True)
+            graded = grade_item({"response": text, "gold": gold[i], "kind": kind[i], "choices": letters[i]})
+            ref = ref_len[i] if ref_len[i] >= 0 else None
+            if ref is None and self.config.length_term:
+                raise LieError(
+                    f"prompt {prompt_index[i]}: no reward_model.num_tokens (L_ref); train on `lie reflen` output"
+                )
+            result = score(
+                text, bool(graded.correct), len(ids), ref, self.config,
+                token_ids=ids if self.config.unit == "token" else None,
+            )  # fmt: skip
+            rewards.append(result.reward)
+            records.append(
+                {
+                    "step": step,
+                    "group": f"{step}-{prompt_index[i]}",
+                    "uid": f"{step}-{prompt_index[i]}-{i}",
+                    "prompt_index": prompt_index[i],
+                    "response": text,
+                    "reward": result.reward,
+                    "acc": result.r_acc,
+                    "r_len": result.r_len,
+                    "r_red": result.r_red,
+                    "max_ngram_count": result.max_ngram_count,
+                    "c_context": result.c_context,
+                    "r_context": result.r_context,
+                    "num_tokens": len(ids),
+                    "ref_len": ref or 0,
+                    "grade_status": graded.status,
+                }
+            )
+        self._write(step, records)
+        log_metric = kw.get("log_metric")
+        if log_metric is not None and records:
+            for key in ("acc", "r_len", "r_red", "c_context", "r_context"):
+                log_metric(f"lie/{key}", sum(r[key] for r in records) / len(records))
+        return rewards
+
+    def _write(self, step: int, records: list[dict]) -> None:
+        self.rundir.rollouts_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.rundir.rollouts_dir / f"step-{step:06d}.trl.jsonl", "a", encoding="utf-8") as out:
+            for record in records:
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def _metrics_callback(path: Path, sched: Schedule):
+    from transformers import TrainerCallback
+
+    class JsonlMetrics(TrainerCallback):
+        """verl's file-logger format: one ``{"step": N, "data": {...}}`` line per log call."""
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if not state.is_world_process_zero or not logs or "loss" not in logs:
+                return
+            data = {
+                METRIC_NAMES.get(k, k if k.startswith("lie/") else f"trl/{k}"): v for k, v in logs.items()
+            }
+            step = sched.rollout_step(max(state.global_step - 1, 0))
+            with open(path, "a", encoding="utf-8") as out:
+                out.write(json.dumps({"step": step, "data": data}) + "\n")
+
+    return JsonlMetrics()
+
+
+def _stop_callback(stop_after: int, sched: Schedule):
+    from transformers import TrainerCallback
+
+    class StopAfter(TrainerCallback):
+        """Stop (with a checkpoint) once ``stop_after`` verl steps are done; a rerun resumes."""
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step >= stop_after * sched.updates_per_step:
+                control.should_save = True
+                control.should_training_stop = True
+
+    return StopAfter()
+
+
+def _trim_after_resume(rundir: RunDir, done_step: int) -> None:
+    """Rollouts of steps after the checkpoint are redone by the resumed run: drop the old ones."""
+    from lie.runs import rollout_files
+
+    for step, paths in rollout_files(rundir).items():
+        if step > done_step:
+            for path in paths:
+                path.unlink()
+
+
+def grpo_config(settings: dict[str, Any], sched: Schedule, output_dir: Path, use_cpu: bool) -> Any:
+    from trl import GRPOConfig
+
+    gspo = settings["loss_mode"] == "gspo"
+    agg = settings["loss_agg_mode"]
+    loss_type = {"token-mean": "dapo", "seq-mean-token-mean": "grpo"}.get(agg)
+    if loss_type is None:
+        raise LieError(
+            f"loss_agg_mode {agg!r} has no TRL equivalent here; use token-mean or seq-mean-token-mean"
+        )
+    save = int(settings["save_freq"])
+    return GRPOConfig(
+        output_dir=str(output_dir),
+        use_cpu=use_cpu,
+        bf16=False,
+        fp16=False,
+        gradient_checkpointing=False,
+        report_to=[name for name in settings.get("logger") or [] if name in ("wandb", "tensorboard")],
+        logging_steps=1,
+        disable_tqdm=False,
+        seed=int(settings.get("seed", 0) or 0),
+        learning_rate=float(settings["lr"]),
+        lr_scheduler_type="constant_with_warmup",
+        warmup_steps=int(settings["lr_warmup_steps"]) * sched.updates_per_step,
+        weight_decay=float(settings["weight_decay"]),
+        max_grad_norm=float(settings["grad_clip"]),
+        per_device_train_batch_size=int(settings["ppo_mini_batch_size"]) * int(settings["rollout_n"]),
+        gradient_accumulation_steps=1,
+        steps_per_generation=sched.steps_per_generation,
+        num_iterations=sched.iterations,
+        num_generations=int(settings["rollout_n"]),
+        max_steps=sched.max_updates,
+        max_completion_length=int(settings["max_response_length"]),
+        temperature=float(settings["temperature"]),
+        top_p=float(settings["top_p"]),
+        top_k=0,
+        beta=0.0,
+        epsilon=float(settings["clip_ratio_low"]),
+        epsilon_high=float(settings["clip_ratio_high"]),
+        delta=float(settings["clip_ratio_c"]),
+        importance_sampling_level="sequence" if gspo else "token",
+        loss_type=loss_type,
+        scale_rewards="group",
+        save_strategy="steps" if save > 0 else "no",
+        save_steps=max(save, 1) * sched.updates_per_step,
+        remove_unused_columns=False,
+    )
+
+
+def train(
+    config: dict[str, Any],
+    run: str,
+    train_file: str | Path,
+    model_path: str | Path,
+    stop_after: int | None = None,
+    threads: int | None = None,
+) -> Path:
+    """Train ``run`` with TRL; return the run folder. Resumes from the latest checkpoint."""
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.trainer_utils import get_last_checkpoint
+    from trl import GRPOTrainer
+
+    if threads:
+        torch.set_num_threads(threads)
+    settings = cfgmod.run_settings(config, run)
+    rundir = RunDir(cfgmod.outdir(config), run)
+    reward_config = RewardConfig.from_mapping(cfgmod.reward_settings(config, run), source=f"run {run}")
+    spec = cfgmod.experiment(config, run)
+    model_entry = cfgmod.model_entry(config, spec["model"])
+    trust = bool(config.get("trust_remote_code", False))
+    tokenizer = AutoTokenizer.from_pretrained(str(model_path), trust_remote_code=trust)
+    rows = load_rows(
+        train_file, int(settings["max_prompt_length"]), tokenizer, model_entry.get("enable_thinking")
+    )
+    sched = schedule(settings, len(rows))
+
+    rundir.root.mkdir(parents=True, exist_ok=True)
+    output_dir = rundir.checkpoints
+    last = get_last_checkpoint(str(output_dir)) if output_dir.exists() else None
+    done = 0
+    if last:
+        done = json.loads((Path(last) / "trainer_state.json").read_text())["global_step"]
+    if done >= sched.max_updates:
+        log.info("%s: already trained (%d updates)", run, done)
+    else:
+        if last:
+            log.info("%s: resuming from %s (step %d)", run, last, sched.rollout_step(done - 1))
+            _trim_after_resume(rundir, done // sched.updates_per_step)
+        args = grpo_config(settings, sched, output_dir, use_cpu=not torch.cuda.is_available())
+        write_json(
+            rundir.run_json,
+            {"engine": "trl", "run": run, "settings": settings, "grpo_config": args.to_dict()},
+        )
+        model = AutoModelForCausalLM.from_pretrained(
+            str(model_path), trust_remote_code=trust, dtype=torch.float32
+        )
+        callbacks = [_metrics_callback(rundir.new_metrics_file(), sched)]
+        if stop_after:
+            callbacks.append(_stop_callback(stop_after, sched))
+        trainer = GRPOTrainer(
+            model=model,
+            reward_funcs=LIEReward(reward_config, tokenizer, rundir, sched),
+            args=args,
+            train_dataset=Dataset.from_list(rows),
+            processing_class=tokenizer,
+            callbacks=callbacks,
+        )
+        trainer.train(resume_from_checkpoint=last)
+        done = trainer.state.global_step
+        if not (output_dir / f"checkpoint-{done}").exists():
+            trainer._save_checkpoint(trainer.model, trial=None)  # the final state, always kept
+    if done >= sched.max_updates:
+        _write_final(rundir, settings, sched, done)
+    return rundir.root
+
+
+def _write_final(rundir: RunDir, settings: dict[str, Any], sched: Schedule, done: int) -> None:
+    eval_step = settings.get("eval_step", "final")
+    updates = done if eval_step in (None, "final") else int(eval_step) * sched.updates_per_step
+    checkpoint = rundir.checkpoints / f"checkpoint-{updates}"
+    if not checkpoint.exists():
+        raise LieError(
+            f"{rundir.run}: no checkpoint for training.eval_step={eval_step} ({checkpoint}); "
+            "choose a step that save_freq divides"
+        )
+    write_json(
+        rundir.final_json,
+        {"engine": "trl", "checkpoint": str(checkpoint), "step": math.ceil(updates / sched.updates_per_step)},
+    )
+
+
+def export_model(checkpoint: Path, target: Path) -> None:
+    """A TRL checkpoint is already in Hugging Face format: copy the model and tokenizer files."""
+    keep = (".json", ".safetensors", ".txt", ".model", ".jinja")
+    skip = {"trainer_state.json", "training_args.bin", "rng_state.pth", "scheduler.pt", "optimizer.pt"}
+    tmp = target.with_name(f".{target.name}.partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for path in checkpoint.iterdir():
+        if path.is_file() and path.suffix in keep and path.name not in skip:
+            shutil.copy2(path, tmp / path.name)
+    if target.exists():
+        shutil.rmtree(target)
+    os.replace(tmp, target)

@@ -1,0 +1,191 @@
+"""verl 0.9 reward manager for LIE: grade, then call the core reward (``lie.reward.score``).
+
+Selected by ``lie train`` through verl's reward-loop keys (``reward.reward_manager.source=
+importlib``, ``.name=LIERewardManager``, ``.module.path=<this file>``); its knobs arrive as
+``reward.reward_kwargs``:
+
+- ``lie``: the ``lie.reward.RewardConfig`` keys of the run (baselines: both terms off);
+- ``validation_sources``: data sources scored by accuracy alone (verl does not tell a manager
+  whether a call is for validation, SPEC 6);
+- ``log_dir``: where every training sample's reward and state metrics go, one JSON line each
+  (``<log_dir>/step-<N>.<host>-<pid>.jsonl``), because verl's own training dumps in 0.9 do not
+  carry ``reward_extra_info``; the same schema as the TRL engine's rollouts;
+- ``grade_timeout_s``: hard limit per grading call.
+
+verl calls ``run_single`` once per finished trajectory in its reward-loop workers (Ray actors,
+off the main thread); grading runs in a small process pool, where math-verify's own SIGALRM
+timeouts work, with a hard limit on top.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import logging
+import multiprocessing
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
+
+from lie.errors import LieError
+from lie.reward import RewardConfig, score
+
+log = logging.getLogger(__name__)
+
+EXTRA_KEYS = ("acc", "r_len", "r_red", "max_ngram_count", "c_context", "r_context", "num_tokens", "ref_len")
+
+
+def _grade(item: dict[str, Any]) -> tuple[bool, str | None, str]:
+    from lie.grading import grade_item
+
+    result = grade_item(item)
+    return bool(result.correct), result.pred, result.status
+
+
+class _Grader:
+    """A persistent process pool; a call past its limit counts as wrong and the pool is renewed."""
+
+    def __init__(self, workers: int, timeout_s: float):
+        self.workers = max(1, workers)
+        self.timeout_s = timeout_s
+        self.pool: concurrent.futures.ProcessPoolExecutor | None = None
+
+    def _pool(self) -> concurrent.futures.ProcessPoolExecutor:
+        if self.pool is None:
+            ctx = multiprocessing.get_context("spawn")
+            self.pool = concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=ctx)
+        return self.pool
+
+    def _renew(self) -> None:
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            for proc in list(getattr(pool, "_processes", {}).values()):
+                proc.kill()
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    async def grade(self, item: dict[str, Any]) -> tuple[bool, str | None, str]:
+        future = self._pool().submit(_grade, item)
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(future), self.timeout_s)
+        except TimeoutError:
+            log.warning("grading took over %.0f s; counted as wrong", self.timeout_s)
+            self._renew()
+            return False, None, "timeout"
+        except concurrent.futures.process.BrokenProcessPool:
+            self._renew()
+            return False, None, "error"
+
+
+class LIERewardManager(RewardManagerBase):
+    """R = R_acc + R_len + R_red for one trajectory (SPEC 1), with its breakdown as extra info."""
+
+    def __init__(
+        self,
+        config: Any,
+        tokenizer: Any,
+        compute_score: Any = None,
+        reward_router_address: Any = None,
+        reward_model_tokenizer: Any = None,
+        **kwargs: Any,
+    ):
+        super().__init__(config, tokenizer, compute_score)
+        kwargs_cfg = _plain(config.get("reward", {}).get("reward_kwargs") or {})
+        self.reward_config = RewardConfig.from_mapping(
+            kwargs_cfg.get("lie") or {}, source="reward.reward_kwargs.lie"
+        )
+        self.accuracy_only = self.reward_config.replace(length_term=False, redundancy_term=False)
+        self.validation_sources = set(kwargs_cfg.get("validation_sources") or [])
+        self.log_dir = Path(kwargs_cfg["log_dir"]) if kwargs_cfg.get("log_dir") else None
+        self.grader = _Grader(
+            int(kwargs_cfg.get("grade_workers", 2)), float(kwargs_cfg.get("grade_timeout_s", 10))
+        )
+        self._log_name = f"{socket.gethostname()}-{os.getpid()}"
+
+    async def run_single(self, data: Any) -> dict[str, Any]:
+        item = data[-1]
+        responses = item.batch["responses"]
+        length = int(item.batch["attention_mask"][-responses.shape[-1] :].sum())
+        ids = responses[:length].tolist()
+        text = self.tokenizer.decode(ids, skip_special_tokens=True)
+        row = item.non_tensor_batch
+        source = str(row.get("data_source"))
+        reward_model = _plain(row.get("reward_model") or {})
+        extra = _plain(row.get("extra_info") or {})
+        if "ground_truth" not in reward_model:
+            raise LieError(f"data source {source!r}: a row has no reward_model.ground_truth")
+        kind = extra.get("kind") or "math"
+        correct, pred, status = await self.grader.grade(
+            {
+                "response": text,
+                "gold": str(reward_model["ground_truth"]),
+                "kind": kind,
+                "choices": extra.get("letters"),
+            }
+        )
+        validating = source in self.validation_sources
+        config = self.accuracy_only if validating else self.reward_config
+        ref_len = reward_model.get("num_tokens")
+        if ref_len is None and config.length_term:
+            raise LieError(
+                f"data source {source!r}: training row without reward_model.num_tokens (L_ref); "
+                "train on the file written by `lie reflen`"
+            )
+        result = score(
+            text,
+            correct,
+            length,
+            int(ref_len) if ref_len is not None else None,
+            config,
+            token_ids=ids if config.unit == "token" else None,
+        )
+        info = {
+            "acc": result.r_acc,
+            "r_len": result.r_len,
+            "r_red": result.r_red,
+            "max_ngram_count": result.max_ngram_count,
+            "c_context": result.c_context,
+            "r_context": result.r_context,
+            "num_tokens": length,
+            "ref_len": int(ref_len) if ref_len is not None else 0,
+        }
+        if not validating and self.log_dir is not None:
+            self._log(row, text, status, result.reward, info)
+        return {"reward_score": result.reward, "reward_extra_info": info}
+
+    def _log(self, row: Any, text: str, status: str, reward: float, info: dict[str, Any]) -> None:
+        """One JSON line per training sample, in the rollout schema both engines share."""
+        step = int(_plain(row.get("global_steps", -1)))
+        uid = str(_plain(row.get("uid", "")))
+        record = {
+            "step": step,
+            "group": uid.split("_")[0],
+            "uid": uid,
+            "prompt_index": _plain(row.get("index", -1)),
+            "response": text,
+            "reward": reward,
+            "grade_status": status,
+            "time": time.time(),
+            **info,
+        }
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.log_dir / f"step-{step:06d}.{self._log_name}.jsonl", "a", encoding="utf-8") as out:
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars, 0-d arrays and OmegaConf nodes to plain Python values."""
+    if hasattr(value, "tolist") and not isinstance(value, (list, dict, str)):
+        value = value.tolist()
+    try:
+        from omegaconf import DictConfig, ListConfig, OmegaConf
+
+        if isinstance(value, (DictConfig, ListConfig)):
+            return OmegaConf.to_container(value, resolve=True)
+    except ImportError:  # pragma: no cover - omegaconf ships with verl
+        pass
+    return value

@@ -1,0 +1,76 @@
+"""Where every stage reads and writes, under ``outdir`` (DESIGN.md's data flow).
+
+One place for the paths so that the Snakemake rules and the ``lie`` commands' defaults agree.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lie import config as cfgmod
+from lie.runs import RunDir
+
+
+class Layout:
+    def __init__(self, config: dict[str, Any]):
+        self.config = config
+        self.root = cfgmod.outdir(config)
+
+    # data
+    def dataset_file(self, name: str) -> Path:
+        return self.root / "data" / f"{name}.parquet"
+
+    def reflen_file(self, data: str, model: str) -> Path:
+        return self.root / "data" / f"{data}.{model}.reflen.parquet"
+
+    # models
+    def base_model(self, model: str) -> Path:
+        """Local folder of a base model (fetched at its pinned revision, or built)."""
+        entry = cfgmod.model_entry(self.config, model)
+        if entry.get("path"):
+            return Path(entry["path"])
+        return self.root / "base" / model
+
+    def merged_model(self, run: str) -> Path:
+        return self.root / "models" / run
+
+    def init_model(self, run: str) -> Path:
+        """The weights a run starts from: its parent's final model (continual stage), else its base."""
+        spec = cfgmod.experiment(self.config, run)
+        if spec.get("parent"):
+            return self.merged_model(spec["parent"])
+        return self.base_model(spec["model"])
+
+    def model_for(self, key: str) -> Path:
+        """An evaluated model: a run's merged model, or a base model by its config name."""
+        if key in (self.config.get("experiments") or {}):
+            return self.merged_model(key)
+        return self.base_model(key)
+
+    # runs
+    def run_dir(self, run: str) -> RunDir:
+        return RunDir(self.root, run)
+
+    # evaluation
+    def generations(self, key: str, bench: str) -> Path:
+        return self.root / "generations" / key / f"{bench}.jsonl"
+
+    def scores(self, key: str, bench: str) -> Path:
+        return self.root / "scores" / key / f"{bench}.jsonl"
+
+    def summary(self, key: str) -> Path:
+        return self.root / "scores" / key / "summary.json"
+
+    # report
+    @property
+    def tables(self) -> Path:
+        return self.root / "tables"
+
+    @property
+    def figures(self) -> Path:
+        return self.root / "figures"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"

@@ -1,0 +1,115 @@
+"""What every training run keeps, in one layout both engines (verl, TRL) write and the report reads.
+
+``<outdir>/runs/<run>/``:
+- ``metrics/launch-<time>.jsonl``: per-step metrics, one ``{"step": N, "data": {...}}`` line each
+  (verl's file-logger format); one file per launch because verl's logger truncates its file, and
+  :func:`read_metrics` merges them, a later launch winning for a step it repeats;
+- ``rollouts/step-<N>.<writer>.jsonl``: every training sample of step N with its reward breakdown
+  (``ROLLOUT_FIELDS``);
+- ``checkpoints/``: the engine's checkpoints (``global_step_N/`` for verl, ``checkpoint-N/`` for TRL);
+- ``run.json``: the resolved settings and the command; ``final.json``: written last, names the
+  checkpoint to evaluate (the final one or a fixed step from config, never the best on a test set).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from lie.errors import LieError
+
+ROLLOUT_FIELDS = (
+    "step", "group", "uid", "prompt_index", "response", "reward", "acc", "r_len", "r_red",
+    "max_ngram_count", "c_context", "r_context", "num_tokens", "ref_len", "grade_status",
+)  # fmt: skip
+
+
+class RunDir:
+    """Paths of one run's outputs."""
+
+    def __init__(self, outdir: str | Path, run: str):
+        self.run = run
+        self.root = Path(outdir) / "runs" / run
+
+    @property
+    def metrics_dir(self) -> Path:
+        return self.root / "metrics"
+
+    @property
+    def rollouts_dir(self) -> Path:
+        return self.root / "rollouts"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.root / "checkpoints"
+
+    @property
+    def run_json(self) -> Path:
+        return self.root / "run.json"
+
+    @property
+    def final_json(self) -> Path:
+        return self.root / "final.json"
+
+    def new_metrics_file(self) -> Path:
+        self.metrics_dir.mkdir(parents=True, exist_ok=True)
+        return (
+            self.metrics_dir / f"launch-{time.strftime('%Y%m%d-%H%M%S')}-{time.time_ns() % 10**6:06d}.jsonl"
+        )
+
+
+def _read_jsonl_tolerant(path: Path) -> Iterator[dict[str, Any]]:
+    """Lines of a file another process may have been killed while writing: a torn last line is skipped."""
+    with open(path, encoding="utf-8") as handle:
+        lines = handle.readlines()
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            yield json.loads(line)
+        except json.JSONDecodeError:
+            if i == len(lines) - 1:
+                return
+            raise LieError(f"{path} line {i + 1}: not valid JSON") from None
+
+
+def read_metrics(run_dir: RunDir | Path) -> list[dict[str, Any]]:
+    """Per-step metrics of a run, ``[{"step": N, **metrics}]`` sorted by step; later launches win."""
+    folder = run_dir.metrics_dir if isinstance(run_dir, RunDir) else Path(run_dir) / "metrics"
+    by_step: dict[int, dict[str, Any]] = {}
+    for path in sorted(folder.glob("launch-*.jsonl")):
+        for record in _read_jsonl_tolerant(path):
+            step = int(record["step"])
+            by_step.setdefault(step, {}).update(record.get("data", {}))
+    return [{"step": step, **by_step[step]} for step in sorted(by_step)]
+
+
+_STEP_FILE = re.compile(r"step-(\d+)\.")
+
+
+def rollout_files(run_dir: RunDir | Path) -> dict[int, list[Path]]:
+    folder = run_dir.rollouts_dir if isinstance(run_dir, RunDir) else Path(run_dir) / "rollouts"
+    out: dict[int, list[Path]] = {}
+    for path in sorted(folder.glob("step-*.jsonl")):
+        match = _STEP_FILE.match(path.name)
+        if match:
+            out.setdefault(int(match.group(1)), []).append(path)
+    return out
+
+
+def read_rollouts(run_dir: RunDir | Path, step: int | None = None) -> list[dict[str, Any]]:
+    """Training samples with their reward breakdown, of one step or all steps."""
+    files = rollout_files(run_dir)
+    steps = [step] if step is not None else sorted(files)
+    return [record for s in steps for path in files.get(s, []) for record in _read_jsonl_tolerant(path)]
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    from lie.jsonl import atomic_output
+
+    with atomic_output(path) as out:
+        json.dump(data, out, indent=2, sort_keys=True, default=str)

@@ -1,0 +1,69 @@
+"""A pre-filled Hugging Face hub cache for tests: the layout ``snapshot_download`` leaves behind.
+
+``datasets--owner--name/blobs/<sha256>`` holds the bytes, ``snapshots/<commit>/<path>`` links to
+them, ``refs/<branch or tag>`` names the commit. With ``HF_HUB_OFFLINE=1`` huggingface_hub serves
+a revision from here exactly as it would after a real download.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def to_bytes(content: Any) -> bytes:
+    if isinstance(content, bytes):
+        return content
+    if isinstance(content, str):
+        return content.encode("utf-8")
+    if isinstance(content, pa.Table):
+        buffer = io.BytesIO()
+        pq.write_table(content, buffer)
+        return buffer.getvalue()
+    if isinstance(content, list):  # JSON lines
+        return "".join(json.dumps(r) + "\n" for r in content).encode("utf-8")
+    raise TypeError(type(content))
+
+
+def add_dataset(cache: Path, repo_id: str, files: dict[str, Any], refs: tuple[str, ...] = ("main",)) -> str:
+    """Put ``files`` (path -> bytes, text, Arrow table or list of JSON rows) in as one commit."""
+    repo = Path(cache) / f"datasets--{repo_id.replace('/', '--')}"
+    blobs = {path: to_bytes(content) for path, content in files.items()}
+    commit = hashlib.sha1(repo_id.encode() + b"".join(sorted(blobs.values()))).hexdigest()
+    for path, data in blobs.items():
+        blob = repo / "blobs" / hashlib.sha256(data).hexdigest()
+        blob.parent.mkdir(parents=True, exist_ok=True)
+        blob.write_bytes(data)
+        link = repo / "snapshots" / commit / path
+        link.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(os.path.relpath(blob, link.parent), link)
+    (repo / "refs").mkdir(exist_ok=True)
+    for ref in refs:
+        (repo / "refs" / ref).write_text(commit)
+    return commit
+
+
+def readme_configs(configs: dict[str, dict[str, str]]) -> str:
+    """A dataset card whose ``configs:`` block maps config -> split -> file pattern."""
+    lines = ["---", "configs:"]
+    for name, splits in configs.items():
+        lines += [f"- config_name: {name}", "  data_files:"]
+        for split, pattern in splits.items():
+            lines += [f"  - split: {split}", f"    path: {pattern}"]
+    return "\n".join(lines + ["---", "# test card", ""])
+
+
+def repo_config() -> dict[str, Any]:
+    """A fresh copy of the repository's config.yaml."""
+    from lie.config import load_config
+
+    return load_config(REPO / "config.yaml")

@@ -1,0 +1,157 @@
+"""Row adapters, answer normalisation, verl rows and the checks on a ``datasets:`` entry."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from hubcache import repo_config
+
+from lie.data.formats import FORMATS, Context, last_boxed, normalise_answer, strip_dapo_template
+from lie.data.rows import format_choices, make_row
+from lie.data.spec import KEYS, dataset_spec, parse_spec
+from lie.errors import LieError
+
+CTX = Context("datasets.eval.x", row=0, shuffle_seed=0)
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        (27.0, "27"),
+        (-4.0, "-4"),
+        (0.5, "0.5"),
+        (7, "7"),
+        ("025", "25"),
+        ("000", "0"),
+        ("27.0", "27"),
+        ("  142.00 ", "142"),
+        ("$\\frac{1}{2 n+2}$", "\\frac{1}{2 n+2}"),
+        ("$69$,$84$", "$69$,$84$"),  # two formulas: left alone
+        ("\\left( 3, \\frac{\\pi}{2} \\right)", "\\left( 3, \\frac{\\pi}{2} \\right)"),
+        ("4.5e33", "4.5e33"),
+        (None, ""),
+    ],
+)
+def test_answers_are_normalised(raw, expected):
+    assert normalise_answer(raw) == expected
+
+
+def test_last_boxed_balances_braces_and_takes_the_last():
+    text = "first \\boxed{1} then \\boxed{\\frac{a}{b}} and \\boxed {x^{2}}."
+    assert last_boxed(text) == "x^{2}"
+    assert last_boxed("\\boxed{\\frac{2 \\pi}{\\lambda^{5}}} done") == "\\frac{2 \\pi}{\\lambda^{5}}"
+    assert last_boxed("no box here") == ""
+
+
+def test_dapo_instruction_is_cut_out():
+    wrapped = (
+        "Solve the following math problem step by step. The last line of your response should be of the form "
+        "Answer: $Answer (without quotes) where $Answer is the answer to the problem.\n\n"
+        'Find $x$ if $x+1=2$.\n\nRemember to put your answer on its own line after "Answer:".'
+    )
+    assert strip_dapo_template(wrapped) == "Find $x$ if $x+1=2$."
+    assert strip_dapo_template("Find $x$.") == "Find $x$."
+    reworded = wrapped.replace("(without quotes) ", "").replace('"Answer:".', "'Answer:'")
+    assert strip_dapo_template(reworded) == "Find $x$ if $x+1=2$."
+
+
+def test_arc_numeric_labels_map_to_letters():
+    rec = {
+        "question": "Q?",
+        "choices": {"text": ["a", "b", "c", "d"], "label": ["1", "2", "3", "4"]},
+        "answerKey": "3",
+    }
+    item = FORMATS["arc"].parse(rec, CTX)
+    assert item.answer == "C" and item.choices == ("a", "b", "c", "d")
+    rec = {"question": "Q?", "choices": {"text": ["a", "b", "c"], "label": ["A", "B", "C"]}, "answerKey": "D"}
+    with pytest.raises(LieError, match="answer 'D' is not one of the labels"):
+        FORMATS["arc"].parse(rec, CTX)
+
+
+def gpqa_record(i: int) -> dict:
+    return {
+        "Question": f" Question {i}?\n",
+        "Correct Answer": f" right {i}",
+        "Incorrect Answer 1": f"wrong a{i} ",
+        "Incorrect Answer 2": f"wrong b{i}",
+        "Incorrect Answer 3": f"wrong c{i}",
+        "Record ID": f"rec{i}",
+    }
+
+
+def test_gpqa_shuffle_is_seeded_and_keeps_the_answer():
+    fmt = FORMATS["gpqa"]
+    items = [fmt.parse(gpqa_record(i), Context("w", row=i, shuffle_seed=0)) for i in range(40)]
+    again = [fmt.parse(gpqa_record(i), Context("w", row=i, shuffle_seed=0)) for i in range(40)]
+    other = [fmt.parse(gpqa_record(i), Context("w", row=i, shuffle_seed=1)) for i in range(40)]
+    assert items == again
+    assert [it.choices for it in items] != [it.choices for it in other]
+    for i, item in enumerate(items):
+        assert item.choices["ABCD".index(item.answer)] == f"right {i}"
+        assert sorted(item.choices) == sorted([f"right {i}", f"wrong a{i}", f"wrong b{i}", f"wrong c{i}"])
+        assert item.question == f"Question {i}?"
+    assert len({it.answer for it in items}) == 4  # the correct option lands on every letter
+
+
+def test_mmlu_pro_ten_options_and_checked_answer():
+    rec = {"question": "Q", "options": [f"o{i}" for i in range(10)], "answer": "J", "answer_index": 9}
+    assert FORMATS["mmlu-pro"].parse(rec, CTX).answer == "J"
+    with pytest.raises(LieError, match="does not name one"):
+        FORMATS["mmlu-pro"].parse(dict(rec, answer="I"), CTX)  # disagrees with answer_index
+
+
+def test_choice_rows_render_letters_with_the_template():
+    config = repo_config()
+    item = FORMATS["mmlu-pro"].parse({"question": "Pick.", "options": ["x", "y", "z"], "answer": "B"}, CTX)
+    row = make_row("mmlu-pro", "choice", "test", 3, item, config["prompt"]["choice"])
+    content = row["prompt"][0]["content"]
+    assert content.startswith("Pick.\n\nA. x\nB. y\nC. z\n\n") and "\\boxed{}" in content
+    assert row["extra_info"]["letters"] == ["A", "B", "C"] and row["extra_info"]["choices"] == ["x", "y", "z"]
+    assert row["reward_model"] == {"ground_truth": "B", "style": "rule"}
+    assert row["ability"] == "choice" and row["extra_info"]["index"] == 3
+    assert format_choices(["p", "q"]) == "A. p\nB. q"
+
+
+def test_every_config_entry_parses_and_writes_every_key():
+    config = repo_config()
+    for group in ("train", "eval"):
+        for name, entry in config["datasets"][group].items():
+            expected = set(KEYS) - ({"n"} if group == "train" else set())
+            assert set(entry) == expected, f"{group}.{name} does not write every key"
+            spec = dataset_spec(config, name)
+            assert spec.kind == FORMATS[spec.format].kind
+
+
+def entry(**changes):
+    base = copy.deepcopy(repo_config()["datasets"]["eval"]["aime24"])
+    base.update(changes)
+    return base
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"revison": "main"}, "unknown key\\(s\\) revison"),
+        ({"revision": None}, "datasets.eval.aime24.revision is missing"),
+        ({"revision": " "}, "revision is empty"),
+        ({"kind": "choice"}, "kind is 'choice' but format 'problem-answer' gives 'math'"),
+        ({"format": "nope"}, "format is 'nope', not one of"),
+        ({"sample": 10, "seed": None}, "seed is missing"),
+        ({"filter": {"difficulty": "hard"}}, "filter.difficulty must be"),
+        ({"hf_id": None}, "no source"),
+        ({"sha1": "abc"}, "40-hex git blob id"),
+        ({"gated": "yes"}, "gated must be bool"),
+        ({"n": "32"}, "n must be int"),
+    ],
+)
+def test_bad_entries_name_the_key(changes, message):
+    with pytest.raises(LieError, match=message):
+        parse_spec("aime24", "eval", entry(**changes))
+
+
+def test_gpqa_needs_a_shuffle_seed():
+    gpqa = copy.deepcopy(repo_config()["datasets"]["eval"]["gpqa-diamond"])
+    gpqa["shuffle_seed"] = None
+    with pytest.raises(LieError, match="gpqa-diamond.shuffle_seed is missing"):
+        parse_spec("gpqa-diamond", "eval", gpqa)

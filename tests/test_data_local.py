@@ -1,0 +1,166 @@
+"""``lie data`` through the local-file and URL paths on the real benchmark files of ../shared/data.
+
+The authors' validation file (LINs-lab/LIE ``data/valid.all_qwen3.parquet``) was built from the
+same Qwen2.5-Math files with the same template: our rows must match its prompts and answers.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from conftest import shared_file
+from hubcache import repo_config
+
+from lie.cli import main
+from lie.data.build import build_dataset
+from lie.data.formats import normalise_answer
+from lie.data.rows import read_metadata, row_schema
+from lie.data.sources import git_blob_sha1, url_cache_path
+from lie.errors import LieError
+
+LOCAL = {
+    "aime24": "qwen25-math-eval/aime24.jsonl",
+    "amc": "qwen25-math-eval/amc23.jsonl",
+    "math500": "qwen25-math-eval/math500.jsonl",
+    "minerva": "qwen25-math-eval/minerva_math.jsonl",
+    "olympiadbench": "qwen25-math-eval/olympiadbench.jsonl",
+}
+AUTHORS_NAME = {"math500": "math", "minerva": "minerva", "olympiadbench": "olympiad_bench", "aime24": "aime"}
+
+
+def local_config(name: str) -> dict:
+    config = repo_config()
+    config["datasets"]["eval"][name].update(
+        local=str(shared_file(LOCAL[name])), url=None, sha1=None, hf_id=None
+    )
+    return config
+
+
+def authors_rows(source: str) -> list[dict]:
+    """The distinct problems of one benchmark in the authors' file, in their index order."""
+    table = pq.read_table(shared_file("lie-authors/valid.all_qwen3.parquet")).to_pylist()
+    first: dict[int, dict] = {}
+    for row in table:
+        if row["data_source"] == source:
+            first.setdefault(row["extra_info"]["index"], row)
+    return [first[k] for k in sorted(first)]
+
+
+def build(tmp_path, config, name, **kwargs):
+    out = tmp_path / f"{name}.parquet"
+    build_dataset(config, name, out, progress=False, **kwargs)
+    return pq.read_table(out), out
+
+
+@pytest.mark.parametrize("name", ["math500", "minerva", "olympiadbench"])
+def test_rows_match_the_authors_validation_file(tmp_path, name):
+    table, out = build(tmp_path, local_config(name), name)
+    ours = table.to_pylist()
+    theirs = authors_rows(AUTHORS_NAME[name])
+    assert len(ours) == len(theirs) == {"math500": 500, "minerva": 272, "olympiadbench": 675}[name]
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        assert a["prompt"] == [{"role": "user", "content": b["prompt"][0]["content"]}], f"{name} row {i}"
+        assert a["reward_model"]["ground_truth"] == normalise_answer(b["reward_model"]["ground_truth"]), (
+            f"{name} row {i}"
+        )
+        assert a["extra_info"]["index"] == i and a["extra_info"]["kind"] == "math"
+    assert table.schema.remove_metadata() == row_schema()
+    meta = read_metadata(out)
+    assert meta["source"]["type"] == "local" and meta["source"]["path"].endswith(LOCAL[name].split("/")[-1])
+    assert meta["template"] == repo_config()["prompt"]["math"]
+
+
+def test_aime24_answers_lose_their_zero_padding(tmp_path):
+    ours = build(tmp_path, local_config("aime24"), "aime24")[0].to_pylist()
+    theirs = authors_rows("aime")
+    assert len(ours) == 30
+    assert sorted(r["reward_model"]["ground_truth"] for r in ours) == sorted(
+        normalise_answer(r["reward_model"]["ground_truth"]) for r in theirs
+    )
+    assert not any(r["reward_model"]["ground_truth"].startswith("0") for r in ours)
+    assert "025" in {r["reward_model"]["ground_truth"] for r in theirs}  # the file really is padded
+
+
+def test_amc_float_answers_become_integers(tmp_path):
+    rows = build(tmp_path, local_config("amc"), "amc")[0].to_pylist()
+    assert len(rows) == 40
+    assert rows[0]["reward_model"]["ground_truth"] == "27"  # 27.0 in the file
+    assert all(r["reward_model"]["ground_truth"].lstrip("-").isdigit() for r in rows)
+
+
+def test_cli_writes_atomically_with_limit(tmp_path):
+    config = local_config("math500")
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump(config), encoding="utf-8")
+    out = tmp_path / "out" / "math500.parquet"
+    assert (
+        main(
+            [
+                "data",
+                "--config",
+                str(cfg),
+                "--set-name",
+                "math500",
+                "--out",
+                str(out),
+                "--limit",
+                "7",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    assert pq.read_table(out).num_rows == 7
+    assert read_metadata(out)["rows"] == {"read": 500, "after_limit": 7, "written": 7, "skipped_empty": 0}
+    assert sorted(os.listdir(out.parent)) == ["math500.parquet"]
+
+
+def test_a_failed_build_leaves_no_file(tmp_path, capsys):
+    config = local_config("math500")
+    config["datasets"]["eval"]["math500"]["format"] = "olympiadbench"  # reads `question`, absent here
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump(config), encoding="utf-8")
+    out = tmp_path / "math500.parquet"
+    assert main(["data", "--config", str(cfg), "--set-name", "math500", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "datasets.eval.math500" in err and "column 'question', 'final_answer' missing" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yaml"]
+
+
+def test_missing_local_path_names_the_key(tmp_path):
+    config = local_config("minerva")
+    config["datasets"]["eval"]["minerva"]["local"] = str(tmp_path / "nope.jsonl")
+    with pytest.raises(LieError, match="datasets.eval.minerva.local is .*does not exist"):
+        build(tmp_path, config, "minerva")
+
+
+@pytest.fixture
+def url_cache(tmp_path, monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setenv("LIE_URL_CACHE", str(tmp_path / "urls"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    return tmp_path / "urls"
+
+
+def test_url_source_offline_from_the_download_cache(tmp_path, url_cache):
+    config = repo_config()  # olympiadbench: the pinned Qwen2.5-Math URL and its git blob id
+    spec = config["datasets"]["eval"]["olympiadbench"]
+    src = shared_file(LOCAL["olympiadbench"])
+    assert git_blob_sha1(src.read_bytes()) == spec["sha1"]  # the id ../shared/data/README.md lists
+    with pytest.raises(LieError, match="not in the download cache .* HF_HUB_OFFLINE is set"):
+        build(tmp_path, config, "olympiadbench")
+    cached = url_cache_path(spec["url"])
+    cached.parent.mkdir(parents=True)
+    shutil.copy(src, cached)
+    table, out = build(tmp_path, config, "olympiadbench")
+    local, _ = build(tmp_path / "l", local_config("olympiadbench"), "olympiadbench")
+    assert table.num_rows == 675 and table.to_pylist() == local.to_pylist()
+    assert read_metadata(out)["source"] == {"type": "url", "url": spec["url"], "sha1": spec["sha1"]}
+    cached.write_bytes(src.read_bytes()[:-10])
+    with pytest.raises(LieError, match="has git blob id .* expected ec36280b"):
+        build(tmp_path, config, "olympiadbench")

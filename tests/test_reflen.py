@@ -1,0 +1,257 @@
+"""Reference lengths: the formula on the authors' files, ``lie reflen`` end to end on a tiny model,
+and resuming after an interruption."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import SimpleNamespace
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from conftest import shared_file
+from hubcache import repo_config
+
+from lie.cli import main
+from lie.data.build import build_dataset
+from lie.data.formats import DAPO_PREFIX, DAPO_SUFFIX
+from lie.data.rows import read_metadata
+from lie.engines.generation import Completion, HFEngine
+from lie.errors import LieError
+from lie.reflen import (
+    add_reference_lengths,
+    reference_length,
+    run_reflen,
+    sample_lengths,
+    settings_from_config,
+)
+
+
+@pytest.mark.parametrize("which", ["authors_dapo", "authors_deepmath"])
+def test_formula_reproduces_every_authors_row(which, request):
+    table = pq.read_table(request.getfixturevalue(which))
+    settings = settings_from_config(repo_config())
+    assert (settings.k, settings.offset, settings.cap) == (1, 1000, 9192)
+    rows = table.to_pylist()
+    for i, row in enumerate(rows):
+        got = reference_length(row["extra_info"]["avg_response_len"], settings.offset, settings.cap)
+        assert got == row["reward_model"]["num_tokens"], f"row {i}"
+    # and through the table path that lie reflen writes with
+    stats = [
+        {
+            "lengths": [int(r["extra_info"]["avg_response_len"])],
+            "correct": [r["extra_info"]["ori_acc"] == 1.0],
+        }
+        for r in rows
+    ]
+    stripped = table.drop_columns(["reward_model"]).append_column(
+        "reward_model", pa.array([{"ground_truth": r["reward_model"]["ground_truth"]} for r in rows])
+    )
+    out = add_reference_lengths(stripped, stats, settings).to_pylist()
+    for i, (ours, theirs) in enumerate(zip(out, rows)):
+        assert ours["reward_model"]["num_tokens"] == theirs["reward_model"]["num_tokens"], f"row {i}"
+        for key in ("avg_response_len", "gen_count", "ori_acc"):
+            assert ours["extra_info"][key] == theirs["extra_info"][key], f"row {i} {key}"
+
+
+def test_formula_cap_and_fractional_means():
+    assert reference_length(0) == 1000
+    assert reference_length(8192) == 9192 and reference_length(19482) == 9192
+    assert reference_length(2113.5) == 3114 and reference_length(2113.25) == 3113
+    assert reference_length(100, offset=500, cap=550) == 550
+
+
+def test_settings_reject_unknown_and_bad_keys():
+    config = repo_config()
+    config["reflen"]["samples"] = 2
+    with pytest.raises(LieError, match="unknown key\\(s\\) reflen.samples"):
+        settings_from_config(config)
+    with pytest.raises(LieError, match="reflen.k must be an integer >= 1"):
+        settings_from_config(repo_config(), k=0)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from lie.tiny import build_tiny
+
+    return str(build_tiny(tmp_path_factory.mktemp("tiny") / "model", ["What is 2 + 2?"], seed=0))
+
+
+@pytest.fixture(scope="module")
+def train_set(tmp_path_factory):
+    """A DAPO-layout training set of 6 of the authors' problems, built with lie data (local path)."""
+    authors = (
+        pq.read_table(shared_file("lie-authors/dapo-math-17k_llama-add1k.parquet")).slice(0, 6).to_pylist()
+    )
+    raw = pa.Table.from_pylist(
+        [
+            {
+                "prompt": [
+                    {"content": DAPO_PREFIX + r["prompt"][0]["content"] + DAPO_SUFFIX, "role": "user"}
+                ],
+                "reward_model": {"ground_truth": r["reward_model"]["ground_truth"], "style": "rule"},
+            }
+            for r in authors
+        ]
+    )
+    folder = tmp_path_factory.mktemp("train")
+    pq.write_table(raw, folder / "raw.parquet")
+    config = repo_config()
+    config["datasets"]["train"]["dapo"].update(local=str(folder / "raw.parquet"), hf_id=None)
+    config["reflen"].update(max_tokens=8, shard_size=2, k=2)
+    config["evaluation"]["grade_workers"] = 1
+    cfg = folder / "config.yaml"
+    cfg.write_text(yaml.safe_dump(config), encoding="utf-8")
+    build_dataset(config, "dapo", folder / "dapo.parquet", progress=False)
+    return SimpleNamespace(config=config, cfg=cfg, data=folder / "dapo.parquet")
+
+
+def fake_grader(calls: list, fail_at: int | None = None):
+    def grade(items, timeout_s=10, workers=0, progress=True):
+        calls.append(len(items))
+        if len(calls) == fail_at:
+            raise KeyboardInterrupt("killed")  # what a killed run leaves: the shards done so far
+        return [SimpleNamespace(correct=it["gold"] in it["response"]) for it in items]
+
+    return grade
+
+
+def test_resume_generates_only_the_missing_shards(tmp_path, tiny, train_set, monkeypatch):
+    generated: list[int] = []
+    original = HFEngine.generate
+
+    def counting(self, prompts, settings, seeds):
+        generated.append(len(prompts))
+        return original(self, prompts, settings, seeds)
+
+    monkeypatch.setattr(HFEngine, "generate", counting)
+    config, data = train_set.config, train_set.data
+    full = run_reflen(
+        config, tiny, data, tmp_path / "full.parquet", engine="hf", progress=False, grader=fake_grader([])
+    )
+    assert generated == [2, 2, 2]
+
+    generated.clear()
+    out = tmp_path / "resumed.parquet"
+    with pytest.raises(KeyboardInterrupt):
+        run_reflen(config, tiny, data, out, engine="hf", progress=False, grader=fake_grader([], fail_at=2))
+    assert not out.exists()
+    assert sorted(p.name for p in (tmp_path / "resumed.parquet.shards").iterdir()) == [
+        "manifest.json",
+        "shard-00000.jsonl",
+    ]
+
+    generated.clear()
+    with pytest.raises(LieError, match="other settings \\(seed differ"):
+        run_reflen(config, tiny, data, out, engine="hf", progress=False, grader=fake_grader([]), seed=1)
+    assert generated == []
+    resumed = run_reflen(config, tiny, data, out, engine="hf", progress=False, grader=fake_grader([]))
+    assert generated == [2, 2]  # shards 1 and 2 only
+    assert pq.read_table(out).to_pylist() == pq.read_table(tmp_path / "full.parquet").to_pylist()
+    assert resumed["reflen"] == full["reflen"]
+    assert not (tmp_path / "resumed.parquet.shards").exists()
+
+
+class ScriptedEngine:
+    """The engine interface with fixed answers: the first sample right, the second wrong."""
+
+    def __init__(self, tokenizer, golds):
+        self.tokenizer, self.golds, self.seen = tokenizer, golds, []
+
+    def generate(self, prompts, settings, seeds):
+        self.seen.append(list(seeds))
+        out = []
+        done = sum(len(s) for s in self.seen[:-1])
+        for _ in prompts:
+            gold = self.golds[done + len(out)]
+            right = Completion([1] * 5 + [0], f"So the answer is \\boxed{{{gold}}}.", "stop")
+            wrong = Completion([1] * 9, "I give up", "length")
+            out.append([right, wrong][: settings.n])
+        return out
+
+
+def test_accuracy_and_lengths_with_the_real_grader(tmp_path, tiny, train_set):
+    from transformers import AutoTokenizer
+
+    rows = pq.read_table(train_set.data).to_pylist()
+    golds = [r["reward_model"]["ground_truth"] for r in rows]
+    engine = ScriptedEngine(AutoTokenizer.from_pretrained(tiny), golds)
+    settings = replace(settings_from_config(train_set.config), grade_workers=1)
+    stats = sample_lengths(rows, lambda: engine, settings, tmp_path / "w", {"test": 1}, progress=False)
+    assert [s["correct"] for s in stats] == [[True, False]] * 6
+    assert [s["lengths"] for s in stats] == [[6, 9]] * 6
+    assert [s["finish"] for s in stats] == [["stop", "length"]] * 6
+    assert engine.seen == [[s, s + 1] for s in (0, 2, 4)]  # prompt_seed(0, i) = i: one seed per prompt
+    table = add_reference_lengths(pq.read_table(train_set.data), stats, settings).to_pylist()
+    assert {
+        (r["extra_info"]["avg_response_len"], r["extra_info"]["ori_acc"], r["reward_model"]["num_tokens"])
+        for r in table
+    } == {(7.5, 0.5, 1008)}
+
+
+def test_cli_end_to_end_on_a_tiny_model(tmp_path, tiny, train_set):
+    out = tmp_path / "dapo.reflen.parquet"
+    args = [
+        "reflen",
+        "--config",
+        str(train_set.cfg),
+        "--model",
+        tiny,
+        "--data",
+        str(train_set.data),
+        "--out",
+        str(out),
+    ]
+    assert main(args + ["--engine", "hf", "--max-tokens", "6", "--shard-size", "6", "--no-progress"]) == 0
+    before = pq.read_table(train_set.data).to_pylist()
+    after = pq.read_table(out).to_pylist()
+    assert len(after) == 6
+    for old, new in zip(before, after):
+        avg = new["extra_info"]["avg_response_len"]
+        assert new["extra_info"]["gen_count"] == 2 and 1 <= avg <= 6
+        assert new["reward_model"]["num_tokens"] == reference_length(avg)
+        assert new["extra_info"]["ori_acc"] in (0.0, 0.5, 1.0)
+        assert (
+            new["prompt"] == old["prompt"] and new["extra_info"]["question"] == old["extra_info"]["question"]
+        )
+        assert new["reward_model"]["ground_truth"] == old["reward_model"]["ground_truth"]
+    meta = read_metadata(out)
+    assert meta["source"] == read_metadata(train_set.data)["source"]
+    assert (meta["reflen"]["k"], meta["reflen"]["max_tokens"], meta["reflen"]["engine"]) == (2, 6, "hf")
+    assert not (tmp_path / "dapo.reflen.parquet.shards").exists()
+    assert main(args + ["--engine", "hf", "--max-tokens", "6", "--limit", "3", "--no-progress"]) == 0
+    assert pq.read_table(out).to_pylist() == after[:3]  # seeded per prompt: a subset gives the same samples
+
+
+def test_cli_names_bad_inputs(tmp_path, train_set, capsys):
+    base = [
+        "reflen",
+        "--config",
+        str(train_set.cfg),
+        "--data",
+        str(train_set.data),
+        "--out",
+        str(tmp_path / "o.parquet"),
+    ]
+    assert main(base + ["--model", str(tmp_path / "missing")]) == 2
+    assert "neither a model of config.yaml" in capsys.readouterr().err
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"prompt": ["x"]}), bad)
+    assert (
+        main(
+            [
+                "reflen",
+                "--config",
+                str(train_set.cfg),
+                "--data",
+                str(bad),
+                "--out",
+                str(tmp_path / "o.parquet"),
+                "--model",
+                str(tmp_path),
+            ]
+        )
+        == 2
+    )
+    assert "column 'reward_model' is missing" in capsys.readouterr().err

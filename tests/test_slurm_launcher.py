@@ -1,0 +1,81 @@
+"""The Slurm/Ray launcher, run against stand-ins for scontrol, srun and apptainer that record calls."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+LAUNCHER = Path(__file__).resolve().parents[1] / "workflow" / "scripts" / "ray_on_slurm.sh"
+
+FAKES = {
+    "scontrol": 'echo "scontrol $*" >> "$LOG"; printf "gpu-a01\\ngpu-a02\\ngpu-b17\\n"',
+    # srun: record the node and the command, answer hostname, run everything else
+    "srun": """echo "srun $*" >> "$LOG"
+while [[ "$1" == -* ]]; do case "$1" in -w) shift 2;; *) shift;; esac; done
+if [[ "$1" == hostname ]]; then echo "fe80::1 10.0.0.7"; exit 0; fi
+exec "$@\"""",
+    "apptainer": """echo "apptainer $*" >> "$LOG"
+shift; args=(); while [[ "$1" == --* ]]; do shift; done; image="$1"; shift
+if [[ "$*" == *"ray.nodes"* ]]; then echo "$NODES_UP"; exit 0; fi
+exec "$@\"""",
+    "ray": 'echo "ray $*" >> "$LOG"',
+}
+
+
+@pytest.fixture
+def fake_slurm(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in FAKES.items():
+        path = bin_dir / name
+        path.write_text("#!/usr/bin/env bash\n" + body + "\n")
+        path.chmod(0o755)
+    log = tmp_path / "calls.log"
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "LOG": str(log),
+        "SLURM_JOB_NODELIST": "gpu-a[01-02],gpu-b17",
+        "SLURM_JOB_ID": "4242",
+        "LIE_IMAGE": "/images/lie-gpu.sif",
+        "NODES_UP": "3",
+        "LIE_RAY_WAIT_S": "5",
+    }
+    return env, log
+
+
+def test_one_ray_node_per_allocated_node_inside_the_image(fake_slurm):
+    env, log = fake_slurm
+    proc = subprocess.run(
+        ["bash", str(LAUNCHER), "bash", "-c", 'echo "TRAIN at $RAY_ADDRESS"'],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "TRAIN at 10.0.0.7:6621" in proc.stdout  # IPv4 picked, port 6379 + 4242 % 1000
+    calls = log.read_text().splitlines()
+    heads = [c for c in calls if c.startswith("ray start --head")]
+    workers = [c for c in calls if c.startswith("ray start --address")]
+    assert len(heads) == 1 and "--node-ip-address=10.0.0.7" in heads[0] and "--num-gpus=4" in heads[0]
+    assert len(workers) == 2  # gpu-a02 and gpu-b17: every node its own element
+    assert any("-w gpu-a02" in c for c in calls) and any("-w gpu-b17" in c for c in calls)
+    ray_in_image = [c for c in calls if c.startswith("apptainer exec --nv /images/lie-gpu.sif ray start")]
+    assert len(ray_in_image) == 3
+    assert any(c.startswith("apptainer exec --nv /images/lie-gpu.sif bash -c") for c in calls)
+
+
+def test_stops_when_nodes_do_not_join(fake_slurm):
+    env, _ = fake_slurm
+    env["NODES_UP"] = "2"
+    proc = subprocess.run(["bash", str(LAUNCHER), "true"], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert "only 2 of 3 Ray nodes joined" in proc.stderr
+
+
+def test_refuses_to_run_outside_an_allocation(fake_slurm):
+    env, _ = fake_slurm
+    del env["SLURM_JOB_NODELIST"]
+    proc = subprocess.run(["bash", str(LAUNCHER), "true"], env=env, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2 and "not inside a Slurm allocation" in proc.stderr
