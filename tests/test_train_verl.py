@@ -1,0 +1,252 @@
+"""verl 0.9.1 integration on the CPU: composed config, the reward manager, verl's own losses."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+pytest.importorskip("verl")
+
+from small import paper_config  # noqa: E402
+
+from lie import config as cfgmod  # noqa: E402
+from lie.engines import verl_train  # noqa: E402
+from lie.reward import RewardConfig, score  # noqa: E402
+
+CONFIG = paper_config()
+INPUTS = verl_train.VerlInputs(
+    "/data/train.parquet", ("/data/math500.parquet", "/data/aime24.parquet"), "/m/base"
+)
+
+
+@pytest.fixture(scope="module")
+def composed():
+    """Every run of the paper's matrix, composed through verl's own ppo_trainer.yaml."""
+    out = {}
+    for run in CONFIG["experiments"]:
+        out[run] = verl_train.compose(verl_train.overrides(CONFIG, run, INPUTS, metrics_file="/r/m.jsonl"))
+    return out
+
+
+@pytest.mark.parametrize("run", list(CONFIG["experiments"]))
+def test_every_run_lands_in_verls_config(composed, run):
+    cfg = composed[run]
+    spec = CONFIG["experiments"][run]
+    algo = CONFIG["algorithms"][spec["algorithm"]]
+    verl_train.check_composed(cfg)
+    actor = cfg.actor_rollout_ref.actor
+    assert actor.policy_loss.loss_mode == algo["loss_mode"]
+    assert actor.loss_agg_mode == algo["loss_agg_mode"]
+    assert (actor.clip_ratio_low, actor.clip_ratio_high, actor.clip_ratio_c) == (
+        algo["clip_ratio_low"], algo["clip_ratio_high"], 10.0,
+    )  # fmt: skip
+    assert actor.optim.lr == 1e-6 and actor.optim.lr_warmup_steps == 10 and actor.optim.weight_decay == 0.1
+    assert actor.optim.clip_grad == 1.0 and actor.entropy_coeff == 0 and not actor.use_kl_loss
+    assert cfg.algorithm.adv_estimator == "grpo" and not cfg.algorithm.use_kl_in_reward
+    # the reward: verl 0.9's `reward` group, our manager, the run's knobs
+    manager = cfg.reward.reward_manager
+    assert (manager.source, manager.name) == ("importlib", "LIERewardManager")
+    assert manager.module.path.endswith("lie/engines/verl_reward.py")
+    lie = cfg.reward.reward_kwargs.lie
+    mode = spec["lie"]
+    assert lie.length_term == (mode in ("on", "length-only"))
+    assert lie.redundancy_term == (mode == "on")
+    assert lie.extra_tokens == spec["extra_tokens"]
+    RewardConfig.from_mapping(dict(lie))  # the manager can build its config from what landed
+    # nothing relies on the legacy keys verl 0.9 ignores
+    assert cfg.reward.custom_reward_function.path is None
+    assert cfg.trainer.resume_mode == "auto" and cfg.trainer.total_epochs == spec["epochs"]
+    assert list(cfg.trainer.logger) == ["console", "file"]
+    assert cfg.ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH == "/r/m.jsonl"
+
+
+def test_continual_stage_raises_every_length_setting(composed):
+    cfg = composed["qwen3-4b-base_dapo_gspo_lie_12k"]
+    assert cfg.data.max_response_length == 12288
+    assert cfg.actor_rollout_ref.rollout.response_length == 12288
+    assert cfg.actor_rollout_ref.rollout.max_model_len == 1024 + 12288
+    assert cfg.actor_rollout_ref.actor.ppo_max_token_len_per_gpu == 3 * (1024 + 12288)
+    inputs = verl_train.inputs_for(CONFIG, "qwen3-4b-base_dapo_gspo_lie_12k")
+    assert inputs.model_path.endswith("models/qwen3-4b-base_dapo_gspo_lie")  # the parent's final model
+
+
+def _dual_clip_ppo(old, new, adv, mask, low, high, c):
+    ratio = torch.exp(new - old)
+    loss = torch.maximum(-adv * ratio, -adv * torch.clamp(ratio, 1 - low, 1 + high))
+    loss = torch.where(adv < 0, torch.minimum(loss, -adv * c), loss)
+    return (loss * mask).sum() / mask.sum()
+
+
+def _gspo(old, new, adv, mask, low, high):
+    seq_ratio = torch.exp(((new - old) * mask).sum(-1) / mask.sum(-1))
+    a = adv[:, 0]
+    per_seq = torch.maximum(-a * seq_ratio, -a * torch.clamp(seq_ratio, 1 - low, 1 + high))
+    return per_seq.mean()
+
+
+@pytest.mark.parametrize("run", ["qwen3-4b-base_dapo_grpo_lie", "qwen3-4b-base_dapo_gspo_lie"])
+def test_verls_own_losses_on_our_settings(composed, run):
+    from verl.trainer.ppo.core_algos import get_policy_loss_fn
+    from verl.utils.config import omega_conf_to_dataclass
+
+    actor = omega_conf_to_dataclass(composed[run].actor_rollout_ref.actor)
+    gen = torch.Generator().manual_seed(0)
+    old = -torch.rand(8, 12, generator=gen) * 2
+    new = old + torch.randn(8, 12, generator=gen) * 0.3
+    adv = torch.randn(8, 1, generator=gen).expand(8, 12).contiguous()
+    mask = (torch.arange(12)[None, :] < torch.randint(4, 13, (8, 1), generator=gen)).float()
+    loss_fn = get_policy_loss_fn(actor.policy_loss.loss_mode)
+    loss, stats = loss_fn(old, new, adv, mask, actor.loss_agg_mode, actor)
+    low, high = actor.clip_ratio_low, actor.clip_ratio_high
+    if actor.policy_loss.loss_mode == "gspo":
+        expected = _gspo(old, new, adv, mask, low, high)
+        assert stats["actor/pg_clipfrac"] > 0.2  # 3e-4/4e-4 clips most sequences of this batch
+    else:
+        expected = _dual_clip_ppo(old, new, adv, mask, low, high, actor.clip_ratio_c)
+    assert torch.allclose(loss, expected, atol=1e-6), (float(loss), float(expected))
+
+
+# ---- the reward manager on real rows -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def dapo_rows(request):
+    from conftest import shared_file
+
+    path = shared_file("lie-authors/dapo-math-17k_llama-add1k.parquet")
+    table = pq.read_table(path).slice(0, 200).to_pylist()
+    rng = np.random.default_rng(0)
+    return [table[i] for i in rng.choice(len(table), 6, replace=False)]
+
+
+@pytest.fixture(scope="module")
+def tokenizer(dapo_rows):
+    from lie.tiny import build_tokenizer
+
+    corpus = [r["prompt"][0]["content"] for r in dapo_rows]
+    return build_tokenizer(corpus + ["The answer is \\boxed{42}. " * 3], vocab_size=400)
+
+
+def _manager(run: str, log_dir):
+    """The composed verl config of ``run``, its rollout log redirected to ``log_dir``."""
+    inputs = verl_train.VerlInputs("/d/t.parquet", ("/d/math500.parquet",), "/m")
+    overrides = verl_train.overrides(CONFIG, run, inputs)
+    overrides = [o for o in overrides if not o.startswith("+reward.reward_kwargs.log_dir=")]
+    overrides.append(f"+reward.reward_kwargs.log_dir='{log_dir}'")
+    return verl_train.compose(overrides)
+
+
+def _item(tokenizer, row, response: str, data_source: str = "math_dapo", step: int = 7):
+    from tensordict import TensorDict
+    from verl import DataProto
+
+    from lie.prompts import prompt_token_ids
+
+    prompt = torch.tensor(prompt_token_ids(tokenizer, row["prompt"]))
+    resp = torch.tensor(tokenizer(response, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id])
+    ids = torch.cat([prompt, resp])
+    return DataProto(
+        batch=TensorDict(
+            {
+                "prompts": prompt[None],
+                "responses": resp[None],
+                "attention_mask": torch.ones_like(ids)[None],
+                "input_ids": ids[None],
+                "position_ids": torch.arange(len(ids))[None],
+            },
+            batch_size=1,
+        ),
+        non_tensor_batch={
+            "data_source": np.array([data_source]),
+            "reward_model": np.array([dict(row["reward_model"])]),
+            "extra_info": np.array([dict(row["extra_info"])]),
+            "uid": np.array(["prompt-uuid_0_3"]),
+            "global_steps": np.array([step]),
+            "index": np.array([5]),
+        },
+    ), len(resp)
+
+
+def test_reward_manager_matches_the_core_on_real_rows(tmp_path, tokenizer, dapo_rows):
+    from lie.engines.verl_reward import EXTRA_KEYS, LIERewardManager
+    from lie.runs import ROLLOUT_FIELDS, read_rollouts
+
+    run = "qwen3-4b-base_dapo_gspo_lie"  # extra_tokens 500
+    cfg = _manager(run, tmp_path / "rollouts")
+    manager = LIERewardManager(config=cfg, tokenizer=tokenizer, compute_score=None)
+    knobs = RewardConfig.from_mapping(cfgmod.reward_settings(CONFIG, run))
+    loop = " ".join(["so the next step is the same as before"] * 12)
+    cases = []
+    for row in dapo_rows[:3]:
+        gold = row["reward_model"]["ground_truth"]
+        for text, correct in ((f"So the answer is \\boxed{{{gold}}}.", True),
+                              (f"I think it is \\boxed{{{int(gold) + 1}}}.", False),
+                              (loop + f" \\boxed{{{gold}}}", True)):  # fmt: skip
+            cases.append((row, text, correct))
+    for row, text, correct in cases:
+        data, length = _item(tokenizer, row, text)
+        out = manager.loop.run_until_complete(manager.run_single(data))
+        info = out["reward_extra_info"]
+        assert set(info) == set(EXTRA_KEYS)
+        expected = score(text, correct, length, int(row["reward_model"]["num_tokens"]), knobs)
+        assert info["acc"] == expected.r_acc, text
+        assert out["reward_score"] == pytest.approx(expected.reward, abs=1e-12)
+        assert (info["r_len"], info["r_red"], info["c_context"]) == (
+            expected.r_len,
+            expected.r_red,
+            expected.c_context,
+        )
+        assert info["num_tokens"] == length and info["ref_len"] == row["reward_model"]["num_tokens"]
+    records = read_rollouts(tmp_path)
+    assert len(records) == len(cases) and set(ROLLOUT_FIELDS) <= set(records[0])
+    assert {r["step"] for r in records} == {7} and records[0]["group"] == "prompt-uuid"
+    assert sum(r["r_red"] == -0.6 for r in records) == 3 and sum(r["acc"] for r in records) == 6
+
+
+def test_validation_sources_and_baselines_score_accuracy_only(tmp_path, tokenizer, dapo_rows):
+    from lie.engines.verl_reward import LIERewardManager
+
+    row = dapo_rows[0]
+    gold = row["reward_model"]["ground_truth"]
+    loop = " ".join(["so the next step is the same as before"] * 12) + f" \\boxed{{{gold}}}"
+    lie_run = LIERewardManager(
+        config=_manager("qwen3-4b-base_dapo_gspo_lie", tmp_path / "a"), tokenizer=tokenizer
+    )
+    data, _ = _item(tokenizer, row, loop, data_source="math500")
+    out = lie_run.loop.run_until_complete(lie_run.run_single(data))
+    assert out["reward_score"] == 1.0 and out["reward_extra_info"]["r_red"] == 0.0
+    assert not (tmp_path / "a").exists()  # validation samples are not training rollouts
+    baseline = LIERewardManager(
+        config=_manager("qwen3-4b-base_dapo_gspo", tmp_path / "b"), tokenizer=tokenizer
+    )
+    data, _ = _item(tokenizer, row, loop)
+    out = baseline.loop.run_until_complete(baseline.run_single(data))
+    assert out["reward_score"] == 1.0 and out["reward_extra_info"]["max_ngram_count"] >= 10
+
+
+def test_training_row_without_reference_length_is_an_error(tmp_path, tokenizer, dapo_rows):
+    from lie.engines.verl_reward import LIERewardManager
+    from lie.errors import LieError
+
+    row = copy.deepcopy(dapo_rows[0])
+    del row["reward_model"]["num_tokens"]
+    manager = LIERewardManager(config=_manager("qwen3-4b-base_dapo_gspo_lie", tmp_path), tokenizer=tokenizer)
+    data, _ = _item(tokenizer, row, "text \\boxed{1}")
+    with pytest.raises(LieError, match="without reward_model.num_tokens"):
+        manager.loop.run_until_complete(manager.run_single(data))
+
+
+def test_dry_run_prints_the_composed_sections(tmp_path, capsys):
+    from lie.cli import main
+
+    assert main(["train", "qwen3-4b-base_dapo_gspo_len-only", "--config", "config.yaml", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "name: LIERewardManager" in out and "loss_mode: gspo" in out
+    assert "redundancy_term: false" in out and "length_term: true" in out
+    assert "verl.trainer.main_ppo" in out
+    json.dumps(out)  # plain text
