@@ -34,11 +34,37 @@ def to_bytes(content: Any) -> bytes:
     raise TypeError(type(content))
 
 
-def add_dataset(cache: Path, repo_id: str, files: dict[str, Any], refs: tuple[str, ...] = ("main",)) -> str:
-    """Put ``files`` (path -> bytes, text, Arrow table or list of JSON rows) in as one commit."""
-    repo = Path(cache) / f"datasets--{repo_id.replace('/', '--')}"
+def pinned_revision(repo_id: str) -> str | None:
+    """The commit config.yaml pins for ``repo_id`` (a data set or a model), if it pins one."""
+    import re
+
+    config = repo_config()
+    entries = [*config["models"].values()] + [e for g in config["datasets"].values() for e in g.values()]
+    for entry in entries:
+        if entry.get("hf_id") == repo_id and re.fullmatch(r"[0-9a-f]{40}", entry.get("revision") or ""):
+            return entry["revision"]
+    return None
+
+
+def add_dataset(
+    cache: Path,
+    repo_id: str,
+    files: dict[str, Any],
+    refs: tuple[str, ...] = ("main",),
+    commit: str | None = "config",
+    repo_type: str = "datasets",
+) -> str:
+    """Put ``files`` (path -> bytes, text, Arrow table or list of JSON rows) in as one commit.
+
+    ``commit="config"`` uses the commit config.yaml pins for the repo (so that the real config
+    finds it), ``None`` a hash of the content, any other string that commit.
+    """
+    repo = Path(cache) / f"{repo_type}--{repo_id.replace('/', '--')}"
     blobs = {path: to_bytes(content) for path, content in files.items()}
-    commit = hashlib.sha1(repo_id.encode() + b"".join(sorted(blobs.values()))).hexdigest()
+    if commit == "config":
+        commit = pinned_revision(repo_id)
+    if commit is None:
+        commit = hashlib.sha1(repo_id.encode() + b"".join(sorted(blobs.values()))).hexdigest()
     for path, data in blobs.items():
         blob = repo / "blobs" / hashlib.sha256(data).hexdigest()
         blob.parent.mkdir(parents=True, exist_ok=True)

@@ -83,7 +83,7 @@ def test_amc_83_problems_from_the_hub_cache(tmp_path, hub):
     assert meta["source"] == {
         "type": "hub",
         "hf_id": "AI-MO/aimo-validation-amc",
-        "revision": "main",
+        "revision": "69d78a4a2c840e82d69af6bc742bda09005f6316",  # pinned in config.yaml
         "commit": commit,
         "config": None,
         "split": "train",
@@ -93,7 +93,11 @@ def test_amc_83_problems_from_the_hub_cache(tmp_path, hub):
 
 def test_revision_resolution(tmp_path, hub):
     old = add_dataset(
-        hub, "HuggingFaceH4/aime_2024", {"data/train-00000-of-00001.parquet": aime_table(29)}, refs=("v1",)
+        hub,
+        "HuggingFaceH4/aime_2024",
+        {"data/train-00000-of-00001.parquet": aime_table(29)},
+        refs=("v1",),
+        commit=None,
     )
     new = add_dataset(hub, "HuggingFaceH4/aime_2024", {"data/train-00000-of-00001.parquet": aime_table(30)})
     config = repo_config()
@@ -339,7 +343,7 @@ def test_mmlu_pro_and_polaris_jsonl(tmp_path, hub):
 def test_missing_data_set_and_missing_column(tmp_path, hub):
     with pytest.raises(
         LieError,
-        match="data set 'math500' \\(HuggingFaceH4/MATH-500 at revision main\\) is not in the hub cache",
+        match="data set .math500. \\(HuggingFaceH4/MATH-500 at revision 6e4ed1a2a79a[0-9a-f]*\\) is not in the hub cache",
     ):
         build(tmp_path, repo_config(), "math500")
     add_dataset(

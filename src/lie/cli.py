@@ -25,6 +25,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("lie.commands.train", "train one run of config.yaml (verl or TRL)"),
     "merge": ("lie.commands.merge", "merge a run's final checkpoint into Hugging Face format"),
     "tiny-model": ("lie.commands.tiny_model", "build a tiny Qwen3 model and tokenizer locally"),
+    "base-model": (
+        "lie.commands.base_model",
+        "fetch a base model at its pinned revision, or build a tiny one",
+    ),
     "report": ("lie.commands.report", "tables and figures beside the paper's numbers"),
     "plan": ("lie.commands.plan", "steps, rollout tokens and GPU-hours of the selected runs"),
 }

@@ -63,9 +63,15 @@ def build_dataset(
     spec = dataset_spec(config, name)
     fmt = FORMATS[spec.format]
     template = template_for(config, spec.kind)
-    resolved = resolve(spec)
-    extra_columns = [c for c in (spec.filter or {}) if c not in fmt.columns]
-    table = read_columns(resolved.files, fmt.columns + tuple(extra_columns), fmt.optional, spec.where)
+    if spec.synthetic is not None:
+        from lie.data.synthetic import synthetic_table
+
+        table, origin = synthetic_table(spec)
+    else:
+        resolved = resolve(spec)
+        extra_columns = [c for c in (spec.filter or {}) if c not in fmt.columns]
+        table = read_columns(resolved.files, fmt.columns + tuple(extra_columns), fmt.optional, spec.where)
+        origin = resolved.origin
     columns = list(table.column_names)
     table, counts = select_rows(spec, table, limit)
     split = spec.split or ("train" if spec.group == "train" else "test")
@@ -96,7 +102,7 @@ def build_dataset(
         "format": spec.format,
         "kind": spec.kind,
         "split": split,
-        "source": resolved.origin,
+        "source": origin,
         "template": template,
         "columns": columns,
         "rows": counts,

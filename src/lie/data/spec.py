@@ -31,7 +31,9 @@ KEYS = (
     "shuffle_seed",  # seed of the option shuffle (GPQA)
     "expected_rows",  # rows a full build should give (a warning when it does not), or null
     "n",  # samples per problem at evaluation (read by lie evaluate)
+    "synthetic",  # {task, count, seed, min_depth, max_depth}: rows the project writes itself
 )
+SYNTHETIC_KEYS = ("task", "count", "seed", "min_depth", "max_depth")
 COMMIT = re.compile(r"[0-9a-f]{40}")
 
 
@@ -55,6 +57,7 @@ class DatasetSpec:
     filter: dict[str, Any] | None
     shuffle_seed: int | None
     expected_rows: int | None
+    synthetic: dict[str, Any] | None = None
 
     @property
     def where(self) -> str:
@@ -62,6 +65,8 @@ class DatasetSpec:
 
     @property
     def source_kind(self) -> str:
+        if self.synthetic:
+            return "synthetic"
         return "local" if self.local else "url" if self.url else "hub"
 
     @property
@@ -127,6 +132,7 @@ def parse_spec(name: str, group: str, entry: Any) -> DatasetSpec:
         filter=_get(entry, "filter", where, (dict,)),
         shuffle_seed=_get(entry, "shuffle_seed", where, (int,)),
         expected_rows=_get(entry, "expected_rows", where, (int,)),
+        synthetic=_get(entry, "synthetic", where, (dict,)),
     )
     _get(entry, "n", where, (int,))  # read by lie evaluate; checked here with the rest
     _check(spec, entry, where)
@@ -134,8 +140,11 @@ def parse_spec(name: str, group: str, entry: Any) -> DatasetSpec:
 
 
 def _check(spec: DatasetSpec, entry: dict[str, Any], where: str) -> None:
+    if spec.synthetic is not None:
+        _check_synthetic(spec, where)
+        return
     if not (spec.local or spec.url or spec.hf_id):
-        raise LieError(f"{where}: no source; set hf_id (with revision), url (with sha1) or local")
+        raise LieError(f"{where}: no source; set hf_id (with revision), url (with sha1), local or synthetic")
     if spec.source_kind == "hub":
         _get(entry, "revision", where, (str,), required=True)
         _get(entry, "split", where, (str,), required=True)
@@ -160,6 +169,26 @@ def _check(spec: DatasetSpec, entry: dict[str, Any], where: str) -> None:
             raise LieError(
                 f"{where}.filter.{column} must be a list of allowed values or {{min: x, max: y}}, got {rule!r}"
             )
+
+
+def _check_synthetic(spec: DatasetSpec, where: str) -> None:
+    synthetic = spec.synthetic or {}
+    unknown = sorted(set(synthetic) - set(SYNTHETIC_KEYS))
+    missing = [k for k in SYNTHETIC_KEYS if k not in synthetic]
+    if unknown or missing:
+        raise LieError(
+            f"{where}.synthetic needs exactly the keys {', '.join(SYNTHETIC_KEYS)} (unknown: {unknown}, missing: {missing})"
+        )
+    if synthetic["task"] != "arithmetic":
+        raise LieError(f"{where}.synthetic.task must be 'arithmetic', got {synthetic['task']!r}")
+    for key in ("count", "seed", "min_depth", "max_depth"):
+        if not isinstance(synthetic[key], int) or isinstance(synthetic[key], bool) or synthetic[key] < 0:
+            raise LieError(f"{where}.synthetic.{key} must be an integer >= 0, got {synthetic[key]!r}")
+    if not 1 <= synthetic["min_depth"] <= synthetic["max_depth"]:
+        raise LieError(f"{where}.synthetic: need 1 <= min_depth <= max_depth")
+    expected = {"math": "problem-answer", "choice": "mmlu-pro"}[spec.kind]
+    if spec.format != expected:
+        raise LieError(f"{where}: synthetic {spec.kind} rows use format {expected!r}, got {spec.format!r}")
 
 
 def dataset_spec(config: dict[str, Any], name: str) -> DatasetSpec:

@@ -1,0 +1,39 @@
+"""Rows the project writes itself (the smoke run, the study): multi-step arithmetic (lie.tasks).
+
+Math rows carry the columns of the ``problem-answer`` format, multiple-choice rows those of the
+``mmlu-pro`` format, so that they go through the same adapters as the real data sets.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from lie.data.spec import DatasetSpec
+from lie.tasks import arithmetic
+
+
+def synthetic_table(spec: DatasetSpec) -> tuple[pa.Table, dict[str, Any]]:
+    s = spec.synthetic or {}
+    problems = arithmetic.generate(s["count"], s["seed"], s["min_depth"], s["max_depth"])
+    origin = {"type": "synthetic", **s}
+    if spec.kind == "math":
+        table = pa.table(
+            {
+                "problem": [p.question() for p in problems],
+                "answer": [str(p.answer) for p in problems],
+                "id": [f"{spec.name}-{i}-depth{p.depth}" for i, p in enumerate(problems)],
+            }
+        )
+        return table, origin
+    opts = [arithmetic.options(p, seed=s["seed"] * 100_003 + i) for i, p in enumerate(problems)]
+    table = pa.table(
+        {
+            "question": [p.question() for p in problems],
+            "options": [o for o, _ in opts],
+            "answer": [letter for _, letter in opts],
+            "question_id": list(range(len(problems))),
+        }
+    )
+    return table, origin

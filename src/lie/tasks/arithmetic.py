@@ -1,0 +1,107 @@
+"""Multi-step arithmetic: a start value and ``k`` operations; the answer needs ``k`` steps.
+
+"Start with 7. Add 5, then multiply by 2, then subtract 3. What number do you get?" The full
+solution writes every intermediate result ("7 + 5 = 12. 12 * 2 = 24. 24 - 3 = 21.") and ends with
+``\\boxed{21}``; difficulty is ``k``. Values stay in 0..99 so that solutions are short. Grading is
+exact: the last ``\\boxed{}`` must hold the integer answer. Deterministic for a seed.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+
+LETTERS = "ABCDEFGHIJ"
+_WORDS = {"+": "add {v}", "-": "subtract {v}", "*": "multiply by {v}"}
+_BOXED = re.compile(r"\\boxed\{\s*(-?\d+)\s*\}")
+MAX_VALUE = 99
+
+
+@dataclass(frozen=True)
+class Problem:
+    start: int
+    ops: tuple[tuple[str, int], ...]
+
+    @property
+    def depth(self) -> int:
+        return len(self.ops)
+
+    def values(self) -> list[int]:
+        """The running value after each operation."""
+        out, value = [], self.start
+        for op, v in self.ops:
+            value = value + v if op == "+" else value - v if op == "-" else value * v
+            out.append(value)
+        return out
+
+    @property
+    def answer(self) -> int:
+        return self.values()[-1] if self.ops else self.start
+
+    def question(self) -> str:
+        words = ", then ".join(_WORDS[op].format(v=v) for op, v in self.ops)
+        return f"Start with {self.start}. {words[0].upper() + words[1:]}. What number do you get?"
+
+    def steps(self) -> list[str]:
+        out, prev = [], self.start
+        for (op, v), value in zip(self.ops, self.values()):
+            out.append(f"{prev} {op} {v} = {value}")
+            prev = value
+        return out
+
+    def solution(self) -> str:
+        """The full step-by-step solution."""
+        return " ".join(f"{s}." for s in self.steps()) + f" The answer is \\boxed{{{self.answer}}}."
+
+
+def make_problem(rng: random.Random, depth: int) -> Problem:
+    """A problem of ``depth`` operations whose running values stay in 0..MAX_VALUE."""
+    value = rng.randint(1, 20)
+    start, ops = value, []
+    for _ in range(depth):
+        choices = [("+", rng.randint(1, 9)), ("-", rng.randint(1, 9)), ("*", rng.randint(2, 3))]
+        rng.shuffle(choices)
+        for op, v in choices:
+            new = value + v if op == "+" else value - v if op == "-" else value * v
+            if 0 <= new <= MAX_VALUE:
+                ops.append((op, v))
+                value = new
+                break
+        else:  # pragma: no cover - subtracting 1..9 from a value > 9 or adding to a small one always fits
+            raise AssertionError("no operation keeps the value in range")
+    return Problem(start, tuple(ops))
+
+
+def generate(count: int, seed: int, min_depth: int, max_depth: int) -> list[Problem]:
+    """``count`` problems, depths drawn uniformly from [min_depth, max_depth]."""
+    if not 1 <= min_depth <= max_depth:
+        raise ValueError(f"need 1 <= min_depth <= max_depth, got {min_depth}, {max_depth}")
+    rng = random.Random(seed)
+    return [make_problem(rng, rng.randint(min_depth, max_depth)) for _ in range(count)]
+
+
+def boxed_answer(response: str) -> int | None:
+    """The integer in the last ``\\boxed{}`` of a response, or None."""
+    found = _BOXED.findall(response)
+    return int(found[-1]) if found else None
+
+
+def check(response: str, answer: int) -> bool:
+    """Exact grading: the last boxed integer equals the answer."""
+    return boxed_answer(response) == answer
+
+
+def options(problem: Problem, seed: int, count: int = 4) -> tuple[list[str], str]:
+    """Multiple-choice options (the answer and near misses, shuffled by ``seed``) and the right letter."""
+    rng = random.Random(seed)
+    answer = problem.answer
+    wrong: list[int] = []
+    for delta in rng.sample([-3, -2, -1, 1, 2, 3, 5, 10], k=8):
+        if len(wrong) == count - 1:
+            break
+        if answer + delta >= 0 and answer + delta not in wrong:
+            wrong.append(answer + delta)
+    values = [answer, *wrong]
+    rng.shuffle(values)
+    return [str(v) for v in values], LETTERS[values.index(answer)]

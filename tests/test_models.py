@@ -1,0 +1,91 @@
+"""``lie base-model``: a pinned snapshot from a pre-filled hub cache (offline), and tiny models."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from hubcache import add_dataset, pinned_revision
+from small import arithmetic_rows, write_parquet
+
+pytestmark = pytest.mark.slow
+
+
+def _run(args, env_extra, cwd):
+    env = {**os.environ, **env_extra}
+    return subprocess.run(
+        [sys.executable, "-m", "lie", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=300
+    )
+
+
+@pytest.fixture(scope="module")
+def tiny_files(tmp_path_factory):
+    from lie.tiny import build_tiny
+
+    folder = build_tiny(tmp_path_factory.mktemp("tiny") / "m", ["What is 1 + 1?"], vocab_size=300)
+    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+
+
+def test_fetches_the_pinned_revision_offline_from_the_hub_cache(tmp_path, tiny_files):
+    cache = tmp_path / "hub"
+    commit = add_dataset(cache, "Qwen/Qwen3-4B-Base", tiny_files, repo_type="models")
+    assert commit == pinned_revision("Qwen/Qwen3-4B-Base")  # the SHA config.yaml pins
+    out = tmp_path / "base"
+    env = {"HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1"}
+    proc = _run(
+        ["base-model", "--config", "config.yaml", "--name", "qwen3-4b-base", "--out", str(out)],
+        env,
+        os.getcwd(),
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    source = json.loads((out / "lie_source.json").read_text())
+    assert source == {"hf_id": "Qwen/Qwen3-4B-Base", "revision": commit, "commit": commit}
+    from transformers import AutoModelForCausalLM
+
+    AutoModelForCausalLM.from_pretrained(out)
+    assert not (out / ".cache").exists() and not list(tmp_path.glob(".base.partial"))
+
+
+def test_missing_model_says_what_to_do(tmp_path):
+    env = {"HF_HUB_CACHE": str(tmp_path / "empty"), "HF_HUB_OFFLINE": "1"}
+    out = tmp_path / "base"
+    proc = _run(
+        ["base-model", "--config", "config.yaml", "--name", "qwen3-8b-base", "--out", str(out)],
+        env,
+        os.getcwd(),
+    )
+    assert proc.returncode == 2
+    assert (
+        "models.qwen3-8b-base: Qwen/Qwen3-8B-Base@49e3418" in proc.stderr
+        and "set models.qwen3-8b-base.path" in proc.stderr
+    )
+    assert not out.exists()
+
+
+def test_builds_a_tiny_model_from_its_corpus(tmp_path):
+    from small import paper_config, write_config
+
+    config = paper_config()
+    config["outdir"] = str(tmp_path / "out")
+    config["models"]["toy"] = {
+        "hf_id": None, "revision": None, "enable_thinking": None, "path": None,
+        "tiny": {"seed": 3, "vocab_size": 320, "hidden": 32, "layers": 1, "corpus": ["arith"]},
+    }  # fmt: skip
+    cfg = write_config(tmp_path / "c.yaml", config)
+    corpus = write_parquet(tmp_path / "arith.parquet", arithmetic_rows(10))
+    proc = _run(
+        ["base-model", "--config", str(cfg), "--name", "toy", "--corpus", str(corpus)], {}, os.getcwd()
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = tmp_path / "out" / "base" / "toy"
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(out)
+    assert model.config.hidden_size == 32 and model.config.num_hidden_layers == 1
+    tok = AutoTokenizer.from_pretrained(out)
+    text = "What is 3 + 4? Answer within \\boxed{}."
+    assert tok.decode(tok(text)["input_ids"]) == text  # byte-level: any text round-trips
+    assert len(tok(text)["input_ids"]) < len(text) / 2  # trained on the corpus: compact
