@@ -1,0 +1,22 @@
+# The LIE reproduction pipeline: one rule per arrow of DESIGN.md, each calling the `lie` CLI.
+#
+#   snakemake -n                                             # the paper's matrix (config.yaml), dry run
+#   snakemake --profile profiles/slurm                       # on a Slurm cluster of 4xH100 nodes
+#   snakemake --configfile workflow/configs/smoke.yaml -c2   # the whole DAG on a CPU (make smoke)
+#   snakemake --config 'runs=[qwen3-4b-base_dapo_gspo]'      # a subset of the runs
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    input:
+        report_outputs(),
+    default_target: True

@@ -1,0 +1,47 @@
+"""``lie plan``: steps, rollout tokens and GPU-hours of the selected runs (lie.plan says how).
+
+Examples: ``lie plan --config config.yaml``; ``lie plan --runs qwen3-4b-base_dapo_gspo_lie --mfu 0.3``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from lie.errors import LieError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from lie.plan import GEN_TOKENS_PER_S_4B, MFU
+
+    parser.add_argument("--config", default="config.yaml")
+    parser.add_argument("--runs", nargs="*", help="runs to plan (default: config's runs, else all)")
+    parser.add_argument(
+        "--gen-tps", type=float, default=GEN_TOKENS_PER_S_4B, help="generated tokens/s per GPU, 4B model"
+    )
+    parser.add_argument("--mfu", type=float, default=MFU, help="training model-FLOP utilisation")
+    parser.add_argument(
+        "--params", action="append", default=[], metavar="MODEL=BILLIONS", help="model size override"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from lie.config import load_config
+    from lie.plan import plan, render
+
+    config = load_config(args.config)
+    if args.runs:
+        config["runs"] = list(args.runs)
+        from lie.config import validate_config
+
+        validate_config(config, source=f"{args.config} with --runs")
+    params = {}
+    for item in args.params:
+        name, _, value = item.partition("=")
+        try:
+            params[name] = float(value)
+        except ValueError:
+            raise LieError(f"--params expects MODEL=BILLIONS, got {item!r}") from None
+    if not 0 < args.mfu <= 1 or args.gen_tps <= 0:
+        raise LieError("--mfu must be in (0, 1] and --gen-tps > 0")
+    print(render(plan(config, params, args.gen_tps, args.mfu), args.gen_tps, args.mfu))
+    return 0

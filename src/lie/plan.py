@@ -1,0 +1,136 @@
+"""A compute plan before anyone books a cluster: steps, rollout tokens and GPU-hours of each run.
+
+The estimate is deliberately simple and every figure in it is printed:
+
+- steps = epochs x floor(prompts / train_batch_size) (or ``max_steps``); prompts from the
+  training file when it exists, else its ``expected_rows`` in config;
+- rollout tokens a step = train_batch_size x rollout_n x mean response length, the mean taken
+  from the reference lengths when ``lie reflen`` has run (``avg_response_len``, capped at the
+  response limit), else ``RESPONSE_FRACTION`` of the limit;
+- generation time = rollout tokens / (``GEN_TOKENS_PER_S_4B`` x 4 / params in billions) per GPU:
+  vLLM decoding is memory-bound, so throughput falls about linearly with model size;
+- update time = (prompt + response tokens) x ``TRAIN_FLOPS_PER_PARAM`` x params / (``MFU`` x
+  ``PEAK_FLOPS``) per GPU: forward, backward, activation recomputation and the old-log-prob pass.
+
+The constants are for H100 SXM GPUs with bf16 (PEAK 989 TFLOP/s dense); override them on the
+command line when your own measurements differ (``lie plan --gen-tps ... --mfu ...``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from lie import config as cfgmod
+from lie.errors import LieError
+from lie.layout import Layout
+
+GEN_TOKENS_PER_S_4B = 8000.0  # vLLM output tokens/s per H100 for a 4B model at high concurrency
+PEAK_FLOPS = 989e12  # H100 SXM bf16 dense
+MFU = 0.35  # model FLOP utilisation of FSDP training with gradient checkpointing and offload
+TRAIN_FLOPS_PER_PARAM = 10.0  # 6 (fwd+bwd) + 2 (recompute) + 2 (old log-probs) per token
+RESPONSE_FRACTION = 0.5  # mean response length / limit when no reference lengths exist yet
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    run: str
+    params_b: float
+    prompts: int  # 0: unknown until the data set is built
+    steps: int
+    mean_response: float
+    rollout_tokens: float  # over the whole run
+    gpus: int
+    gpu_hours: float
+
+
+def params_billions(config: dict[str, Any], model: str) -> float:
+    """Model size from the hub id (``Qwen3-4B-Base`` -> 4.0); tiny models count as 0.001."""
+    entry = cfgmod.model_entry(config, model)
+    if entry.get("tiny"):
+        return 0.001
+    match = re.search(r"(\d+(?:\.\d+)?)B", entry.get("hf_id") or entry.get("path") or "")
+    if not match:
+        raise LieError(
+            f"models.{model}: cannot read the model size from its id; pass --params {model}=<billions>"
+        )
+    return float(match.group(1))
+
+
+def _prompts_and_length(config: dict[str, Any], run: str, limit: int) -> tuple[int, float | None]:
+    spec = cfgmod.experiment(config, run)
+    layout = Layout(config)
+    reflen = layout.reflen_file(spec["data"], spec["model"])
+    if reflen.exists():
+        import pyarrow.parquet as pq
+
+        rows = pq.read_table(reflen, columns=["extra_info"]).column("extra_info").to_pylist()
+        lengths = [min(float(r.get("avg_response_len") or 0), limit) for r in rows]
+        return len(rows), sum(lengths) / max(len(lengths), 1)
+    data = layout.dataset_file(spec["data"])
+    if data.exists():
+        import pyarrow.parquet as pq
+
+        return pq.read_metadata(data).num_rows, None
+    _, entry = cfgmod.dataset_entry(config, spec["data"])
+    count = entry.get("expected_rows") or entry.get("sample") or (entry.get("synthetic") or {}).get("count")
+    if not count:
+        return 0, None  # unknown until `lie data` has run
+    return int(count), None
+
+
+def plan_run(
+    config: dict[str, Any], run: str, params: dict[str, float], gen_tps_4b: float, mfu: float
+) -> RunPlan:
+    s = cfgmod.run_settings(config, run)
+    spec = cfgmod.experiment(config, run)
+    limit = int(s["max_response_length"])
+    prompts, mean = _prompts_and_length(config, run, limit)
+    mean = mean if mean is not None else RESPONSE_FRACTION * limit
+    batch = int(s["train_batch_size"])
+    steps = int(s.get("max_steps") or int(s["epochs"]) * (prompts // batch))
+    size = params.get(spec["model"]) or params_billions(config, spec["model"])
+    gpus = int(s["nnodes"]) * int(s["n_gpus_per_node"])
+    per_step_rollout = batch * int(s["rollout_n"]) * mean
+    gen_seconds = per_step_rollout / (gen_tps_4b * 4.0 / size * gpus)
+    trained = batch * int(s["rollout_n"]) * (mean + 0.5 * int(s["max_prompt_length"])) * int(s["ppo_epochs"])
+    train_seconds = trained * TRAIN_FLOPS_PER_PARAM * size * 1e9 / (mfu * PEAK_FLOPS * gpus)
+    hours = steps * (gen_seconds + train_seconds) * gpus / 3600
+    return RunPlan(run, size, prompts, steps, mean, steps * per_step_rollout, gpus, hours)
+
+
+def plan(
+    config: dict[str, Any],
+    params: dict[str, float] | None = None,
+    gen_tps_4b: float = GEN_TOKENS_PER_S_4B,
+    mfu: float = MFU,
+) -> list[RunPlan]:
+    return [plan_run(config, run, params or {}, gen_tps_4b, mfu) for run in cfgmod.selected_runs(config)]
+
+
+def render(plans: list[RunPlan], gen_tps_4b: float, mfu: float) -> str:
+    header = f"{'run':44} {'model':>6} {'prompts':>8} {'steps':>6} {'mean L':>7} {'rollout tokens':>15} {'GPUs':>5} {'GPU-h':>8}"
+    lines = [header, "-" * len(header)]
+    for p in plans:
+        if not p.prompts:
+            lines.append(
+                f"{p.run:44} {p.params_b:>5g}B {'?':>8}   (prompt count unknown: run `lie data` or set expected_rows)"
+            )
+            continue
+        lines.append(
+            f"{p.run:44} {p.params_b:>5g}B {p.prompts:>8} {p.steps:>6} {p.mean_response:>7.0f} "
+            f"{p.rollout_tokens:>15.3e} {p.gpus:>5} {p.gpu_hours:>8.0f}"
+        )
+    total = sum(p.gpu_hours for p in plans if p.prompts)
+    lines.append("-" * len(header))
+    lines.append(f"{'total':44} {'':>6} {'':>8} {sum(p.steps for p in plans):>6} {'':>7} "
+                 f"{sum(p.rollout_tokens for p in plans):>15.3e} {'':>5} {total:>8.0f}")  # fmt: skip
+    lines.append(
+        f"\nAssumes {gen_tps_4b:g} generated tokens/s per GPU for a 4B model (scaled by 4/size), "
+        f"training at {mfu:.0%} MFU of {PEAK_FLOPS / 1e12:.0f} TFLOP/s, {TRAIN_FLOPS_PER_PARAM:g} FLOPs per "
+        "parameter and token; evaluation (generation to 32k tokens) is not included. "
+        f"4xH100 nodes: {math.ceil(total / 4):,} node-hours."
+    )
+    return "\n".join(lines)

@@ -1,0 +1,130 @@
+# Configuration, its validation, and the get_* input functions of every rule.
+import json
+from pathlib import Path
+
+import yaml
+from snakemake.utils import validate
+
+from lie import config as lie_config
+from lie.layout import Layout
+
+if not config:  # no --configfile: the paper's matrix
+
+
+    configfile: "config.yaml"
+
+
+validate(config, "../schemas/config.schema.yaml")
+lie_config.validate_config(config, source="the Snakemake config")
+
+LAYOUT = Layout(config)
+OUT = str(LAYOUT.root)
+RUNS = lie_config.selected_runs(config)
+BASE_MODELS = list(config["evaluation"]["base_models"])
+BENCHMARKS = list(config["evaluation"]["benchmarks"])
+EVALUATED = RUNS + BASE_MODELS
+IMAGE = config.get("image") or ""
+
+
+def _effective_config() -> str:
+    """The configuration the `lie` commands read: this run's config (with --config changes) as a file.
+
+    Written only when its content changes, so that reruns and remote jobs leave it alone.
+    """
+    path = Path(OUT) / "config.yaml"
+    text = yaml.safe_dump(config, sort_keys=False)
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".yaml.partial")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    return str(path)
+
+
+CONFIG = _effective_config()
+
+
+def _alternatives(names) -> str:
+    import re
+
+    return "|".join(re.escape(n) for n in sorted(set(names), key=len, reverse=True)) or "^$"
+
+
+wildcard_constraints:
+    dataset=_alternatives([*config["datasets"]["train"], *config["datasets"]["eval"]]),
+    bench=_alternatives(BENCHMARKS),
+    model=_alternatives(config["models"]),
+    run=_alternatives(config["experiments"]),
+    key=_alternatives([*config["experiments"], *config["models"]]),
+
+
+def get_model_dir(name: str) -> str:
+    """Folder of a base model: its local `path`, or where `lie base-model` puts it."""
+    return str(LAYOUT.base_model(name))
+
+
+def get_tiny_corpus(wildcards) -> list[str]:
+    tiny = config["models"][wildcards.model].get("tiny") or {}
+    return [str(LAYOUT.dataset_file(name)) for name in tiny.get("corpus", [])]
+
+
+def get_reflen_model(wildcards) -> str:
+    return get_model_dir(wildcards.model)
+
+
+def get_train_inputs(wildcards) -> dict[str, str]:
+    spec = config["experiments"][wildcards.run]
+    inputs = {
+        "data": str(LAYOUT.reflen_file(spec["data"], spec["model"])),
+        "model": str(LAYOUT.init_model(wildcards.run)),
+    }
+    if config["engines"]["train"] == "verl":
+        for name in config["training"]["val_sets"]:
+            inputs[f"val_{name}"] = str(LAYOUT.dataset_file(name))
+    return inputs
+
+
+def get_val_args(wildcards, input) -> str:
+    return " ".join(f"--val-file {v}" for k, v in input.items() if k.startswith("val_"))
+
+
+def get_evaluated_model(wildcards) -> str:
+    return str(LAYOUT.model_for(wildcards.key))
+
+
+def get_generations(wildcards) -> list[str]:
+    return [str(LAYOUT.generations(wildcards.key, bench)) for bench in BENCHMARKS]
+
+
+def get_run_settings(wildcards) -> str:
+    """A run's resolved settings and reward knobs: when they change, the run is redone."""
+    settings = lie_config.run_settings(config, wildcards.run)
+    reward = lie_config.reward_settings(config, wildcards.run)
+    return json.dumps({"settings": settings, "reward": reward}, sort_keys=True)
+
+
+def train_resources(run: str) -> dict:
+    settings = lie_config.run_settings(config, run)
+    if config["engines"]["train"] == "trl":
+        return {"nodes": 1, "gres": "", "cpus": 2}
+    return {
+        "nodes": int(settings["nnodes"]),
+        "gres": f"gpu:{int(settings['n_gpus_per_node'])}",
+        "cpus": 8 * int(settings["n_gpus_per_node"]),
+    }
+
+
+def gpu_gres() -> str:
+    """One GPU for generation and reference lengths when vLLM generates; none on a CPU."""
+    return "gpu:1" if config["engines"]["generate"] == "vllm" else ""
+
+
+def report_outputs() -> list[str]:
+    tables, figures = LAYOUT.tables, LAYOUT.figures
+    return [
+        *(str(tables / f"main.{ext}") for ext in ("md", "csv", "tex")),
+        str(tables / "tts.csv"),
+        str(figures / "tts.png"),
+        str(figures / "dynamics.png"),
+        *(str(tables / f"{name}.{ext}") for name in ("behaviours", "diversity") for ext in ("md", "csv")),
+    ]

@@ -1,0 +1,62 @@
+# Data sets, base models and per-prompt reference lengths.
+
+
+rule data:
+    output:
+        f"{OUT}/data/{{dataset}}.parquet",
+    log:
+        f"{OUT}/logs/data/{{dataset}}.log",
+    params:
+        config=CONFIG,
+        entry=lambda w: json.dumps(lie_config.dataset_entry(config, w.dataset)[1], sort_keys=True),
+        prompt=lambda w: json.dumps(config["prompt"], sort_keys=True),
+    threads: 1
+    resources:
+        mem_mb=16000,
+        runtime=120,
+    container: IMAGE or None
+    shell:
+        "lie data --config {params.config} --set-name {wildcards.dataset} --out {output} > {log} 2>&1"
+
+
+rule base_model:
+    input:
+        corpus=get_tiny_corpus,
+    output:
+        directory(f"{OUT}/base/{{model}}"),
+    log:
+        f"{OUT}/logs/base/{{model}}.log",
+    params:
+        config=CONFIG,
+        entry=lambda w: json.dumps(config["models"][w.model], sort_keys=True),
+        corpus=lambda w, input: " ".join(f"--corpus {p}" for p in input.corpus),
+    threads: 1
+    resources:
+        mem_mb=16000,
+        runtime=120,
+    container: IMAGE or None
+    shell:
+        "lie base-model --config {params.config} --name {wildcards.model} --out {output} {params.corpus} > {log} 2>&1"
+
+
+rule reflen:
+    input:
+        data=f"{OUT}/data/{{dataset}}.parquet",
+        model=get_reflen_model,
+    output:
+        f"{OUT}/data/{{dataset}}.{{model}}.reflen.parquet",
+    log:
+        f"{OUT}/logs/reflen/{{dataset}}.{{model}}.log",
+    params:
+        config=CONFIG,
+        settings=lambda w: json.dumps(config["reflen"], sort_keys=True),
+        engine=config["engines"]["generate"],
+    threads: 2
+    resources:
+        mem_mb=64000,
+        runtime=24 * 60,
+        gres=gpu_gres(),
+    container: IMAGE or None
+    shell:
+        "lie reflen --config {params.config} --model {input.model} --data {input.data} --out {output}"
+        " --engine {params.engine} > {log} 2>&1"

@@ -1,0 +1,52 @@
+# Generation on every benchmark (runs and base models), and grading at every budget.
+
+
+rule generate:
+    input:
+        model=get_evaluated_model,
+        data=f"{OUT}/data/{{bench}}.parquet",
+    output:
+        f"{OUT}/generations/{{key}}/{{bench}}.jsonl",
+    log:
+        f"{OUT}/logs/generate/{{key}}/{{bench}}.log",
+    params:
+        config=CONFIG,
+        settings=lambda w: json.dumps(
+            {k: config["evaluation"][k] for k in ("max_tokens", "temperature", "top_p", "seed")}, sort_keys=True
+        ),
+        engine=config["engines"]["generate"],
+        limit=lambda w: f"--limit {config['evaluation']['limit']}" if config["evaluation"].get("limit") else "",
+    threads: 2
+    resources:
+        mem_mb=64000,
+        runtime=12 * 60,
+        gres=gpu_gres(),
+    container: IMAGE or None
+    shell:
+        "lie generate --config {params.config} --model {input.model} --bench {wildcards.bench} --data {input.data}"
+        " --out {output} --engine {params.engine} {params.limit} > {log} 2>&1"
+
+
+rule evaluate:
+    input:
+        gens=get_generations,
+        model=get_evaluated_model,
+    output:
+        scores=f"{OUT}/scores/{{key}}/scores.jsonl",
+        summary=f"{OUT}/scores/{{key}}/summary.json",
+    log:
+        f"{OUT}/logs/evaluate/{{key}}.log",
+    params:
+        config=CONFIG,
+        gens=lambda w, input: " ".join(f"--gen {g}" for g in input.gens),
+        settings=lambda w: json.dumps(
+            {k: config["evaluation"][k] for k in ("budgets", "in_domain", "out_of_domain")}, sort_keys=True
+        ),
+    threads: 2
+    resources:
+        mem_mb=16000,
+        runtime=6 * 60,
+    container: IMAGE or None
+    shell:
+        "lie evaluate --config {params.config} {params.gens} --tokenizer {input.model}"
+        " --out-scores {output.scores} --out-summary {output.summary} --no-progress > {log} 2>&1"

@@ -1,0 +1,21 @@
+# Tables and figures from files only: scores, per-step metrics and rollouts of every run.
+
+
+rule report:
+    input:
+        summaries=expand(f"{OUT}/scores/{{key}}/summary.json", key=EVALUATED),
+        runs=expand(f"{OUT}/runs/{{run}}/final.json", run=RUNS),
+        scores=expand(f"{OUT}/scores/{{key}}/scores.jsonl", key=EVALUATED),
+    output:
+        report_outputs(),
+    log:
+        f"{OUT}/logs/report.log",
+    params:
+        config=CONFIG,
+    threads: 1
+    resources:
+        mem_mb=16000,
+        runtime=60,
+    container: IMAGE or None
+    shell:
+        "lie report --config {params.config} > {log} 2>&1"
