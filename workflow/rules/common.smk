@@ -8,7 +8,7 @@ from snakemake.utils import validate
 from lie import config as lie_config
 from lie.layout import Layout
 
-if not config:  # no --configfile: the paper's matrix
+if not workflow.overwrite_configfiles:  # no --configfile: the paper's matrix (--config still applies)
 
 
     configfile: "config.yaml"

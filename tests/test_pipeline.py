@@ -1,0 +1,158 @@
+"""The Snakemake DAG: lint, the paper's matrix as a dry run, run selection, config errors, containers."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from lie.config import load_config, selected_runs, validate_config
+from lie.errors import LieError
+from small import paper_config
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+
+
+def snakemake(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    return subprocess.run([*SNAKEMAKE, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+def job_counts(output: str) -> dict[str, int]:
+    table = output.split("Job stats:", 1)[1]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    """A copy of the workflow whose outdir is a temporary folder (dry runs write the effective config)."""
+    root = tmp_path_factory.mktemp("wf")
+    for name in ("Snakefile", "workflow"):
+        os.symlink(REPO / name, root / name)
+    config = paper_config()
+    config["outdir"] = str(root / "results")
+    (root / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    return root
+
+
+def test_lint_is_clean(workdir):
+    proc = snakemake("--lint", cwd=workdir)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Congratulations, your workflow is in a good condition" in proc.stdout + proc.stderr
+
+
+def test_dry_run_lists_the_papers_whole_matrix(workdir):
+    proc = snakemake("-n", "--cores", "4", cwd=workdir)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    counts = job_counts(proc.stdout)
+    config = paper_config()
+    runs, benchmarks = len(config["experiments"]), len(config["evaluation"]["benchmarks"])
+    evaluated = runs + len(config["evaluation"]["base_models"])
+    pairs = {(e["data"], e["model"]) for e in config["experiments"].values()}
+    datasets = {e["data"] for e in config["experiments"].values()} | set(config["evaluation"]["benchmarks"])
+    assert counts["train"] == counts["merge"] == runs == 16
+    assert counts["evaluate"] == evaluated and counts["generate"] == evaluated * benchmarks
+    assert counts["reflen"] == len(pairs) and counts["data"] == len(datasets)
+    assert counts["base_model"] == len(config["models"]) and counts["report"] == 1
+    # the continual stage trains from its parent's merged model
+    assert "results/models/qwen3-4b-base_dapo_gspo_lie" in proc.stdout
+
+
+def test_selecting_runs_brings_their_parents(workdir):
+    proc = snakemake("-n", "--cores", "4", "--config", "runs=[qwen3-4b-base_dapo_gspo_lie_12k]", cwd=workdir)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    counts = job_counts(proc.stdout)
+    assert counts["train"] == 2 and counts["merge"] == 2
+    assert counts["evaluate"] == 3  # two runs and the base model
+    assert selected_runs({**paper_config(), "runs": ["qwen3-4b-base_dapo_gspo_lie_12k"]}) == [
+        "qwen3-4b-base_dapo_gspo_lie",
+        "qwen3-4b-base_dapo_gspo_lie_12k",
+    ]
+
+
+def test_a_wrong_key_or_value_is_named(workdir):
+    proc = snakemake("-n", "--config", "runs=[no_such_run]", cwd=workdir)
+    assert proc.returncode != 0 and "runs names 'no_such_run', which is not in experiments" in proc.stdout + proc.stderr
+    config = paper_config()
+    config["training"]["lr"] = "fast"
+    with pytest.raises(LieError, match="key 'training.lr'"):
+        validate_config(config)
+    config = paper_config()
+    config["training"]["learning_rate"] = 1e-6
+    with pytest.raises(LieError, match="'learning_rate' was unexpected"):
+        validate_config(config)
+    config = paper_config()
+    config["experiments"]["qwen3-4b-base_dapo_gspo"]["algorithm"] = "ppo"
+    with pytest.raises(LieError, match="experiments.qwen3-4b-base_dapo_gspo.algorithm is 'ppo'"):
+        validate_config(config)
+
+
+def test_smoke_config_is_valid_and_small():
+    config = load_config(REPO / "workflow" / "configs" / "smoke.yaml")
+    assert config["engines"] == {"generate": "hf", "train": "trl"}
+    algorithms = {e["algorithm"] for e in config["experiments"].values()}
+    modes = {e["lie"] for e in config["experiments"].values()}
+    assert algorithms == {"grpo", "gspo"} and modes == {"on", "off"}
+    assert any(e["parent"] for e in config["experiments"].values())  # the continual stage
+    assert len(config["evaluation"]["budgets"]) == 2
+
+
+def _apptainer_files(path: Path) -> list[str]:
+    section, sources = None, []
+    for line in path.read_text().splitlines():
+        if line.startswith("%"):
+            section = line.strip()
+        elif section == "%files" and line.strip() and not line.strip().startswith("#"):
+            sources.append(line.split()[0])
+    return sources
+
+
+def test_container_definitions_copy_files_that_exist():
+    sources = _apptainer_files(REPO / "containers" / "lie-gpu.def")
+    assert "envs/gpu.lock" in sources and "src" in sources
+    for source in sources:
+        assert (REPO / source).exists(), source
+    for line in (REPO / "containers" / "Dockerfile").read_text().splitlines():
+        if line.startswith("COPY"):
+            for source in line.split()[1:-1]:
+                assert (REPO / source).exists(), source
+
+
+def test_gpu_lock_pins_the_verl_vllm_stack():
+    pins = dict(
+        line.strip().split("==", 1)
+        for line in (REPO / "envs" / "gpu.lock").read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    )
+    assert (pins["verl"], pins["vllm"], pins["torch"], pins["transformers"]) == ("0.9.1", "0.24.0", "2.11.0", "5.9.0")
+    assert pins["trl"] == "1.16.0" and pins["math-verify"] == "0.9.0"
+    cpu = (REPO / "envs" / "cpu.lock").read_text()
+    assert "torch==2.13.0" in cpu and "vllm" not in cpu  # vLLM only in the GPU image
+
+
+def test_profiles_parse_and_ask_slurm_for_account_and_partitions_from_the_environment():
+    slurm = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
+    assert slurm["executor"] == "slurm" and slurm["software-deployment-method"] == "apptainer"
+    assert "--nv" in slurm["apptainer-args"]
+    assert slurm["default-resources"]["slurm_account"] == "$LIE_SLURM_ACCOUNT"
+    assert slurm["set-resources"]["train"]["slurm_partition"] == "$LIE_SLURM_GPU_PARTITION"
+    local = yaml.safe_load((REPO / "profiles" / "local" / "config.yaml").read_text())
+    assert "executor" not in local
+
+
+def test_plan_counts_steps_from_the_data(tmp_path):
+    from lie.plan import plan
+
+    config = paper_config()
+    config["outdir"] = str(tmp_path)
+    config["runs"] = ["qwen3-4b-base_dapo_gspo", "qwen3-4b-base_dapo_gspo_lie"]
+    plans = plan(config)
+    assert [p.steps for p in plans] == [10 * (17398 // 128), 15 * (17398 // 128)]
+    assert plans[1].gpu_hours == pytest.approx(plans[0].gpu_hours * 1.5)
+    assert all(p.gpus == 4 and p.rollout_tokens == p.steps * 128 * 8 * 4096 for p in plans)
