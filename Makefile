@@ -43,6 +43,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_reward.py
+	$(BIN)/python benchmarks/bench_grade.py
 
 # Re-resolve envs/cpu.in into envs/cpu.lock (needs the package index).
 lock:

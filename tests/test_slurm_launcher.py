@@ -19,7 +19,8 @@ if [[ "$1" == hostname ]]; then echo "fe80::1 10.0.0.7"; exit 0; fi
 exec "$@\"""",
     "apptainer": """echo "apptainer $*" >> "$LOG"
 shift; args=(); while [[ "$1" == --* ]]; do shift; done; image="$1"; shift
-if [[ "$*" == *"ray.nodes"* ]]; then echo "$NODES_UP"; exit 0; fi
+if [[ "$*" == *"ray.nodes"* ]]; then  # the nodes that have run `ray start`, at most NODES_UP
+  up=$(grep -c "^ray start" "$LOG" || true); echo $(( up < NODES_UP ? up : NODES_UP )); exit 0; fi
 exec "$@\"""",
     "ray": 'echo "ray $*" >> "$LOG"',
 }
@@ -69,7 +70,9 @@ def test_one_ray_node_per_allocated_node_inside_the_image(fake_slurm):
 def test_stops_when_nodes_do_not_join(fake_slurm):
     env, _ = fake_slurm
     env["NODES_UP"] = "2"
-    proc = subprocess.run(["bash", str(LAUNCHER), "true"], env=env, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        ["bash", str(LAUNCHER), "true"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 1
     assert "only 2 of 3 Ray nodes joined" in proc.stderr
 
@@ -77,5 +80,7 @@ def test_stops_when_nodes_do_not_join(fake_slurm):
 def test_refuses_to_run_outside_an_allocation(fake_slurm):
     env, _ = fake_slurm
     del env["SLURM_JOB_NODELIST"]
-    proc = subprocess.run(["bash", str(LAUNCHER), "true"], env=env, capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        ["bash", str(LAUNCHER), "true"], env=env, capture_output=True, text=True, timeout=30
+    )
     assert proc.returncode == 2 and "not inside a Slurm allocation" in proc.stderr

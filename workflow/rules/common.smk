@@ -88,6 +88,13 @@ def get_val_args(wildcards, input) -> str:
     return " ".join(f"--val-file {v}" for k, v in input.items() if k.startswith("val_"))
 
 
+def thinking_flag(key: str) -> str:
+    """`--enable-thinking` for a base model or a run's model when its entry sets it (Qwen3-4B: off)."""
+    model = config["experiments"][key]["model"] if key in config["experiments"] else key
+    value = config["models"][model].get("enable_thinking")
+    return "" if value is None else f"--enable-thinking {str(value).lower()}"
+
+
 def get_evaluated_model(wildcards) -> str:
     return str(LAYOUT.model_for(wildcards.key))
 

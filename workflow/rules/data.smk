@@ -51,6 +51,7 @@ rule reflen:
         config=CONFIG,
         settings=lambda w: json.dumps(config["reflen"], sort_keys=True),
         engine=config["engines"]["generate"],
+        thinking=lambda w: thinking_flag(w.model),
     threads: 2
     resources:
         mem_mb=64000,
@@ -59,4 +60,4 @@ rule reflen:
     container: IMAGE or None
     shell:
         "lie reflen --config {params.config} --model {input.model} --data {input.data} --out {output}"
-        " --engine {params.engine} > {log} 2>&1"
+        " --engine {params.engine} {params.thinking} > {log} 2>&1"

@@ -16,6 +16,7 @@ rule generate:
         ),
         engine=config["engines"]["generate"],
         limit=lambda w: f"--limit {config['evaluation']['limit']}" if config["evaluation"].get("limit") else "",
+        thinking=lambda w: thinking_flag(w.key),
     threads: 2
     resources:
         mem_mb=64000,
@@ -24,7 +25,7 @@ rule generate:
     container: IMAGE or None
     shell:
         "lie generate --config {params.config} --model {input.model} --bench {wildcards.bench} --data {input.data}"
-        " --out {output} --engine {params.engine} {params.limit} > {log} 2>&1"
+        " --out {output} --engine {params.engine} {params.limit} {params.thinking} > {log} 2>&1"
 
 
 rule evaluate:

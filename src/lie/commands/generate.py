@@ -1,0 +1,274 @@
+"""``lie generate``: n sampled completions per benchmark problem, with their token ids.
+
+``lie generate --config config.yaml --model M --bench aime24 --data aime24.parquet --out GEN.jsonl``
+samples ``datasets.eval.<bench>.n`` completions per problem (32 for AIME24/AIME25/AMC, 1 for the
+rest) to ``evaluation.max_tokens`` at ``evaluation.temperature`` / ``top_p``, one seed per problem
+(``evaluation.seed`` and the problem's index), with engine ``engines.generate`` (vllm on GPUs, hf
+on a CPU). ``M`` is a model of config.yaml or a local folder (a merged checkpoint). Work goes in
+``GEN.jsonl.shards/`` (a killed run resumes there; removed after success).
+
+Out, one JSON line per sample: ``bench``, ``index`` (problem), ``sample`` (0..n-1), ``gold``,
+``kind``, ``letters`` (choice items), ``prompt_tokens``, ``token_ids``, ``text``, ``num_tokens``,
+``finish_reason`` (``stop`` | ``length``). ``lie evaluate`` scores them at every token budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from lie.errors import LieError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Problem:
+    index: int
+    messages: list[dict[str, str]]
+    gold: str
+    kind: str
+    letters: list[str]
+
+
+def _bool(text: str) -> bool | None:
+    lowered = text.strip().lower()
+    if lowered in ("true", "yes", "on", "1"):
+        return True
+    if lowered in ("false", "no", "off", "0"):
+        return False
+    if lowered in ("none", "null", "default"):
+        return None
+    raise argparse.ArgumentTypeError(f"expected true, false or none, got {text!r}")
+
+
+def _engine_arg(text: str) -> tuple[str, Any]:
+    import yaml
+
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), yaml.safe_load(value)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", required=True, help="the pipeline's config.yaml")
+    parser.add_argument("--model", required=True, help="a model name of config.yaml, or a local model folder")
+    parser.add_argument("--bench", required=True, help="benchmark name (a key of datasets.eval)")
+    parser.add_argument("--data", required=True, help="the benchmark's parquet, written by `lie data`")
+    parser.add_argument("--out", required=True, help="JSON-lines output (written atomically)")
+    parser.add_argument("--engine", choices=("hf", "vllm"), default=None, help="default: engines.generate")
+    parser.add_argument("--n", type=int, default=None, help="samples per problem (default datasets.eval.B.n)")
+    parser.add_argument("--max-tokens", type=int, default=None, help="default evaluation.max_tokens")
+    parser.add_argument("--seed", type=int, default=None, help="base seed (default evaluation.seed)")
+    parser.add_argument(
+        "--shard-size", type=int, default=None, help="problems per shard (evaluation.shard_size)"
+    )
+    parser.add_argument(
+        "--enable-thinking", type=_bool, default=None, help="chat template flag (default: the model's entry)"
+    )
+    parser.add_argument(
+        "--engine-arg",
+        type=_engine_arg,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="passed to the engine, e.g. tensor_parallel_size=4 or gpu_memory_utilization=0.9 (vllm)",
+    )
+    parser.add_argument("--limit", type=int, default=None, help="only the first N problems (smoke runs)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _field(row: dict[str, Any], path: str, where: str) -> Any:
+    value: Any = row
+    for part in path.split("."):
+        if not isinstance(value, dict) or value.get(part) is None:
+            raise LieError(f"{where}: field '{path}' is missing; build the file with `lie data`")
+        value = value[part]
+    return value
+
+
+def read_problems(path: str | Path, bench: str, limit: int | None = None) -> list[Problem]:
+    """The benchmark's problems (verl rows), checked; a bad row names its number and field."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lie.grading import KINDS
+
+    try:
+        rows = pq.read_table(path).to_pylist()
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise LieError(f"cannot read {path} as parquet ({exc})") from None
+    if limit is not None:
+        if limit < 1:
+            raise LieError(f"--limit must be >= 1, got {limit}")
+        rows = rows[:limit]
+    problems: list[Problem] = []
+    seen: dict[int, int] = {}
+    for number, row in enumerate(rows):
+        where = f"{path} row {number}"
+        source = row.get("data_source")
+        if source and source != bench:
+            raise LieError(f"{where}: data_source is {source!r}, not the benchmark {bench!r}; check --data")
+        messages = _field(row, "prompt", where)
+        if (
+            not isinstance(messages, list)
+            or not messages
+            or not all(
+                isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+                for m in messages
+            )
+        ):
+            raise LieError(f"{where}: field 'prompt' must be a list of chat messages {{role, content}}")
+        gold = _field(row, "reward_model.ground_truth", where)
+        extra = row.get("extra_info") or {}
+        kind = extra.get("kind") or row.get("ability")
+        if kind not in KINDS:
+            raise LieError(f"{where}: field 'extra_info.kind' must be one of {KINDS}, got {kind!r}")
+        letters = list(extra.get("letters") or [])
+        if kind == "choice" and not letters:
+            raise LieError(f"{where}: a choice item needs field 'extra_info.letters' (e.g. [A, B, C, D])")
+        index = _field(row, "extra_info.index", where)
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise LieError(f"{where}: field 'extra_info.index' must be an integer, got {index!r}")
+        if index in seen:
+            raise LieError(
+                f"{where}: extra_info.index {index} repeats row {seen[index]}; keep one row per problem "
+                "(the n samples come from datasets.eval.<bench>.n)"
+            )
+        seen[index] = number
+        problems.append(Problem(index, [dict(m) for m in messages], str(gold), kind, letters))
+    if not problems:
+        raise LieError(f"{path}: no problems")
+    return problems
+
+
+def run_generate(
+    config: dict[str, Any],
+    model: str,
+    bench: str,
+    data: str | Path,
+    out: str | Path,
+    engine: str | None = None,
+    n: int | None = None,
+    max_tokens: int | None = None,
+    seed: int | None = None,
+    shard_size: int | None = None,
+    enable_thinking: bool | None = None,
+    limit: int | None = None,
+    engine_kwargs: dict[str, Any] | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Generate, resumably, and write ``out``; return the settings and counts."""
+    from lie.config import dataset_entry
+    from lie.engines.generation import SamplingSettings, load_engine, prompt_seed
+    from lie.jsonl import atomic_output, dumps
+    from lie.prompts import prompt_token_ids
+    from lie.reflen import file_sha256, resolve_model
+    from lie.resumable import iter_shards, run_in_shards
+
+    group, entry = dataset_entry(config, bench)
+    if group != "eval":
+        raise LieError(f"{bench!r} is a training set; --bench takes a name of datasets.eval")
+    evaluation = config.get("evaluation") or {}
+    kind = engine or (config.get("engines") or {}).get("generate") or "hf"
+    sampling = SamplingSettings(
+        n=int(n if n is not None else entry.get("n", 1)),
+        max_tokens=int(max_tokens if max_tokens is not None else evaluation.get("max_tokens", 32768)),
+        temperature=float(evaluation.get("temperature", 0.6)),
+        top_p=float(evaluation.get("top_p", 1.0)),
+    )
+    seed = int(seed if seed is not None else evaluation.get("seed", 0))
+    shard_size = int(shard_size if shard_size is not None else evaluation.get("shard_size", 256))
+    problems = read_problems(data, bench, limit)
+    path, model_entry = resolve_model(config, model)
+    if enable_thinking is None and model_entry.get("enable_thinking") is not None:
+        enable_thinking = bool(model_entry["enable_thinking"])
+    trust = bool(config.get("trust_remote_code", False))
+    settings = {
+        "bench": bench,
+        "data": str(Path(data).resolve()),
+        "data_sha256": file_sha256(data),
+        "limit": limit,
+        "model": str(path),
+        "engine": kind,
+        "engine_kwargs": engine_kwargs or {},
+        "enable_thinking": enable_thinking,
+        "shard_size": shard_size,
+        "seed": seed,
+        **asdict(sampling),
+    }
+    log.info("generate %s: %s", bench, ", ".join(f"{k}={v}" for k, v in settings.items()))
+    holder: list[Any] = []
+
+    def get_engine() -> Any:
+        if not holder:
+            holder.append(load_engine(kind, str(path), trust_remote_code=trust, **(engine_kwargs or {})))
+        return holder[0]
+
+    def work(shard: range) -> list[dict[str, Any]]:
+        eng = get_engine()
+        batch = [problems[i] for i in shard]
+        prompts = [prompt_token_ids(eng.tokenizer, p.messages, enable_thinking) for p in batch]
+        outs = eng.generate(prompts, sampling, [prompt_seed(seed, p.index) for p in batch])
+        lines = []
+        for problem, prompt, completions in zip(batch, prompts, outs, strict=True):
+            if len(completions) != sampling.n:
+                raise LieError(f"the engine returned {len(completions)} samples, expected {sampling.n}")
+            for s, comp in enumerate(completions):
+                line: dict[str, Any] = {"bench": bench, "index": problem.index, "sample": s}
+                line.update(gold=problem.gold, kind=problem.kind)
+                if problem.kind == "choice":
+                    line["letters"] = problem.letters
+                line.update(
+                    prompt_tokens=len(prompt),
+                    token_ids=list(comp.token_ids),
+                    text=comp.text,
+                    num_tokens=len(comp.token_ids),
+                    finish_reason=comp.finish_reason,
+                )
+                lines.append(line)
+        return lines
+
+    work_dir = Path(f"{out}.shards")
+    paths = run_in_shards(
+        len(problems), shard_size, work_dir, settings, work, desc=f"generate {bench}", progress=progress
+    )
+    count = truncated = 0
+    with atomic_output(out) as handle:
+        for line in iter_shards(paths):
+            handle.write(dumps(line) + "\n")
+            count += 1
+            truncated += line["finish_reason"] == "length"
+    shutil.rmtree(work_dir, ignore_errors=True)
+    log.info("%s: %d samples of %d problems, %d cut at max_tokens", out, count, len(problems), truncated)
+    return {**settings, "problems": len(problems), "samples": count, "truncated": truncated}
+
+
+def run(args: argparse.Namespace) -> int:
+    from lie.config import load_config
+
+    if str(args.out) == str(args.data):
+        raise LieError("--out must differ from --data")
+    config = load_config(args.config)
+    run_generate(
+        config,
+        args.model,
+        args.bench,
+        args.data,
+        args.out,
+        engine=args.engine,
+        n=args.n,
+        max_tokens=args.max_tokens,
+        seed=args.seed,
+        shard_size=args.shard_size,
+        enable_thinking=args.enable_thinking,
+        limit=args.limit,
+        engine_kwargs=dict(args.engine_arg),
+        progress=not args.no_progress,
+    )
+    return 0

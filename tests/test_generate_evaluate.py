@@ -1,0 +1,378 @@
+"""``lie generate`` on a tiny model (seeded, resumable) and ``lie evaluate`` at token budgets.
+
+Evaluation runs on generations written from real AIME answers and solutions, tokenised with the
+tiny model's tokenizer, so that a budget that cuts before the boxed answer scores it wrong.
+"""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from conftest import REPO, shared_file
+
+from lie.cli import main
+from lie.commands.evaluate import budget_texts, evaluate, read_generations
+from lie.commands.generate import read_problems, run_generate
+from lie.engines.generation import HFEngine
+from lie.errors import LieError
+from lie.grading import grade_many
+
+ABCD = ["A", "B", "C", "D"]
+
+
+def aime(count: int = 3) -> list[dict]:
+    lines = shared_file("qwen25-math-eval/aime24.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines[:count]]
+
+
+def verl_row(bench: str, index: int, question: str, gold: str, kind: str = "math", choices=()) -> dict:
+    """A row as `lie data` writes it (verl's format, SPEC's extra_info keys)."""
+    letters = ABCD[: len(choices)]
+    text = question + "".join(f"\n{a}. {c}" for a, c in zip(letters, choices))
+    return {
+        "data_source": bench,
+        "prompt": [
+            {
+                "role": "user",
+                "content": text + " Let's think step by step and output the final answer within \\boxed{}.",
+            }
+        ],
+        "ability": kind,
+        "reward_model": {"ground_truth": gold, "style": "rule"},
+        "extra_info": {
+            "index": index,
+            "split": "test",
+            "kind": kind,
+            "letters": letters,
+            "choices": list(choices),
+            "question": question,
+        },
+    }
+
+
+def write_parquet(path, rows):
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    from lie.tiny import build_tiny
+
+    folder = tmp_path_factory.mktemp("gen")
+    problems = aime()
+    corpus = [p["problem"] for p in problems] + [p["solution"] for p in problems]
+    tiny = str(build_tiny(folder / "tiny", corpus, seed=0))
+    config = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
+    config["evaluation"].update(max_tokens=6, shard_size=2, grade_workers=1, budgets=[8, 100_000])
+    config["datasets"]["eval"]["aime24"]["n"] = 2
+    cfg = folder / "config.yaml"
+    cfg.write_text(yaml.safe_dump(config), encoding="utf-8")
+    math = write_parquet(
+        folder / "aime24.parquet",
+        [verl_row("aime24", i, p["problem"], p["answer"]) for i, p in enumerate(problems)],
+    )
+    choice = write_parquet(
+        folder / "arc-c.parquet",
+        [
+            verl_row("arc-c", 0, "Which is a mammal?", "B", "choice", ["trout", "whale", "crow", "frog"]),
+            verl_row(
+                "arc-c",
+                1,
+                "Which is a gas at room temperature?",
+                "D",
+                "choice",
+                ["iron", "ice", "salt", "neon"],
+            ),
+        ],
+    )
+    return SimpleNamespace(
+        folder=folder, tiny=tiny, config=config, cfg=cfg, math=math, choice=choice, problems=problems
+    )
+
+
+def read_lines(path):
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def generate_cli(setup, out, *extra):
+    args = ["generate", "--config", str(setup.cfg), "--model", setup.tiny, "--bench", "aime24"]
+    args += ["--data", str(setup.math), "--out", str(out), "--engine", "hf", "--no-progress", *extra]
+    return main(args)
+
+
+def test_generate_writes_n_seeded_samples_per_problem(setup, tmp_path):
+    from transformers import AutoTokenizer
+
+    from lie.prompts import prompt_token_ids
+
+    out = tmp_path / "gen.jsonl"
+    assert generate_cli(setup, out) == 0
+    lines = read_lines(out)
+    assert [(x["index"], x["sample"]) for x in lines] == [(i, s) for i in range(3) for s in range(2)]
+    tok = AutoTokenizer.from_pretrained(setup.tiny)
+    for line, problem in zip(lines, [p for p in setup.problems for _ in range(2)]):
+        assert line["bench"] == "aime24" and line["kind"] == "math" and "letters" not in line
+        assert line["gold"] == problem["answer"]
+        assert 1 <= line["num_tokens"] == len(line["token_ids"]) <= 6
+        assert line["finish_reason"] in ("stop", "length")
+        assert line["text"] == tok.decode(line["token_ids"], skip_special_tokens=True)
+        messages = [
+            {
+                "role": "user",
+                "content": problem["problem"]
+                + " Let's think step by step and output the final answer within \\boxed{}.",
+            }
+        ]
+        assert line["prompt_tokens"] == len(prompt_token_ids(tok, messages))
+    assert lines[0]["token_ids"] != lines[1]["token_ids"]  # two samples, not one twice
+    again = tmp_path / "again.jsonl"
+    assert generate_cli(setup, again) == 0
+    assert again.read_text() == out.read_text()  # seeded
+    assert not (tmp_path / "gen.jsonl.shards").exists()
+
+
+def test_a_killed_generation_resumes_where_it_stopped(setup, tmp_path, monkeypatch):
+    full = tmp_path / "full.jsonl"
+    assert generate_cli(setup, full) == 0
+    calls: list[int] = []
+    original = HFEngine.generate
+
+    def failing(self, prompts, settings, seeds):
+        calls.append(len(prompts))
+        if len(calls) == 2:
+            raise KeyboardInterrupt("killed")
+        return original(self, prompts, settings, seeds)
+
+    monkeypatch.setattr(HFEngine, "generate", failing)
+    out = tmp_path / "gen.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        generate_cli(setup, out)
+    assert not out.exists()
+    assert sorted(p.name for p in (tmp_path / "gen.jsonl.shards").iterdir()) == [
+        "manifest.json",
+        "shard-00000.jsonl",
+    ]
+    assert generate_cli(setup, out, "--n", "3") == 2  # other settings: refused, nothing mixed
+    calls.clear()
+    assert generate_cli(setup, out) == 0
+    assert calls == [1]  # only the second shard (problem 2)
+    assert out.read_text() == full.read_text()
+
+
+def test_choice_benchmark_and_limit(setup, tmp_path):
+    out = tmp_path / "arc.jsonl"
+    summary = run_generate(
+        setup.config, setup.tiny, "arc-c", setup.choice, out, engine="hf", limit=1, progress=False
+    )
+    assert (summary["n"], summary["problems"], summary["samples"], summary["temperature"]) == (1, 1, 1, 0.6)
+    (line,) = read_lines(out)
+    assert (line["kind"], line["letters"], line["gold"], line["index"]) == ("choice", ABCD, "B", 0)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            lambda r: r["reward_model"].pop("ground_truth"),
+            "row 1: field 'reward_model.ground_truth' is missing",
+        ),
+        (
+            lambda r: r["extra_info"].update(kind="essay", letters=[]) or r.update(ability="essay"),
+            "row 1: field 'extra_info.kind'",
+        ),
+        (
+            lambda r: r["extra_info"].update(kind="choice", letters=[]),
+            "row 1: a choice item needs field 'extra_info.letters'",
+        ),
+        (lambda r: r["extra_info"].update(index=0), "row 1: extra_info.index 0 repeats row 0"),
+        (lambda r: r.update(data_source="aime"), "row 1: data_source is 'aime', not the benchmark 'aime24'"),
+        (lambda r: r.update(prompt=[]), "row 1: field 'prompt'"),
+    ],
+)
+def test_bad_benchmark_rows_name_row_and_field(tmp_path, change, message):
+    rows = [verl_row("aime24", i, f"q{i}", str(i)) for i in range(3)]
+    change(rows[1])
+    path = write_parquet(tmp_path / "bad.parquet", rows)
+    with pytest.raises(LieError, match=message.replace("(", "\\(").replace(")", "\\)")):
+        read_problems(path, "aime24")
+
+
+def test_truncation_at_budgets_on_real_token_ids(setup):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(setup.tiny)
+    samples = []
+    for p in setup.problems:
+        ids = tok(p["solution"], add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+        samples.append(SimpleNamespace(token_ids=ids, text="STORED " + p["answer"]))
+    lengths = [len(s.token_ids) for s in samples]
+    budgets = [5, 50, min(lengths) - 1, max(lengths)]
+    texts = budget_texts(samples, budgets, tok)
+    for s, row in zip(samples, texts):
+        for budget, text in zip(budgets, row):
+            if len(s.token_ids) <= budget:
+                assert text == s.text  # not cut: the generation's own text
+            else:
+                assert text == tok.decode(s.token_ids[:budget], skip_special_tokens=True)
+                assert len(tok(text, add_special_tokens=False)["input_ids"]) <= budget + 1
+                full = tok.decode(s.token_ids, skip_special_tokens=True)
+                assert full.startswith(text.rstrip("\ufffd"))  # a prefix of the same text
+
+
+def write_generations(setup, path, right_first=True):
+    """Two samples per AIME problem: a real solution, then the answer boxed (right) or another one."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(setup.tiny)
+    lines = []
+    for i, p in enumerate(setup.problems):
+        other = setup.problems[(i + 1) % len(setup.problems)]["answer"]
+        for s, answer in enumerate([p["answer"], other] if right_first else [other, p["answer"]]):
+            text = p["solution"][:300] + f"\n\nThe answer is \\boxed{{{answer}}}."
+            ids = tok(text, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+            lines.append(
+                {
+                    "bench": "aime24",
+                    "index": i,
+                    "sample": s,
+                    "gold": p["answer"],
+                    "kind": "math",
+                    "prompt_tokens": 9,
+                    "token_ids": ids,
+                    "text": text,
+                    "num_tokens": len(ids),
+                    "finish_reason": "stop",
+                }
+            )
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    return lines
+
+
+def write_choice_generations(path):
+    lines = [
+        {
+            "bench": "arc-c",
+            "index": 0,
+            "sample": 0,
+            "gold": "B",
+            "kind": "choice",
+            "letters": ABCD,
+            "token_ids": [1, 2],
+            "text": "Whales nurse their young. Answer: (B)",
+            "num_tokens": 2,
+            "finish_reason": "stop",
+        },
+        {
+            "bench": "arc-c",
+            "index": 1,
+            "sample": 0,
+            "gold": "D",
+            "kind": "choice",
+            "letters": ABCD,
+            "token_ids": [1, 2, 3],
+            "text": "\\boxed{A}",
+            "num_tokens": 3,
+            "finish_reason": "stop",
+        },
+    ]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+
+
+def test_evaluate_end_to_end(setup, tmp_path):
+    gen, arc = tmp_path / "aime24.jsonl", tmp_path / "arc.jsonl"
+    lines = write_generations(setup, gen)
+    write_choice_generations(arc)
+    scores, summary = tmp_path / "scores.jsonl", tmp_path / "summary.json"
+    args = [
+        "evaluate",
+        "--config",
+        str(setup.cfg),
+        "--gen",
+        str(gen),
+        "--gen",
+        str(arc),
+        "--tokenizer",
+        setup.tiny,
+    ]
+    assert main([*args, "--out-scores", str(scores), "--out-summary", str(summary), "--no-progress"]) == 0
+    out = read_lines(scores)
+    assert [(x["bench"], x["index"], x["sample"]) for x in out] == [
+        (x["bench"], x["index"], x["sample"]) for x in lines
+    ] + [("arc-c", 0, 0), ("arc-c", 1, 0)]
+    assert [x["grades"]["100000"]["correct"] for x in out] == [True, False] * 3 + [True, False]
+    assert not any(x["grades"]["8"]["correct"] for x in out[:6])  # 8 tokens never reach the answer
+    assert [x["grades"]["8"]["correct"] for x in out[6:]] == [True, False]  # short: not cut
+    assert out[0]["grades"]["100000"]["pred"] == setup.problems[0]["answer"]
+    result = json.loads(summary.read_text())
+    aime24 = result["benchmarks"]["aime24"]
+    assert (aime24["problems"], aime24["n"], aime24["samples"], aime24["avg@n"]) == (3, 2, 6, "avg@n:n=2")
+    full, cut = aime24["budgets"]["100000"], aime24["budgets"]["8"]
+    assert full == {
+        "avg@n:n=2": 0.5,
+        "pass@k:k=1&n=2": 0.5,
+        "pass@k:k=2&n=2": 1.0,
+        "n_timeouts": 0,
+        "n_no_answer": 0,
+        "n_errors": 0,
+        "n_truncated": 0,
+    }
+    assert (cut["avg@n:n=2"], cut["pass@k:k=2&n=2"], cut["n_truncated"]) == (0.0, 0.0, 6)
+    assert result["benchmarks"]["arc-c"]["budgets"]["8"]["avg@n:n=1"] == 0.5
+    in_domain = result["in_domain"]
+    assert in_domain["missing"] == ["math500", "olympiadbench", "amc", "aime25"]
+    assert in_domain["budgets"]["100000"] == {"avg": None, "mean_of_present": 0.5}  # never silently fewer
+    assert result["out_of_domain"]["missing"] == ["gpqa-diamond", "mmlu-pro"]
+    csv_path = tmp_path / "summary.csv"
+    assert main([*args, "--out-scores", str(scores), "--out-summary", str(csv_path), "--no-progress"]) == 0
+    rows = csv_path.read_text().splitlines()
+    assert rows[0] == "bench,budget,metric,value,note"
+    assert "aime24,100000,pass@k:k=2&n=2,1.0," in rows
+    assert "in_domain,100000,avg@n (mean over benchmarks),,missing: math500 olympiadbench amc aime25" in rows
+
+
+def test_each_distinct_text_is_graded_once(setup, tmp_path):
+    gen = tmp_path / "aime24.jsonl"
+    write_generations(setup, gen)
+    seen: list[dict] = []
+
+    def counting(items, **kwargs):
+        seen.extend(items)
+        return grade_many(items, **kwargs)
+
+    config = dict(setup.config, evaluation=dict(setup.config["evaluation"], budgets=[8, 9, 100_000, 200_000]))
+    scores, _ = evaluate(config, [str(gen)], _tok(setup), progress=False, grader=counting)
+    texts = budget_texts(read_generations([str(gen)]), [8, 9, 100_000], _tok(setup))
+    assert len(seen) == len({t for row in texts for t in row})  # 100k and 200k: one grade each
+    assert all(x["grades"]["100000"] == x["grades"]["200000"] for x in scores)
+    assert len(seen) < 6 * 4  # the budgets past every length, and shared prefixes, cost nothing
+
+
+def _tok(setup):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(setup.tiny)
+
+
+def test_bad_generations_and_a_missing_tokenizer(setup, tmp_path):
+    gen = tmp_path / "g.jsonl"
+    good = write_generations(setup, gen)[0]
+    cases = [
+        ({k: v for k, v in good.items() if k != "kind"}, "g.jsonl line 2: missing field 'kind'"),
+        (dict(good, kind="choice"), "g.jsonl line 2: a choice item needs field 'letters'"),
+        (dict(good, sample=0), "g.jsonl line 2: sample 0 of aime24 problem 0 is also in"),
+        (dict(good, num_tokens=3), "g.jsonl line 2: field 'num_tokens' is 3"),
+        (dict(good, token_ids="1 2"), "g.jsonl line 2: field 'token_ids' must be a list"),
+    ]
+    for bad, message in cases:
+        gen.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+        with pytest.raises(LieError, match=message):
+            evaluate(setup.config, [str(gen)], _tok(setup), progress=False)
+    write_generations(setup, gen)
+    with pytest.raises(LieError, match="longer than the 8-token budget: pass --tokenizer"):
+        evaluate(setup.config, [str(gen)], None, progress=False)

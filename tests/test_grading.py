@@ -1,0 +1,204 @@
+"""Math grading: agreement with direct math-verify on real answers, statuses, hard time limits."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pyarrow.parquet as pq
+import pytest
+from conftest import shared_file
+from math_verify import parse, verify
+
+from lie.errors import LieError
+from lie.grading import GradeResult, default_workers, grade_item, grade_many, grade_math
+from lie.grading import mathverify as mv
+
+TOWER = "2^{2^{2^{2^{2^{2}}}}}"
+FRAC_CHAIN = "$" + "\\frac{1}{1+" * 800 + "1" + "}" * 800 + "$"
+
+
+def authors(data_source: str | None = None) -> list[tuple[str, str]]:
+    """(data_source, gold) of each distinct problem of the authors' validation file."""
+    rows = pq.read_table(shared_file("lie-authors/valid.all_qwen3.parquet")).to_pylist()
+    seen, out = set(), []
+    for row in rows:
+        key = (row["data_source"], row["extra_info"]["index"])
+        if key not in seen and data_source in (None, row["data_source"]):
+            seen.add(key)
+            out.append((row["data_source"], row["reward_model"]["ground_truth"]))
+    return out
+
+
+def direct(response: str, gold: str) -> bool:
+    """The authors' check, verbatim in spirit: gold first, the whole response."""
+    return verify(parse("$" + gold + "$"), parse(response)) is True
+
+
+def real_items() -> list[dict]:
+    """Right, wrong and re-written answers for every AIME/AMC problem and 25 of each other set."""
+    golds = authors()
+    chosen = [g for g in golds if g[0] in ("aime", "aime25", "amc")]
+    for source in ("math", "olympiad_bench", "minerva"):
+        chosen += [g for g in golds if g[0] == source][::20][:25]
+    solution = json.loads(shared_file("qwen25-math-eval/math500.jsonl").read_text().splitlines()[4])[
+        "solution"
+    ]
+    items = []
+    for i, (source, gold) in enumerate(chosen):
+        answer = gold.strip().strip("$")
+        other = chosen[(i * 7 + 3) % len(chosen)][1].strip().strip("$")
+        items.append(
+            {"response": f"We get $x = {answer}$.\n\nThe answer is $\\boxed{{{answer}}}$.", "gold": gold}
+        )
+        items.append({"response": f"{solution}\n\nSo the final answer is \\boxed{{{other}}}", "gold": gold})
+        if source == "amc":  # the authors' AMC golds are floats: 142.0 against an integer answer
+            items.append({"response": f"Answer: \\boxed{{{int(float(gold))}}}", "gold": gold})
+    return [dict(item, kind="math") for item in items]
+
+
+def test_pool_and_in_process_agree_with_direct_math_verify_on_real_answers():
+    items = real_items()
+    assert len(items) > 300
+    expected = [direct(it["response"], it["gold"]) for it in items]
+    pooled = grade_many(items, timeout_s=20, workers=2, progress=False)
+    assert [r.correct for r in pooled] == expected
+    assert [grade_math(it["response"], it["gold"]).correct for it in items[:60]] == expected[:60]
+    # sanity: the right answers are right (AMC's 142.0 matches 142), the wrong ones mostly wrong
+    right = [
+        r.correct for it, r in zip(items, pooled) if "We get" in it["response"] or "Answer:" in it["response"]
+    ]
+    assert sum(right) / len(right) > 0.97
+    assert {r.status for r in pooled} <= {"ok"}
+    assert all(r.pred for r in pooled)
+
+
+def test_every_gold_of_the_authors_file_agrees_in_process():
+    golds = authors()
+    assert len(golds) == 1590
+    responses = [f"The answer is $\\boxed{{{gold.strip().strip('$')}}}$." for _, gold in golds]
+    ours = [grade_math(r, g) for r, (_, g) in zip(responses, golds)]
+    assert [x.correct for x in ours] == [direct(r, g) for r, (_, g) in zip(responses, golds)]
+    assert not [g for (_, g), x in zip(golds, ours) if x.status == "error"]  # every gold parses
+    assert sum(x.correct for x in ours) >= 1585  # two golds carry stray "$" that the boxing breaks
+
+
+def test_statuses_and_predictions():
+    ok = grade_math("Thus $x=3$, and the answer is \\boxed{\\frac{1}{2}}.", "0.5")
+    assert (ok.correct, ok.pred, ok.status) == (True, "\\frac{1}{2}", "ok")
+    wrong = grade_math("so \\boxed{7}", "204")
+    assert (wrong.correct, wrong.pred, wrong.status) == (False, "7", "ok")
+    none = grade_math("I could not solve it.", "204")
+    assert (none.correct, none.pred, none.status) == (False, None, "no_answer")
+    # an unparsable gold is reported, never scored, even when the response repeats it
+    for gold in ("", "\\"):
+        bad = grade_math(f"\\boxed{{{gold}}} {gold}", gold)
+        assert (bad.correct, bad.status) == (False, "error") and "gold answer" in bad.message
+    with pytest.raises(ValueError):
+        GradeResult(True, "1", "timeout")
+
+
+def test_math_verify_timeouts_are_reported(monkeypatch):
+    monkeypatch.setattr(mv, "PARSE_TIMEOUT_S", 1)
+    monkeypatch.setattr(mv, "VERIFY_TIMEOUT_S", 1)
+    start = time.perf_counter()
+    result = grade_math(f"\\boxed{{{TOWER}}}", "5")
+    assert time.perf_counter() - start < 3
+    assert (result.correct, result.status, result.pred) == (False, "timeout", TOWER)
+
+
+def test_off_the_main_thread_math_verify_runs_without_signals():
+    out: list = []
+    thread = threading.Thread(target=lambda: out.append(grade_math("\\boxed{204}", "204")))
+    thread.start()
+    thread.join(30)
+    assert out and out[0].correct and out[0].status == "ok"
+
+
+def test_pathological_items_are_killed_at_the_limit_and_the_batch_completes():
+    good = {"response": "\\boxed{204}", "gold": "204", "kind": "math"}
+    bad = [
+        {"response": f"So \\boxed{{{TOWER}}}", "gold": "5", "kind": "math"},
+        {"response": FRAC_CHAIN, "gold": TOWER, "kind": "math"},
+        {"response": "\\boxed{(10^{7})!}", "gold": "5", "kind": "math"},
+    ]
+    items = [
+        good,
+        bad[0],
+        good,
+        bad[1],
+        bad[2],
+        good,
+        {"response": "(B)", "gold": "B", "kind": "choice", "choices": ["A", "B"]},
+    ]
+    limit = 1.5
+    start = time.perf_counter()
+    results = grade_many(items, timeout_s=limit, workers=2, progress=False)
+    elapsed = time.perf_counter() - start
+    assert [r.status for r in results] == ["ok", "timeout", "ok", "timeout", "timeout", "ok", "ok"]
+    assert [r.correct for r in results] == [True, False, True, False, False, True, True]
+    assert all(r.seconds <= limit + 1 for r in results)
+    assert all("killed after" in r.message for r in results if r.status == "timeout")
+    assert elapsed < 3 * limit + 10  # two workers, three killed items, start-up included
+
+
+def test_a_worker_that_dies_costs_only_its_item():
+    import multiprocessing
+    import os
+    import signal
+
+    items = [
+        {"response": f"\\boxed{{{TOWER}}}", "gold": "5", "kind": "math"},
+        {"response": "\\boxed{1}", "gold": "1", "kind": "math"},
+    ]
+    out: list = []
+    thread = threading.Thread(
+        target=lambda: out.append(grade_many(items, timeout_s=30, workers=1, progress=False))
+    )
+    thread.start()
+    deadline = time.monotonic() + 20
+    while (
+        not [p for p in multiprocessing.active_children() if p.name == "lie-grade"]
+        and time.monotonic() < deadline
+    ):
+        time.sleep(0.05)
+    time.sleep(2.5)  # warmed up (~0.2 s), busy with the tower (math-verify gives up on it at 5 s)
+    for proc in multiprocessing.active_children():
+        if proc.name == "lie-grade":
+            os.kill(proc.pid, signal.SIGKILL)
+    thread.join(30)
+    (results,) = out
+    assert results[0].status == "error" and "worker died (exit code -9)" in results[0].message
+    assert results[1].correct and results[1].status == "ok"
+
+
+def test_grade_item_dispatches_and_bad_items_name_their_field():
+    assert grade_item({"response": "\\boxed{2}", "gold": 2, "kind": "math"}).correct
+    assert grade_item({"response": "Answer: b", "gold": "B", "kind": "choice", "choices": ["a", "b"]}).correct
+    cases = [
+        ({"gold": "1", "kind": "math"}, "item 1: missing field 'response'"),
+        ({"response": "x", "gold": "1", "kind": "proof"}, "item 1: field 'kind' must be one of"),
+        ({"response": "x", "gold": "A", "kind": "choice"}, "item 1: a choice item needs field 'choices'"),
+        ({"response": "x", "gold": "K", "kind": "choice", "choices": ["A", "K"]}, "distinct letters A-J"),
+        (
+            {"response": "x", "gold": "E", "kind": "choice", "choices": ["A", "B"]},
+            "field 'gold' 'E' is not one",
+        ),
+        ({"response": 3, "gold": "1", "kind": "math"}, "field 'response' must be a string"),
+    ]
+    for item, message in cases:
+        with pytest.raises(LieError, match=message.replace("(", "\\(")):
+            grade_many([{"response": "1", "gold": "1", "kind": "math"}, item], progress=False)
+
+
+def test_pool_edges():
+    assert grade_many([], progress=False) == []
+    assert default_workers() >= 1
+    with pytest.raises(LieError, match="time limit"):
+        grade_many([{"response": "1", "gold": "1", "kind": "math"}], timeout_s=0)
+    # more workers than items, many items per worker, order kept
+    items = [{"response": f"\\boxed{{{i}}}", "gold": str(i % 4), "kind": "math"} for i in range(40)]
+    results = grade_many(items, workers=8, progress=False)
+    assert [r.correct for r in results] == [i < 4 for i in range(40)]
+    assert [r.pred for r in results] == [str(i) for i in range(40)]
