@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from small import paper_config
 
 from lie.config import load_config, selected_runs, validate_config
 from lie.errors import LieError
-from small import paper_config
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
