@@ -138,6 +138,19 @@ class RewardBreakdown:
     r_context: float
     num_ngrams: int = field(default=0, repr=False)
 
+    def extra_info(self, num_tokens: int, ref_len: int | None) -> dict[str, Any]:
+        """The per-sample fields both engines log (verl's ``reward_extra_info``, the rollouts)."""
+        return {
+            "acc": self.r_acc,
+            "r_len": self.r_len,
+            "r_red": self.r_red,
+            "max_ngram_count": self.max_ngram_count,
+            "c_context": self.c_context,
+            "r_context": self.r_context,
+            "num_tokens": num_tokens,
+            "ref_len": ref_len or 0,
+        }
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "r_acc": self.r_acc,

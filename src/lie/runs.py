@@ -108,6 +108,38 @@ def read_rollouts(run_dir: RunDir | Path, step: int | None = None) -> list[dict[
     return [record for s in steps for path in files.get(s, []) for record in _read_jsonl_tolerant(path)]
 
 
+def rollout_record(
+    step: int,
+    group: str,
+    uid: str,
+    prompt_index: Any,
+    response: str,
+    result: Any,
+    num_tokens: int,
+    ref_len: int | None,
+    grade_status: str,
+) -> dict[str, Any]:
+    """One training sample in the shared schema (``ROLLOUT_FIELDS``); ``result`` a RewardBreakdown."""
+    return {
+        "step": step,
+        "group": group,
+        "uid": uid,
+        "prompt_index": prompt_index,
+        "response": response,
+        "reward": result.reward,
+        **result.extra_info(num_tokens, ref_len),
+        "grade_status": grade_status,
+    }
+
+
+def append_rollouts(folder: Path, step: int, writer: str, records: list[dict[str, Any]]) -> None:
+    """Append a step's samples to ``step-<N>.<writer>.jsonl`` (one writer per process: no interleaving)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f"step-{step:06d}.{writer}.jsonl", "a", encoding="utf-8") as out:
+        for record in records:
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
 def write_json(path: Path, data: dict[str, Any]) -> None:
     from lie.jsonl import atomic_output
 

@@ -26,7 +26,7 @@ from typing import Any
 from lie import config as cfgmod
 from lie.errors import LieError
 from lie.reward import RewardConfig, score
-from lie.runs import RunDir, write_json
+from lie.runs import RunDir, append_rollouts, rollout_record, write_json
 
 log = logging.getLogger(__name__)
 
@@ -145,36 +145,24 @@ class LIEReward:
             )  # fmt: skip
             rewards.append(result.reward)
             records.append(
-                {
-                    "step": step,
-                    "group": f"{step}-{prompt_index[i]}",
-                    "uid": f"{step}-{prompt_index[i]}-{i}",
-                    "prompt_index": prompt_index[i],
-                    "response": text,
-                    "reward": result.reward,
-                    "acc": result.r_acc,
-                    "r_len": result.r_len,
-                    "r_red": result.r_red,
-                    "max_ngram_count": result.max_ngram_count,
-                    "c_context": result.c_context,
-                    "r_context": result.r_context,
-                    "num_tokens": len(ids),
-                    "ref_len": ref or 0,
-                    "grade_status": graded.status,
-                }
+                rollout_record(
+                    step,
+                    f"{step}-{prompt_index[i]}",
+                    f"{step}-{prompt_index[i]}-{i}",
+                    prompt_index[i],
+                    text,
+                    result,
+                    len(ids),
+                    ref,
+                    graded.status,
+                )  # fmt: skip
             )
-        self._write(step, records)
+        append_rollouts(self.rundir.rollouts_dir, step, "trl", records)
         log_metric = kw.get("log_metric")
         if log_metric is not None and records:
             for key in ("acc", "r_len", "r_red", "c_context", "r_context"):
                 log_metric(f"lie/{key}", sum(r[key] for r in records) / len(records))
         return rewards
-
-    def _write(self, step: int, records: list[dict]) -> None:
-        self.rundir.rollouts_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.rundir.rollouts_dir / f"step-{step:06d}.trl.jsonl", "a", encoding="utf-8") as out:
-            for record in records:
-                out.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
 def _metrics_callback(path: Path, sched: Schedule):

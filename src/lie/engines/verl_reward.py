@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import json
 import logging
 import multiprocessing
 import os
 import socket
-import time
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +32,20 @@ from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from lie.errors import LieError
 from lie.reward import RewardConfig, score
+from lie.runs import append_rollouts, rollout_record
 
 log = logging.getLogger(__name__)
 
-EXTRA_KEYS = ("acc", "r_len", "r_red", "max_ngram_count", "c_context", "r_context", "num_tokens", "ref_len")
+EXTRA_KEYS = (
+    "acc",
+    "r_len",
+    "r_red",
+    "max_ngram_count",
+    "c_context",
+    "r_context",
+    "num_tokens",
+    "ref_len",
+)  # extra_info()
 
 
 def _grade(item: dict[str, Any]) -> tuple[bool, str | None, str]:
@@ -143,38 +151,19 @@ class LIERewardManager(RewardManagerBase):
             config,
             token_ids=ids if config.unit == "token" else None,
         )
-        info = {
-            "acc": result.r_acc,
-            "r_len": result.r_len,
-            "r_red": result.r_red,
-            "max_ngram_count": result.max_ngram_count,
-            "c_context": result.c_context,
-            "r_context": result.r_context,
-            "num_tokens": length,
-            "ref_len": int(ref_len) if ref_len is not None else 0,
-        }
+        ref = int(ref_len) if ref_len is not None else None
+        info = result.extra_info(length, ref)
         if not validating and self.log_dir is not None:
-            self._log(row, text, status, result.reward, info)
+            self._log(row, text, status, result, length, ref)
         return {"reward_score": result.reward, "reward_extra_info": info}
 
-    def _log(self, row: Any, text: str, status: str, reward: float, info: dict[str, Any]) -> None:
-        """One JSON line per training sample, in the rollout schema both engines share."""
+    def _log(self, row: Any, text: str, status: str, result: Any, length: int, ref: int | None) -> None:
+        """One JSON line per training sample, in the rollout schema both engines share (lie.runs)."""
         step = int(_plain(row.get("global_steps", -1)))
         uid = str(_plain(row.get("uid", "")))
-        record = {
-            "step": step,
-            "group": uid.split("_")[0],
-            "uid": uid,
-            "prompt_index": _plain(row.get("index", -1)),
-            "response": text,
-            "reward": reward,
-            "grade_status": status,
-            "time": time.time(),
-            **info,
-        }
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.log_dir / f"step-{step:06d}.{self._log_name}.jsonl", "a", encoding="utf-8") as out:
-            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        index = _plain(row.get("index", -1))
+        record = rollout_record(step, uid.split("_")[0], uid, index, text, result, length, ref, status)
+        append_rollouts(self.log_dir, step, self._log_name, [record])
 
 
 def _plain(value: Any) -> Any:
