@@ -78,7 +78,10 @@ def test_selecting_runs_brings_their_parents(workdir):
 
 def test_a_wrong_key_or_value_is_named(workdir):
     proc = snakemake("-n", "--config", "runs=[no_such_run]", cwd=workdir)
-    assert proc.returncode != 0 and "runs names 'no_such_run', which is not in experiments" in proc.stdout + proc.stderr
+    assert (
+        proc.returncode != 0
+        and "runs names 'no_such_run', which is not in experiments" in proc.stdout + proc.stderr
+    )
     config = paper_config()
     config["training"]["lr"] = "fast"
     with pytest.raises(LieError, match="key 'training.lr'"):
@@ -130,7 +133,12 @@ def test_gpu_lock_pins_the_verl_vllm_stack():
         for line in (REPO / "envs" / "gpu.lock").read_text().splitlines()
         if "==" in line and not line.startswith("#")
     )
-    assert (pins["verl"], pins["vllm"], pins["torch"], pins["transformers"]) == ("0.9.1", "0.24.0", "2.11.0", "5.9.0")
+    assert (pins["verl"], pins["vllm"], pins["torch"], pins["transformers"]) == (
+        "0.9.1",
+        "0.24.0",
+        "2.11.0",
+        "5.9.0",
+    )
     assert pins["trl"] == "1.16.0" and pins["math-verify"] == "0.9.0"
     cpu = (REPO / "envs" / "cpu.lock").read_text()
     assert "torch==2.13.0" in cpu and "vllm" not in cpu  # vLLM only in the GPU image

@@ -30,7 +30,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "fetch a base model at its pinned revision, or build a tiny one",
     ),
     "report": ("lie.commands.report", "tables and figures beside the paper's numbers"),
-    "behaviours": ("lie.commands.behaviours", "count reasoning behaviours in generations (patterns or a judge)"),
+    "behaviours": (
+        "lie.commands.behaviours",
+        "count reasoning behaviours in generations (patterns or a judge)",
+    ),
     "plan": ("lie.commands.plan", "steps, rollout tokens and GPU-hours of the selected runs"),
 }
 

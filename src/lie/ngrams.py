@@ -22,7 +22,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["NgramStats", "split_words", "unit_hashes", "ngram_stats", "ngram_stats_of_hashes"]
+__all__ = [
+    "NgramStats",
+    "split_words",
+    "unit_hashes",
+    "window_hashes",
+    "ngram_stats",
+    "ngram_stats_of_hashes",
+]
 
 _U64 = np.uint64
 _MASK64 = (1 << 64) - 1
@@ -168,26 +175,34 @@ class NgramStats:
     max_count: int  # occurrences of the most repeated window (0 when there is none)
 
 
-def ngram_stats_of_hashes(hashes: np.ndarray, n: int) -> NgramStats:
-    """Distinct and most repeated window of ``n`` consecutive unit hashes."""
+def window_hashes(hashes: np.ndarray, n: int) -> np.ndarray:
+    """A 64-bit key per window of ``n`` consecutive unit hashes, in order (repeats kept)."""
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
-    units = len(hashes)
-    windows = units - n + 1
+    windows = len(hashes) - n + 1
     if windows <= 0:
-        return NgramStats(units, 0, 0, 0)
+        return np.empty(0, dtype=_U64)
     mult = _window_multipliers(n)
     with np.errstate(over="ignore"):
         combined = hashes[:windows] * mult[0]
         for k in range(1, n):
             combined += hashes[k : k + windows] * mult[k]
+    return combined
+
+
+def ngram_stats_of_hashes(hashes: np.ndarray, n: int) -> NgramStats:
+    """Distinct and most repeated window of ``n`` consecutive unit hashes."""
+    combined = window_hashes(hashes, n)
+    windows = len(combined)
+    if windows == 0:
+        return NgramStats(len(hashes), 0, 0, 0)
     combined.sort()
     new = np.empty(windows, dtype=bool)
     new[0] = True
     np.not_equal(combined[1:], combined[:-1], out=new[1:])
     run_starts = np.flatnonzero(new)
     runs = np.diff(np.append(run_starts, windows))
-    return NgramStats(units, windows, len(run_starts), int(runs.max()))
+    return NgramStats(len(hashes), windows, len(run_starts), int(runs.max()))
 
 
 def ngram_stats(

@@ -127,11 +127,7 @@ def gpu_gres() -> str:
 
 
 def report_outputs() -> list[str]:
-    tables, figures = LAYOUT.tables, LAYOUT.figures
-    return [
-        *(str(tables / f"main.{ext}") for ext in ("md", "csv", "tex")),
-        str(tables / "tts.csv"),
-        str(figures / "tts.png"),
-        str(figures / "dynamics.png"),
-        *(str(tables / f"{name}.{ext}") for name in ("behaviours", "diversity") for ext in ("md", "csv")),
-    ]
+    """The report's files, as `lie report` writes them (lie.report.build.report_paths)."""
+    from lie.report.build import report_paths
+
+    return [str(p) for p in report_paths(LAYOUT)]

@@ -6,6 +6,7 @@ rule report:
         summaries=expand(f"{OUT}/scores/{{key}}/summary.json", key=EVALUATED),
         runs=expand(f"{OUT}/runs/{{run}}/final.json", run=RUNS),
         scores=expand(f"{OUT}/scores/{{key}}/scores.jsonl", key=EVALUATED),
+        generations=expand(f"{OUT}/generations/{{key}}/{{bench}}.jsonl", key=EVALUATED, bench=BENCHMARKS),
     output:
         report_outputs(),
     log:

@@ -1,0 +1,157 @@
+"""Reasoning behaviours in responses, counted by readable phrase patterns (``behaviours.yaml``).
+
+The paper reports that LIE raises backtracking, verification, subgoal setting and enumeration
+(backtracking 103 -> 121). This classifier is transparent on purpose: every pattern is a line of
+``behaviours.yaml`` with a comment, the counts are deterministic, and its precision and recall
+on labelled sentences are tested (tests/test_behaviours.py). A response is cut into sentences
+(:func:`split_sentences`); the count of a behaviour is the number of sentences that show it.
+For a model's judgement instead of phrases, see :mod:`lie.analysis.judge`.
+
+    from lie.analysis.behaviours import load_classifier
+    load_classifier().count("Wait, that is wrong. Let's verify: 2 + 2 = 4.")
+    # {'backtracking': 1, 'verification': 1, 'subgoal_setting': 0, 'enumeration': 0}
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lie.errors import LieError
+
+PATTERNS_FILE = Path(__file__).with_name("behaviours.yaml")
+BEHAVIOURS = ("backtracking", "verification", "subgoal_setting", "enumeration")
+
+# a sentence ends at . ! ? (and closing quotes/brackets) followed by white space, or at a line break
+_BOUNDARY = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]]))\s+|\s*\n\s*")
+# pieces ending like these are not sentence ends: "e.g. x", "Fig. 2", a lone initial "A. Smith"
+_ABBREVIATION = re.compile(r"(\b(e\.g|i\.e|etc|vs|cf|fig|eq|no|approx|resp)\.|(^|\s)[A-Z]\.)$", re.IGNORECASE)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a response: cut after . ! ? before white space, and at line breaks."""
+    pieces = [p for p in _BOUNDARY.split(text) if p and p.strip()]
+    out: list[str] = []
+    for piece in pieces:
+        if out and _ABBREVIATION.search(out[-1]):
+            out[-1] = f"{out[-1]} {piece}"
+        else:
+            out.append(piece.strip())
+    return out
+
+
+@dataclass(frozen=True)
+class Classifier:
+    """Compiled patterns per behaviour; ``source`` is the file they came from."""
+
+    patterns: Mapping[str, tuple[re.Pattern[str], ...]]
+    descriptions: Mapping[str, str]
+    source: str = str(PATTERNS_FILE)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.patterns)
+
+    def labels(self, sentence: str) -> set[str]:
+        """The behaviours one sentence shows."""
+        return {name for name, pats in self.patterns.items() if any(p.search(sentence) for p in pats)}
+
+    def count(self, response: str) -> dict[str, int]:
+        """Sentences of ``response`` that show each behaviour."""
+        counts = dict.fromkeys(self.names, 0)
+        for sentence in split_sentences(response):
+            for name in self.labels(sentence):
+                counts[name] += 1
+        return counts
+
+    def why(self, sentence: str) -> dict[str, list[str]]:
+        """The patterns that matched, per behaviour: to debug a count or a pattern."""
+        hits = {name: [p.pattern for p in pats if p.search(sentence)] for name, pats in self.patterns.items()}
+        return {name: found for name, found in hits.items() if found}
+
+
+def load_classifier(path: str | Path | None = None) -> Classifier:
+    """The classifier of ``behaviours.yaml`` (or another file of the same form)."""
+    import yaml
+
+    source = Path(path) if path is not None else PATTERNS_FILE
+    try:
+        data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise LieError(f"cannot read behaviour patterns {source}: {exc}") from None
+    entries = (data or {}).get("behaviours") if isinstance(data, dict) else None
+    if not isinstance(entries, dict) or not entries:
+        raise LieError(f"{source}: expected a mapping 'behaviours: {{name: {{description, patterns}}}}'")
+    patterns: dict[str, tuple[re.Pattern[str], ...]] = {}
+    descriptions: dict[str, str] = {}
+    for name, entry in entries.items():
+        if (
+            not isinstance(entry, dict)
+            or not isinstance(entry.get("patterns"), list)
+            or not entry["patterns"]
+        ):
+            raise LieError(f"{source}: behaviours.{name} needs a non-empty list 'patterns'")
+        compiled = []
+        for i, text in enumerate(entry["patterns"]):
+            try:
+                compiled.append(re.compile(str(text), re.IGNORECASE))
+            except re.error as exc:
+                raise LieError(f"{source}: behaviours.{name}.patterns[{i}] {text!r}: {exc}") from None
+        patterns[str(name)] = tuple(compiled)
+        descriptions[str(name)] = " ".join(str(entry.get("description") or "").split())
+    return Classifier(patterns, descriptions, str(source))
+
+
+@dataclass
+class Tally:
+    """Behaviour counts over many responses."""
+
+    names: tuple[str, ...]
+    responses: int = 0
+    counts: dict[str, int] = field(default_factory=dict)  # sentences, summed over responses
+    with_behaviour: dict[str, int] = field(default_factory=dict)  # responses with at least one
+
+    def __post_init__(self) -> None:
+        for name in self.names:
+            self.counts.setdefault(name, 0)
+            self.with_behaviour.setdefault(name, 0)
+
+    def add(self, counts: Mapping[str, int]) -> None:
+        self.responses += 1
+        for name in self.names:
+            value = int(counts.get(name, 0))
+            self.counts[name] += value
+            self.with_behaviour[name] += value > 0
+
+    def merge(self, other: Tally) -> None:
+        self.responses += other.responses
+        for name in self.names:
+            self.counts[name] += other.counts[name]
+            self.with_behaviour[name] += other.with_behaviour[name]
+
+    def per_100(self, name: str) -> float | None:
+        """Occurrences per 100 responses (``None`` without responses)."""
+        return 100.0 * self.counts[name] / self.responses if self.responses else None
+
+
+def tally(texts: Iterable[str], classifier: Classifier) -> Tally:
+    """Counts of every behaviour over ``texts``."""
+    out = Tally(classifier.names)
+    for text in texts:
+        out.add(classifier.count(text))
+    return out
+
+
+def read_texts(path: str | Path) -> list[dict[str, Any]]:
+    """``bench``, ``index``, ``sample`` and ``text`` of every line of a ``lie generate`` file."""
+    from lie.jsonl import read_jsonl
+
+    out = []
+    for lineno, obj in read_jsonl(str(path)):
+        if not isinstance(obj.get("text"), str):
+            raise LieError(f"{path} line {lineno}: field 'text' must be a string (a `lie generate` file)")
+        out.append({k: obj.get(k) for k in ("bench", "index", "sample")} | {"text": obj["text"]})
+    return out

@@ -1,0 +1,29 @@
+"""``lie report --config CONFIG``: tables and figures beside the paper's numbers, from files only.
+
+Reads ``scores/<key>/summary.json``, ``runs/<run>/{metrics,rollouts}`` and
+``generations/<key>/<bench>.jsonl`` under the config's ``outdir``; writes ``tables/main.{md,csv,tex}``,
+``tables/tts.csv``, ``figures/tts.png``, ``figures/dynamics.png``, ``tables/behaviours.{md,csv}``,
+``tables/diversity.{md,csv}`` and ``tables/dynamics.csv``, all or none (``lie.report.build``).
+What each file holds: docs/report.md. Example: ``lie report --config workflow/configs/smoke.yaml``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", required=True, help="the pipeline's config (its outdir holds the inputs)")
+    parser.add_argument(
+        "--max-points", type=int, default=200, help="training steps read per run, evenly spaced (default 200)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from lie.config import load_config
+    from lie.report.build import build_report
+
+    config = load_config(args.config)
+    for path in build_report(config, max_points=args.max_points):
+        print(path)
+    return 0

@@ -1,0 +1,4 @@
+"""The report: tables and figures beside the paper's numbers, from the files under ``outdir``.
+
+``lie report --config CONFIG`` (``lie.commands.report``) calls :func:`lie.report.build.build_report`.
+"""

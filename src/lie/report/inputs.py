@@ -1,0 +1,182 @@
+"""Everything the report shows, read from the files under ``outdir`` (never from a live run).
+
+- ``scores/<key>/summary.json`` of every evaluated key (runs in ``selected_runs`` order, then
+  ``evaluation.base_models``): missing, unreadable or without the config's largest budget is an
+  error (run ``lie evaluate``); a benchmark of ``evaluation.benchmarks`` absent from it is a gap,
+  shown as missing (e.g. GPQA without an HF token);
+- ``runs/<run>/{metrics,rollouts}``: per-step dynamics (``lie.analysis.dynamics``; missing is an
+  error there);
+- ``generations/<key>/<bench>.jsonl``: behaviours and diversity on the evaluation generations; a
+  missing file is a gap with a warning (generations are large and may have been cleaned).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from lie import config as cfgmod
+from lie.analysis.behaviours import Classifier, Tally, load_classifier
+from lie.analysis.diversity import group_diversity, mean_of
+from lie.analysis.dynamics import RunDynamics, run_dynamics
+from lie.errors import LieError
+from lie.layout import Layout
+from lie.report.paper import Paper, load_paper
+
+log = logging.getLogger(__name__)
+
+
+def evaluated_keys(config: dict[str, Any]) -> list[str]:
+    """Runs (``selected_runs`` order), then the base models: one row each in the tables."""
+    keys = cfgmod.selected_runs(config)
+    for name in (config.get("evaluation") or {}).get("base_models") or []:
+        if name not in keys:
+            keys.append(name)
+    return keys
+
+
+def largest_budget(config: dict[str, Any]) -> int:
+    budgets = (config.get("evaluation") or {}).get("budgets") or []
+    if not budgets:
+        raise LieError("config: evaluation.budgets is empty")
+    return max(int(b) for b in budgets)
+
+
+def load_summary(layout: Layout, key: str, budget: int) -> dict[str, Any]:
+    """``scores/<key>/summary.json``, checked to hold ``budget``."""
+    path = layout.summary(key)
+    fix = f"run `lie evaluate` for {key} (snakemake target {path})"
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise LieError(f"{path} is missing: {fix}") from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise LieError(f"{path} cannot be read ({exc}): {fix}") from None
+    if not isinstance(summary, dict) or not isinstance(summary.get("benchmarks"), dict):
+        raise LieError(f"{path}: no 'benchmarks' mapping; it is not a `lie evaluate` summary: {fix}")
+    if budget not in [int(b) for b in summary.get("budgets") or []]:
+        raise LieError(
+            f"{path}: graded at budgets {summary.get('budgets')}, not at {budget} (evaluation.budgets "
+            f"changed since): {fix}"
+        )
+    return summary
+
+
+@dataclass
+class EvalAnalysis:
+    """Behaviours and diversity of one key's evaluation generations, per benchmark."""
+
+    behaviours: dict[str, Tally] = field(default_factory=dict)
+    diversity: dict[str, dict[str, Any]] = field(default_factory=dict)  # benchmarks with n > 1
+    missing: list[str] = field(default_factory=list)  # benchmarks without a generations file
+
+
+def analyse_generations(
+    layout: Layout,
+    key: str,
+    benchmarks: list[str],
+    classifier: Classifier,
+    n: int,
+    unit: str,
+    samples: dict[str, int] | None = None,
+) -> EvalAnalysis:
+    """Behaviour tallies of every benchmark; diversity of those with several samples a problem.
+
+    ``samples``: samples a problem per benchmark (from the summary), so that the texts of
+    one-sample benchmarks (MMLU-Pro's 12k) are not kept in memory; unknown ones are kept.
+    """
+    from lie.jsonl import read_jsonl
+
+    out = EvalAnalysis()
+    for bench in benchmarks:
+        path = layout.generations(key, bench)
+        if not path.exists():
+            log.warning("%s is missing: no behaviours or diversity for %s on %s", path, key, bench)
+            out.missing.append(bench)
+            continue
+        keep = (samples or {}).get(bench, 2) > 1
+        tally = Tally(classifier.names)
+        groups: dict[Any, list[tuple[str, list[int] | None]]] = defaultdict(list)
+        for lineno, obj in read_jsonl(str(path)):
+            if not isinstance(obj.get("text"), str):
+                raise LieError(f"{path} line {lineno}: field 'text' must be a string; regenerate the file")
+            tally.add(classifier.count(obj["text"]))
+            if keep:
+                groups[obj.get("index")].append(
+                    (obj["text"], obj.get("token_ids") if unit == "token" else None)
+                )
+        out.behaviours[bench] = tally
+        size = max((len(g) for g in groups.values()), default=0)
+        if size > 1:
+            values = [
+                group_diversity([t for t, _ in g], n, unit, [i for _, i in g] if unit == "token" else None)
+                for g in groups.values()
+            ]
+            out.diversity[bench] = {
+                "n": size,
+                "problems": len(groups),
+                "distinct": mean_of(v.distinct for v in values),
+                "overlap": mean_of(v.overlap for v in values),
+            }
+    return out
+
+
+@dataclass
+class ReportData:
+    config: dict[str, Any]
+    layout: Layout
+    paper: Paper
+    keys: list[str]
+    runs: list[str]
+    benchmarks: list[str]
+    budget: int
+    summaries: dict[str, dict[str, Any]]
+    dynamics: dict[str, RunDynamics]
+    evals: dict[str, EvalAnalysis]
+    classifier: Classifier
+    n: int  # the n-gram size of the states (reward.n)
+    unit: str
+
+    def label(self, key: str) -> str:
+        return self.paper.label(key) or ""
+
+
+def collect(config: dict[str, Any], max_points: int = 200, paper: Paper | None = None) -> ReportData:
+    """Read and check every input of the report (errors and gaps: module docstring)."""
+    layout = Layout(config)
+    evaluation = config.get("evaluation") or {}
+    benchmarks = list(evaluation.get("benchmarks") or [])
+    budget = largest_budget(config)
+    keys = evaluated_keys(config)
+    runs = cfgmod.selected_runs(config)
+    reward = config.get("reward") or {}
+    n, unit = int(reward.get("n", 10)), str(reward.get("unit", "word"))
+    summaries = {key: load_summary(layout, key, budget) for key in keys}
+    dynamics = {}
+    for run in runs:
+        log.info("dynamics of %s", run)
+        dynamics[run] = run_dynamics(config, run, layout.run_dir(run), max_points=max_points)
+    classifier = load_classifier()
+    evals = {}
+    for key in keys:
+        log.info("behaviours and diversity of %s's generations", key)
+        sizes = {b: int(e.get("n", 2)) for b, e in summaries[key]["benchmarks"].items()}
+        evals[key] = analyse_generations(layout, key, benchmarks, classifier, n, unit, sizes)
+    return ReportData(
+        config=config,
+        layout=layout,
+        paper=paper or load_paper(),
+        keys=keys,
+        runs=runs,
+        benchmarks=benchmarks,
+        budget=budget,
+        summaries=summaries,
+        dynamics=dynamics,
+        evals=evals,
+        classifier=classifier,
+        n=n,
+        unit=unit,
+    )

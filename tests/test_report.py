@@ -1,0 +1,225 @@
+"""``lie report`` on a real pipeline run: every table and figure, beside the paper, all or none."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+
+import pytest
+from report_pipeline import BASE, RUNS, fresh_copy
+from small import REPO
+
+from lie.analysis.behaviours import load_classifier
+from lie.cli import main
+from lie.errors import LieError
+from lie.report import build
+from lie.report.build import build_report, report_paths
+
+pytestmark = pytest.mark.slow
+GRPO, GSPO_LIE, LOOP = RUNS
+KEYS = [*RUNS, BASE]
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    copy = fresh_copy(tmp_path_factory.mktemp("report"))
+    assert main(["report", "--config", str(copy.cfg)]) == 0
+    return copy
+
+
+def read_csv(path):
+    return list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
+
+
+def summary(copy, key):
+    return json.loads(copy.layout.summary(key).read_text())
+
+
+def test_every_declared_output_is_written_and_nothing_else_is_left(report):
+    paths = report_paths(report.layout)
+    assert all(p.exists() and p.stat().st_size > 0 for p in paths)
+    assert not list(report.layout.root.glob(".report-*"))
+    from matplotlib.image import imread
+
+    for name, shape in (("tts.png", (462, 1210)), ("dynamics.png", (1100, 1430))):
+        image = imread(report.layout.figures / name)
+        assert image.shape[:2] == shape  # figure size x dpi: a real image, not an empty file
+
+
+def test_every_file_the_issues_name_is_written(report):
+    """The Snakemake rule declares report_paths() (common.smk's report_outputs() returns it)."""
+    names = {str(p.relative_to(report.layout.root)) for p in report_paths(report.layout)}
+    expected = {f"tables/main.{e}" for e in ("md", "csv", "tex")} | {"tables/tts.csv", "figures/tts.png"}
+    expected |= {"figures/dynamics.png", "tables/dynamics.csv"}
+    expected |= {f"tables/{n}.{e}" for n in ("behaviours", "diversity") for e in ("md", "csv")}
+    assert names == expected
+    assert all(p.stat().st_size > 0 for p in report_paths(report.layout))
+    source = (REPO / "workflow" / "rules" / "common.smk").read_text(encoding="utf-8")
+    assert "report_paths(LAYOUT)" in source
+
+
+def test_main_csv_holds_the_summaries_the_paper_and_the_differences(report):
+    rows = read_csv(report.layout.tables / "main.csv")
+    assert [(r["key"], r["bench"]) for r in rows] == [
+        (k, b) for k in KEYS for b in ("math500", "arc-c", "in_domain", "out_of_domain")
+    ]
+    paper = {(GSPO_LIE, "math500"): 88.4, (GSPO_LIE, "arc-c"): 91.4, (GRPO, "math500"): 80.4,
+             (GRPO, "arc-c"): 84.6, (BASE, "math500"): 66.0, (BASE, "arc-c"): 66.9}  # fmt: skip
+    for row in rows:
+        s = summary(report, row["key"])
+        assert row["budget"] == "48"
+        if row["bench"] in s["benchmarks"]:
+            entry = s["benchmarks"][row["bench"]]
+            assert (
+                row["metric"] == entry["avg@n"] == ("avg@n:n=4" if row["bench"] == "math500" else "avg@n:n=1")
+            )
+            assert float(row["ours_pct"]) == pytest.approx(100 * entry["budgets"]["48"][entry["avg@n"]])
+        else:
+            assert float(row["ours_pct"]) == pytest.approx(100 * s[row["bench"]]["budgets"]["48"]["avg"])
+            assert row["paper_pct"] == "" and row["metric"] == "avg@n (mean over benchmarks)"
+        expected = paper.get((row["key"], row["bench"]))
+        if expected is None:
+            assert row["paper_pct"] == row["diff_pct"] == ""
+        else:
+            assert float(row["paper_pct"]) == expected
+            assert float(row["diff_pct"]) == pytest.approx(float(row["ours_pct"]) - expected)
+    loop_arc = next(r for r in rows if (r["key"], r["bench"]) == (LOOP, "arc-c"))
+    assert float(loop_arc["ours_pct"]) == 50.0  # it answers A; half the items' gold is A
+    # the paper's in-domain average is over five benchmarks, ours over one: no comparison
+    base_id = next(r for r in rows if (r["key"], r["bench"]) == (BASE, "in_domain"))
+    assert base_id["note"] == "paper's average is over other benchmarks"
+
+
+def test_main_md_and_tex_show_the_same_cells(report):
+    md = (report.layout.tables / "main.md").read_text()
+    lines = [line for line in md.splitlines() if line.startswith("| ")]
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    assert header == ["model", "paper row", "math500 ours", "math500 paper", "math500 Δ", "arc-c ours",
+                      "arc-c paper", "arc-c Δ", "ID avg", "OOD avg"]  # fmt: skip
+    cells = {
+        line.split("|")[1].strip(): [c.strip() for c in line.strip("|").split("|")] for line in lines[1:]
+    }
+    assert list(cells) == KEYS
+    assert cells[GSPO_LIE][1:8] == ["GSPO+LIE", "0.0", "88.4", "-88.4", "0.0", "91.4", "-91.4"]
+    assert cells[LOOP][1:8] == ["—", "0.0", "—", "—", "50.0", "—", "—"]
+    assert cells[BASE][1] == "Base" and cells[LOOP][9] == "50.0"  # OOD avg = arc-c alone
+    assert "at 48 tokens" in md and "our largest budget is 48 tokens, the paper's 32768" in md
+    tex = (report.layout.tables / "main.tex").read_text()
+    assert r"\multicolumn{3}{c}{math500}" in tex and r"\cmidrule(lr){3-5}" in tex
+    assert r"qwen3-4b-base\_dapo\_gspo\_lie & GSPO+LIE & 0.0 & 88.4 & -88.4 & 0.0 & 91.4 & -91.4" in tex
+    body = tex.split("\\midrule\n")[1].split("\\bottomrule")[0].strip().splitlines()
+    assert len(body) == 4 and all(row.count("&") == 9 for row in body)
+
+
+def test_tts_csv_has_every_budget(report):
+    rows = read_csv(report.layout.tables / "tts.csv")
+    loop = {(r["bench"], r["budget"]): r for r in rows if r["key"] == LOOP}
+    assert float(loop[("arc-c", "6")]["accuracy"]) == 0.0  # 6 tokens cut the phrase before its answer
+    assert float(loop[("arc-c", "48")]["accuracy"]) == 0.5
+    assert float(loop[("out_of_domain", "48")]["accuracy"]) == 0.5
+    assert {(r["key"], r["bench"]) for r in rows} == {
+        (k, b) for k in KEYS for b in ("math500", "arc-c", "in_domain", "out_of_domain")
+    }
+    assert all(r["paper"] == "" for r in rows)  # the paper's curves are at 4k-32k tokens
+
+
+def test_behaviours_count_the_generations_sentences(report):
+    classifier = load_classifier()
+    rows = read_csv(report.layout.tables / "behaviours.csv")
+    for key in KEYS:
+        texts = [json.loads(line)["text"] for bench in ("math500", "arc-c")
+                 for line in report.layout.generations(key, bench).read_text().splitlines()]  # fmt: skip
+        mine = {r["behaviour"]: r for r in rows if r["key"] == key and r["bench"] == "all"}
+        for name in classifier.names:
+            assert int(mine[name]["count"]) == sum(classifier.count(t)[name] for t in texts)
+            assert int(mine[name]["responses"]) == len(texts) == 6 * 4 + 4
+    loop = {r["behaviour"]: r for r in rows if r["key"] == LOOP and r["bench"] == "all"}
+    assert int(loop["backtracking"]["count"]) == 28 * 6  # "Wait, ..." six times in 48 tokens
+    assert int(loop["backtracking"]["responses_with"]) == 28
+    assert float(loop["backtracking"]["per_100"]) == 600.0
+    gspo = {r["behaviour"]: r for r in rows if r["key"] == GSPO_LIE and r["bench"] == "all"}
+    assert gspo["backtracking"]["paper"] == "121" and gspo["verification"]["paper"] == ""
+    md = (report.layout.tables / "behaviours.md").read_text()
+    assert f"| {LOOP} | 28 | 168 (600.0) | 0 (0.0) | 0 (0.0) | 0 (0.0) | — |" in md
+    assert "| backtracking (paper) |" in md and f"| {GSPO_LIE} | 28 |" in md
+
+
+def test_diversity_tables_tell_the_looping_run_apart(report):
+    rows = read_csv(report.layout.tables / "diversity.csv")
+    value = {(r["key"], r["source"], r["bench"], r["phase"], r["metric"]): r["value"] for r in rows}
+    assert float(value[(LOOP, "train", "rollouts", "last", "group_overlap:n=10")]) == 1.0
+    assert float(value[(LOOP, "train", "rollouts", "last", "group_distinct:n=10")]) < 0.1
+    assert float(value[(LOOP, "eval", "math500", "all", "group_overlap:n=10")]) == 1.0
+    assert float(value[(LOOP, "train", "rollouts", "first", "r_context:n=10")]) < 0.1
+    assert not any(k == BASE and s == "train" for k, s, *_ in value)  # a base model has no training
+    assert not any(b == "arc-c" for _, _, b, *_ in value)  # one sample a problem: no group
+    md = (report.layout.tables / "diversity.md").read_text()
+    assert f"| {BASE} | — | — | — |" in md
+    assert "| math500 distinct | math500 overlap |" in md
+
+
+def test_dynamics_csv_has_a_row_per_run_and_step(report):
+    rows = read_csv(report.layout.tables / "dynamics.csv")
+    assert [(r["run"], r["step"]) for r in rows] == [(run, str(s)) for run in RUNS for s in (1, 2, 3)]
+    assert all(r["red_flagged"] == "1.0" for r in rows if r["run"] == LOOP)
+
+
+def test_a_failure_leaves_no_output_that_looks_complete(tmp_path, monkeypatch):
+    copy = fresh_copy(tmp_path)
+    build_report(copy.config)
+    paths = report_paths(copy.layout)
+    assert all(p.exists() for p in paths)
+
+    def broken(data, path):
+        path.write_bytes(b"\x89PNG half")
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(build.figures, "dynamics_figure", broken)
+    with pytest.raises(RuntimeError, match="disk full"):
+        build_report(copy.config)
+    assert not [p for p in paths if p.exists()]  # neither half-new nor stale files
+    assert not list(copy.layout.root.glob(".report-*"))
+
+
+def test_a_benchmark_missing_from_a_summary_is_a_marked_gap(tmp_path):
+    from lie.commands.evaluate import evaluate, write_summary
+    from lie.engines.generation import load_tokenizer
+
+    copy = fresh_copy(tmp_path)
+    gens = [str(copy.layout.generations(BASE, "math500"))]  # as if arc-c had not been evaluated
+    _, partial = evaluate(copy.config, gens, load_tokenizer(str(copy.tiny)), progress=False)
+    write_summary(partial, str(copy.layout.summary(BASE)))
+    build_report(copy.config)
+    rows = {(r["key"], r["bench"]): r for r in read_csv(copy.layout.tables / "main.csv")}
+    assert rows[(BASE, "arc-c")]["ours_pct"] == "" and "not in" in rows[(BASE, "arc-c")]["note"]
+    assert rows[(BASE, "out_of_domain")]["ours_pct"] == ""  # never an average of fewer benchmarks
+    assert rows[(BASE, "out_of_domain")]["note"] == "missing: arc-c; paper's average is over other benchmarks"
+    md = (copy.layout.tables / "main.md").read_text()
+    base = next(line for line in md.splitlines() if line.startswith(f"| {BASE} "))
+    assert [c.strip() for c in base.strip("|").split("|")][5:] == ["—", "66.9", "—", "0.0", "—"]
+    assert f"- OOD avg: missing: arc-c ({BASE})" in md
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda c: c.layout.summary(GRPO).unlink(), "summary.json is missing: run `lie evaluate` for"),
+        (lambda c: c.layout.summary(BASE).write_text("{"), "summary.json cannot be read"),
+        (lambda c: shutil.rmtree(c.layout.run_dir(GRPO).metrics_dir), "has no metrics"),
+    ],
+)
+def test_bad_inputs_stop_with_a_message_and_write_nothing(tmp_path, capsys, damage, message):
+    copy = fresh_copy(tmp_path)
+    damage(copy)
+    assert main(["report", "--config", str(copy.cfg)]) == 2
+    assert message in capsys.readouterr().err
+    assert not [p for p in report_paths(copy.layout) if p.exists()]
+
+
+def test_a_summary_of_other_budgets_is_stale(tmp_path):
+    copy = fresh_copy(tmp_path)
+    copy.config["evaluation"]["budgets"] = [6, 32]
+    with pytest.raises(LieError, match="graded at budgets \\[6, 48\\], not at 32 .*run `lie evaluate`"):
+        build_report(copy.config)
