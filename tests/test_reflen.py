@@ -235,7 +235,7 @@ def test_cli_names_bad_inputs(tmp_path, train_set, capsys):
         str(tmp_path / "o.parquet"),
     ]
     assert main(base + ["--model", str(tmp_path / "missing")]) == 2
-    assert "neither a model of config.yaml" in capsys.readouterr().err
+    assert "neither a model of the config" in capsys.readouterr().err
     bad = tmp_path / "bad.parquet"
     pq.write_table(pa.table({"prompt": ["x"]}), bad)
     assert (

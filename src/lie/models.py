@@ -27,13 +27,8 @@ def _replace_dir(tmp: Path, out: Path) -> None:
     os.replace(tmp, out)
 
 
-def fetch_model(name: str, entry: dict[str, Any], out: Path) -> Path:
-    """``entry['hf_id']`` at ``entry['revision']`` into the hub cache, linked file by file from ``out``.
-
-    The weights stay in the hub cache (``HF_HOME``, shared on a cluster); ``out`` holds links to
-    them and ``lie_source.json`` with the commit. Offline (``HF_HUB_OFFLINE=1``) the cache alone
-    serves it.
-    """
+def snapshot(name: str, entry: dict[str, Any]) -> Path:
+    """The hub cache's folder of ``entry['hf_id']`` at ``entry['revision']``, downloading it if needed."""
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import (
         GatedRepoError,
@@ -49,12 +44,9 @@ def fetch_model(name: str, entry: dict[str, Any], out: Path) -> Path:
         raise LieError(f"models.{name}: set hf_id and revision (a commit SHA, tag or branch), or path")
     where = f"models.{name}: {hf_id}@{revision}"
     try:
-        folder = Path(
+        return Path(
             snapshot_download(
-                repo_id=hf_id,
-                revision=revision,
-                allow_patterns=MODEL_FILES,
-                local_files_only=hub_offline(),
+                repo_id=hf_id, revision=revision, allow_patterns=MODEL_FILES, local_files_only=hub_offline()
             )
         )
     except (RepositoryNotFoundError, GatedRepoError) as exc:
@@ -68,6 +60,55 @@ def fetch_model(name: str, entry: dict[str, Any], out: Path) -> Path:
             f"{where} is not in the local hub cache and the hub is unreachable (HF_HUB_OFFLINE=1?); "
             f"download it once on a connected machine, or set models.{name}.path"
         ) from None
+
+
+def resolve_model(config: dict[str, Any], model: str) -> tuple[str, dict[str, Any]]:
+    """A local folder for ``model`` (a name of config ``models:``, or a folder) and its config entry.
+
+    A name resolves to its ``path``, else the folder ``lie base-model`` made for it, else (hub
+    models) the pinned snapshot in the hub cache; a tiny model must have been built first.
+    """
+    from lie.layout import Layout
+
+    models = config.get("models") or {}
+    if model in models:
+        entry = dict(models[model])
+        if entry.get("path"):
+            return str(entry["path"]), entry
+        built = Layout(config).base_model(model)
+        if built.is_dir():
+            return str(built), entry
+        if entry.get("tiny"):
+            raise LieError(
+                f"models.{model} is a tiny model not built yet: run `lie base-model --name {model}`"
+            )
+        return str(snapshot(model, entry)), entry
+    if Path(model).is_dir():
+        return model, {}
+    raise LieError(f"model {model!r} is neither a model of the config ({', '.join(models)}) nor a folder")
+
+
+def file_sha256(path: str | Path) -> str:
+    """Content digest of an input, recorded beside what was made from it."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def fetch_model(name: str, entry: dict[str, Any], out: Path) -> Path:
+    """``entry['hf_id']`` at ``entry['revision']`` into the hub cache, linked file by file from ``out``.
+
+    The weights stay in the hub cache (``HF_HOME``, shared on a cluster); ``out`` holds links to
+    them and ``lie_source.json`` with the commit. Offline (``HF_HUB_OFFLINE=1``) the cache alone
+    serves it.
+    """
+    folder = snapshot(name, entry)
+    where = f"models.{name}: {entry['hf_id']}@{entry['revision']}"
+    hf_id, revision = entry["hf_id"], entry["revision"]
     tmp = out.with_name(f".{out.name}.partial")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -95,7 +136,14 @@ def corpus_texts(files: list[Path]) -> list[str]:
     return texts
 
 
-def build_tiny_model(name: str, entry: dict[str, Any], out: Path, corpus_files: list[Path]) -> Path:
+def build_tiny_model(
+    name: str, entry: dict[str, Any], out: Path, corpus_files: list[Path], template: str | None = None
+) -> Path:
+    """A tiny model built here; with ``sft:`` in its entry, taught by the supervised stage (lie.sft).
+
+    ``template`` is the config's ``prompt.math``: the supervised stage prompts as the pipeline does.
+    Without ``sft`` (or ``sft: null``) the model keeps its random weights (the smoke run).
+    """
     from lie.tiny import build_tiny
 
     tiny = entry["tiny"]
@@ -104,16 +152,31 @@ def build_tiny_model(name: str, entry: dict[str, Any], out: Path, corpus_files: 
         raise LieError(
             f"models.{name}.tiny: unknown key(s) {', '.join(unknown)}; valid: {', '.join(TINY_KEYS)}"
         )
+    corpus = corpus_texts(corpus_files)
+    source: dict[str, Any] = {"tiny": tiny}
+    train = None
+    if entry.get("sft") is not None:
+        from lie.sft import SFTSettings, run_sft, tokenizer_corpus
+
+        settings = SFTSettings.from_mapping(entry["sft"], f"models.{name}.sft")
+        if not template:
+            raise LieError(f"models.{name}.sft needs the config's prompt.math template")
+        corpus += tokenizer_corpus(settings, template)
+
+        def train(model: Any, tokenizer: Any) -> None:
+            source["sft"] = run_sft(model, tokenizer, settings, template)
+
     tmp = out.with_name(f".{out.name}.partial")
     shutil.rmtree(tmp, ignore_errors=True)
     build_tiny(
         tmp,
-        corpus_texts(corpus_files),
+        corpus,
         seed=int(tiny.get("seed", 0)),
         vocab_size=int(tiny.get("vocab_size", 512)),
         hidden=int(tiny.get("hidden", 64)),
         layers=int(tiny.get("layers", 2)),
+        train=train,
     )
-    (tmp / "lie_source.json").write_text(json.dumps({"tiny": tiny}, indent=2))
+    (tmp / "lie_source.json").write_text(json.dumps(source, indent=2))
     _replace_dir(tmp, out)
     return out

@@ -9,7 +9,6 @@ cap 9192). Work runs in seeded, resumable shards: a killed run continues where i
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import math
 import shutil
@@ -217,40 +216,6 @@ def add_reference_lengths(
     return pa.Table.from_pylist(rows, schema=schema.remove_metadata())
 
 
-def resolve_model(config: dict[str, Any], model: str) -> tuple[str, dict[str, Any]]:
-    """A local model folder for ``model`` (a name of config ``models:`` or a folder) and its entry."""
-    models = config.get("models") or {}
-    if model in models:
-        entry = dict(models[model])
-        if entry.get("path"):
-            return str(entry["path"]), entry
-        from huggingface_hub import snapshot_download
-        from huggingface_hub.errors import (
-            LocalEntryNotFoundError,
-            RepositoryNotFoundError,
-            RevisionNotFoundError,
-        )
-
-        try:
-            return snapshot_download(entry["hf_id"], revision=entry.get("revision") or "main"), entry
-        except (LocalEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError) as exc:
-            raise LieError(
-                f"model {model!r} ({entry['hf_id']} at {entry.get('revision')}) cannot be fetched "
-                f"({type(exc).__name__}); download it with network access or set models.{model}.path"
-            ) from None
-    if Path(model).is_dir():
-        return model, {}
-    raise LieError(f"--model {model!r} is neither a model of config.yaml ({', '.join(models)}) nor a folder")
-
-
-def file_sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def run_reflen(
     config: dict[str, Any],
     model: str,
@@ -281,6 +246,8 @@ def run_reflen(
         if limit < 1:
             raise LieError(f"--limit must be >= 1, got {limit}")
         table = table.slice(0, limit)
+    from lie.models import file_sha256, resolve_model
+
     path, entry = resolve_model(config, model)
     if settings.enable_thinking is None and entry.get("enable_thinking") is not None:
         settings = replace(settings, enable_thinking=bool(entry["enable_thinking"]))

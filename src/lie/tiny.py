@@ -9,8 +9,9 @@ Run: ``lie tiny-model --out DIR [--corpus FILE] [--seed 0]``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -88,11 +89,18 @@ def build_tiny(
     vocab_size: int = 512,
     hidden: int = 64,
     layers: int = 2,
+    train: Callable[[Any, Any], None] | None = None,
 ) -> Path:
-    """Write a tiny model and its tokenizer to ``out_dir`` (Hugging Face format)."""
+    """Write a tiny model and its tokenizer to ``out_dir`` (Hugging Face format).
+
+    ``train(model, tokenizer)``, when given, runs between building and saving (the study's
+    supervised stage, ``lie.sft``).
+    """
     out = Path(out_dir)
     tokenizer = build_tokenizer(corpus, vocab_size)
     model = build_model(len(tokenizer), tokenizer.eos_token_id, tokenizer.pad_token_id, seed, hidden, layers)
+    if train is not None:
+        train(model, tokenizer)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer.save_pretrained(out)
     model.save_pretrained(out)

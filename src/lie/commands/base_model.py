@@ -2,7 +2,8 @@
 
 Models with ``hf_id``/``revision`` are downloaded at that revision (``HF_TOKEN`` from the
 environment for gated ones; offline from the hub cache with ``HF_HUB_OFFLINE=1``); models with
-``tiny:`` are built locally, their tokenizer trained on the ``--corpus`` data files.
+``tiny:`` are built locally, their tokenizer trained on the ``--corpus`` data files; with ``sft:``
+beside ``tiny:`` they are then taught by a short supervised stage (``lie.sft``, the CPU study).
 """
 
 from __future__ import annotations
@@ -31,8 +32,11 @@ def run(args: argparse.Namespace) -> int:
     entry = model_entry(config, args.name)
     out = Path(args.out) if args.out else Layout(config).root / "base" / args.name
     out.parent.mkdir(parents=True, exist_ok=True)
+    if entry.get("sft") is not None and not entry.get("tiny"):
+        raise LieError(f"models.{args.name}.sft: the supervised stage is for tiny models; add tiny: or drop sft:")
     if entry.get("tiny"):
-        build_tiny_model(args.name, entry, out, [Path(p) for p in args.corpus])
+        template = (config.get("prompt") or {}).get("math")
+        build_tiny_model(args.name, entry, out, [Path(p) for p in args.corpus], template)
     elif entry.get("path"):
         raise LieError(
             f"models.{args.name} points at a local folder ({entry['path']}); there is nothing to fetch"

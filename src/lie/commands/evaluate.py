@@ -332,7 +332,7 @@ def run(args: argparse.Namespace) -> int:
     def tokenizer() -> Any:
         if args.tokenizer is None:
             return None
-        from lie.reflen import resolve_model
+        from lie.models import resolve_model
 
         path = args.tokenizer if Path(args.tokenizer).is_dir() else resolve_model(config, args.tokenizer)[0]
         return load_tokenizer(str(path), trust_remote_code=trust)

@@ -167,8 +167,8 @@ def run_generate(
     from lie.config import dataset_entry
     from lie.engines.generation import SamplingSettings, load_engine, prompt_seed
     from lie.jsonl import atomic_output, dumps
+    from lie.models import file_sha256, resolve_model
     from lie.prompts import prompt_token_ids
-    from lie.reflen import file_sha256, resolve_model
     from lie.resumable import iter_shards, run_in_shards
 
     group, entry = dataset_entry(config, bench)
