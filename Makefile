@@ -26,6 +26,13 @@ SMK := PATH=$(CURDIR)/$(BIN):$$PATH OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/sn
 smoke: $(STAMP)
 	$(SMK) --configfile workflow/configs/smoke.yaml --profile profiles/local --cores 2
 
+# The CPU study of the Shallow Exploration Trap (docs/study.md): outputs under results/study/.
+# Every job runs one torch thread (OMP_NUM_THREADS=1), so the rules that ask for 2 run 1 here and
+# two jobs share the 2 cores; drop the --set-threads to run them one at a time (slower, same files).
+STUDY_THREADS := --set-threads train=1 generate=1 evaluate=1 merge=1 reflen=1
+study: $(STAMP)
+	$(SMK) --configfile workflow/configs/study.yaml --profile profiles/local $(STUDY_THREADS) --cores 2 study
+
 # The paper's matrix, listed without running anything.
 dry-run: $(STAMP)
 	$(SMK) -n --quiet rules

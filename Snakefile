@@ -4,6 +4,7 @@
 #   snakemake --profile profiles/slurm                       # on a Slurm cluster of 4xH100 nodes
 #   snakemake --configfile workflow/configs/smoke.yaml -c2   # the whole DAG on a CPU (make smoke)
 #   snakemake --config 'runs=[qwen3-4b-base_dapo_gspo]'      # a subset of the runs
+#   snakemake --configfile workflow/configs/study.yaml -c2 study   # the CPU study (make study)
 from snakemake.utils import min_version
 
 min_version("9.0")
@@ -14,6 +15,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/study.smk"
 
 
 rule all:

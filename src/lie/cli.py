@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "count reasoning behaviours in generations (patterns or a judge)",
     ),
     "plan": ("lie.commands.plan", "steps, rollout tokens and GPU-hours of the selected runs"),
+    "study-report": ("lie.commands.study_report", "figures and tables of the CPU study (make study)"),
 }
 
 

@@ -33,7 +33,9 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Layout(config).root / "base" / args.name
     out.parent.mkdir(parents=True, exist_ok=True)
     if entry.get("sft") is not None and not entry.get("tiny"):
-        raise LieError(f"models.{args.name}.sft: the supervised stage is for tiny models; add tiny: or drop sft:")
+        raise LieError(
+            f"models.{args.name}.sft: the supervised stage is for tiny models; add tiny: or drop sft:"
+        )
     if entry.get("tiny"):
         template = (config.get("prompt") or {}).get("math")
         build_tiny_model(args.name, entry, out, [Path(p) for p in args.corpus], template)

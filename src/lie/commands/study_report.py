@@ -1,0 +1,22 @@
+"""``lie study-report --config workflow/configs/study.yaml``: the CPU study's figures and tables.
+
+Reads only files a finished study wrote (rollouts, evaluation summaries and generations, the base
+model's tokenizer) and writes ``figures/study*.png`` and ``tables/study_*.{csv,md}`` under the
+config's ``outdir`` (``lie.study.report``). The ``study`` rule of the Snakefile runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", required=True, help="the study's config (with a study: section)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from lie.config import load_config
+    from lie.study.report import build_study
+
+    build_study(load_config(args.config))
+    return 0
