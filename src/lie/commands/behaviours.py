@@ -17,18 +17,10 @@ import argparse
 import logging
 from typing import Any
 
+from lie.commands.argtypes import key_value
 from lie.errors import LieError
 
 log = logging.getLogger(__name__)
-
-
-def _engine_arg(text: str) -> tuple[str, Any]:
-    import yaml
-
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    return key.strip(), yaml.safe_load(value)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     judge.add_argument("--judge", action="store_true", help="also ask a judge model")
     judge.add_argument("--model", help="the judge: a local folder or a hub id")
     judge.add_argument("--engine", choices=("vllm", "hf"), default="vllm", help="default vllm")
-    judge.add_argument("--engine-arg", type=_engine_arg, action="append", default=[], metavar="KEY=VALUE")
+    judge.add_argument("--engine-arg", type=key_value, action="append", default=[], metavar="KEY=VALUE")
     judge.add_argument("--prompt", help="judge prompt file (default: lie/analysis/judge_prompt.yaml)")
     judge.add_argument("--chunk-chars", type=int, default=12000, help="longest response part a request holds")
     judge.add_argument("--max-tokens", type=int, default=1024, help="longest judge answer")

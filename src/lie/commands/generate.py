@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from lie.commands.argtypes import flag, key_value
 from lie.errors import LieError
 
 log = logging.getLogger(__name__)
@@ -33,26 +34,6 @@ class Problem:
     gold: str
     kind: str
     letters: list[str]
-
-
-def _bool(text: str) -> bool | None:
-    lowered = text.strip().lower()
-    if lowered in ("true", "yes", "on", "1"):
-        return True
-    if lowered in ("false", "no", "off", "0"):
-        return False
-    if lowered in ("none", "null", "default"):
-        return None
-    raise argparse.ArgumentTypeError(f"expected true, false or none, got {text!r}")
-
-
-def _engine_arg(text: str) -> tuple[str, Any]:
-    import yaml
-
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    return key.strip(), yaml.safe_load(value)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -69,11 +50,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--shard-size", type=int, default=None, help="problems per shard (evaluation.shard_size)"
     )
     parser.add_argument(
-        "--enable-thinking", type=_bool, default=None, help="chat template flag (default: the model's entry)"
+        "--enable-thinking", type=flag, default=None, help="chat template flag (default: the model's entry)"
     )
     parser.add_argument(
         "--engine-arg",
-        type=_engine_arg,
+        type=key_value,
         action="append",
         default=[],
         metavar="KEY=VALUE",

@@ -12,16 +12,8 @@ from __future__ import annotations
 
 import argparse
 
+from lie.commands.argtypes import flag
 from lie.errors import LieError
-
-
-def _bool(text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered in ("true", "yes", "on", "1"):
-        return True
-    if lowered in ("false", "no", "off", "0"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--shard-size", type=int, default=None, help="prompts per shard (default reflen.shard_size)"
     )
     parser.add_argument(
-        "--enable-thinking", type=_bool, default=None, help="chat template flag (default: the model's)"
+        "--enable-thinking", type=flag, default=None, help="chat template flag (default: the model's)"
     )
     parser.add_argument("--limit", type=int, default=None, help="only the first N prompts (smoke runs)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -1,0 +1,28 @@
+"""Argument types the subcommands share (argparse ``type=`` callables)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def flag(text: str) -> bool | None:
+    """``true``/``false`` (yes/no, on/off, 1/0), or ``none`` for "the config's value"."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "yes", "on", "1"):
+        return True
+    if lowered in ("false", "no", "off", "0"):
+        return False
+    if lowered in ("none", "null", "default"):
+        return None
+    raise argparse.ArgumentTypeError(f"expected true, false or none, got {text!r}")
+
+
+def key_value(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` with the value read as YAML (numbers, booleans, lists)."""
+    import yaml
+
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), yaml.safe_load(value)
