@@ -19,14 +19,18 @@ def parse_sets(items: list[str] | None) -> dict[str, str]:
     return out
 
 
-def load_yaml_mapping(path: str | Path, section: str | None = None) -> dict[str, Any]:
-    """A YAML mapping from ``path``; with ``section``, that key's mapping if the file has it."""
+def load_yaml_mapping(path: str | Path, section: str | None = None, what: str = "") -> dict[str, Any]:
+    """A YAML mapping from ``path``; with ``section``, that key's mapping if the file has it.
+
+    ``what`` names the file in errors ("cannot read the judge prompt <path>: ...").
+    """
     import yaml
 
+    label = f"{what} {path}" if what else str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise LieError(f"cannot read {path}: {exc.strerror}") from None
+        raise LieError(f"cannot read {label}: {exc.strerror}") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

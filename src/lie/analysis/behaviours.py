@@ -75,14 +75,10 @@ class Classifier:
 
 def load_classifier(path: str | Path | None = None) -> Classifier:
     """The classifier of ``behaviours.yaml`` (or another file of the same form)."""
-    import yaml
+    from lie.overrides import load_yaml_mapping
 
     source = Path(path) if path is not None else PATTERNS_FILE
-    try:
-        data = yaml.safe_load(source.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise LieError(f"cannot read behaviour patterns {source}: {exc}") from None
-    entries = (data or {}).get("behaviours") if isinstance(data, dict) else None
+    entries = load_yaml_mapping(source, what="behaviour patterns").get("behaviours")
     if not isinstance(entries, dict) or not entries:
         raise LieError(f"{source}: expected a mapping 'behaviours: {{name: {{description, patterns}}}}'")
     patterns: dict[str, tuple[re.Pattern[str], ...]] = {}

@@ -43,14 +43,11 @@ class JudgePrompt:
 
 
 def load_prompt(path: str | Path | None = None) -> JudgePrompt:
-    import yaml
+    from lie.overrides import load_yaml_mapping
 
     source = Path(path) if path is not None else PROMPT_FILE
-    try:
-        data = yaml.safe_load(source.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise LieError(f"cannot read the judge prompt {source}: {exc}") from None
-    template = data.get("template") if isinstance(data, dict) else None
+    data = load_yaml_mapping(source, what="the judge prompt")
+    template = data.get("template")
     if not isinstance(template, str) or "{response}" not in template:
         raise LieError(f"{source}: 'template' must be a string with a {{response}} placeholder")
     return JudgePrompt(template, data.get("version"), str(source))

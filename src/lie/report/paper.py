@@ -77,14 +77,11 @@ class Paper:
 
 @cache
 def _load(path: str) -> dict[str, Any]:
-    import yaml
+    from lie.overrides import load_yaml_mapping
 
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise LieError(f"cannot read the paper's numbers {path}: {exc}") from None
+    data = load_yaml_mapping(path, what="the paper's numbers")
     for section in ("main", "tts"):
-        if not isinstance(data, dict) or not isinstance(data.get(section), dict):
+        if not isinstance(data.get(section), dict):
             raise LieError(f"{path}: section '{section}' is missing")
     for key, entry in data["tts"]["curves"].items():
         if len(entry["values"]) != len(data["tts"]["budgets"]):
