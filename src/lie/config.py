@@ -69,10 +69,8 @@ def selected_runs(config: dict[str, Any]) -> list[str]:
     for name in chosen:
         chain = []
         while name is not None and name not in out and name not in chain:
-            if name not in experiments:
-                raise LieError(f"run {name!r} is not in experiments; known runs: {', '.join(experiments)}")
             chain.append(name)
-            name = experiments[name].get("parent")
+            name = experiment(config, name).get("parent")
         out.extend(reversed(chain))
     return out
 
