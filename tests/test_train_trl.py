@@ -116,7 +116,11 @@ def test_stopped_then_resumed_equals_an_uninterrupted_run(tmp_path, tiny, train_
     assert _lie_train(whole, "tiny_grpo", "--train-file", str(train_file)).returncode == 0
     first = _lie_train(parts, "tiny_grpo", "--train-file", str(train_file), "--stop-after", "1")
     assert first.returncode == 0, first.stderr[-2000:]
-    assert not RunDir(tmp_path / "parts", "tiny_grpo").final_json.exists()
+    rundir = RunDir(tmp_path / "parts", "tiny_grpo")
+    assert not rundir.final_json.exists()
+    # a kill between a step's rollouts and its checkpoint leaves rollouts of a step to be redone
+    stale = rundir.rollouts_dir / "step-000002.trl.jsonl"
+    stale.write_text(json.dumps({"step": 2, "uid": "stale", "response": "from the killed run"}) + "\n")
     second = _lie_train(parts, "tiny_grpo", "--train-file", str(train_file))
     assert second.returncode == 0, second.stderr[-2000:]
     assert "resuming from" in second.stderr
