@@ -143,7 +143,7 @@ def describe(item: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=0, help="0: one per core")
-    parser.add_argument("--timeout", type=float, default=10.0, help="hard limit per item, seconds")
+    parser.add_argument("--timeout", type=float, default=20.0, help="hard limit per item, seconds")
     parser.add_argument("--limit", type=int, default=None, help="only the first N ordinary items")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)

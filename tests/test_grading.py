@@ -12,7 +12,7 @@ from conftest import shared_file
 from math_verify import parse, verify
 
 from lie.errors import LieError
-from lie.grading import GradeResult, default_workers, grade_item, grade_many, grade_math
+from lie.grading import GradeResult, GradingExecutor, default_workers, grade_item, grade_many, grade_math
 from lie.grading import mathverify as mv
 
 TOWER = "2^{2^{2^{2^{2^{2}}}}}"
@@ -116,61 +116,80 @@ def test_off_the_main_thread_math_verify_runs_without_signals():
     assert out and out[0].correct and out[0].status == "ok"
 
 
-def test_pathological_items_are_killed_at_the_limit_and_the_batch_completes():
+def _workers_of_the_forkserver() -> list:
+    """The grading worker processes (children of multiprocessing's fork server)."""
+    import multiprocessing.forkserver as fs
+
+    import psutil
+
+    pid = getattr(fs._forkserver, "_forkserver_pid", None)
+    return psutil.Process(pid).children() if pid else []
+
+
+def test_slow_items_cost_only_themselves_and_the_limit_counts_running_time():
+    """Guards of 1 s, a 4 s limit: pathological items end as math-verify timeouts, the rest stay right,
+    and queueing behind them (one worker, items waiting far longer than the limit) costs nothing."""
     good = {"response": "\\boxed{204}", "gold": "204", "kind": "math"}
     bad = [
         {"response": f"So \\boxed{{{TOWER}}}", "gold": "5", "kind": "math"},
         {"response": FRAC_CHAIN, "gold": TOWER, "kind": "math"},
         {"response": "\\boxed{(10^{7})!}", "gold": "5", "kind": "math"},
     ]
-    items = [
-        good,
-        bad[0],
-        good,
-        bad[1],
-        bad[2],
-        good,
-        {"response": "(B)", "gold": "B", "kind": "choice", "choices": ["A", "B"]},
-    ]
-    limit = 1.5
+    items = [bad[0], good, bad[1], good, bad[2], good, bad[0]]
+    items.append({"response": "(B)", "gold": "B", "kind": "choice", "choices": ["A", "B"]})
     start = time.perf_counter()
-    results = grade_many(items, timeout_s=limit, workers=2, progress=False)
-    elapsed = time.perf_counter() - start
-    assert [r.status for r in results] == ["ok", "timeout", "ok", "timeout", "timeout", "ok", "ok"]
-    assert [r.correct for r in results] == [True, False, True, False, False, True, True]
-    assert all(r.seconds <= limit + 1 for r in results)
-    assert all("killed after" in r.message for r in results if r.status == "timeout")
-    assert elapsed < 3 * limit + 10  # two workers, three killed items, start-up included
+    results = grade_many(items, timeout_s=4, workers=1, progress=False, guard_s=1)
+    assert time.perf_counter() - start > 4  # the last items waited longer than the limit in the queue
+    assert [r.status for r in results] == ["timeout", "ok", "timeout", "ok", "timeout", "ok", "timeout", "ok"]
+    assert [r.correct for r in results] == [False, True, False, True, False, True, False, True]
+    assert all(r.message == "math-verify timed out" for r in results if r.status == "timeout")
+    assert all(r.seconds < 4 for r in results)
+
+
+def test_an_item_past_the_hard_limit_kills_only_its_worker():
+    """A worker that stops making progress mid-item (as in a long call into C) is killed at the limit."""
+    with GradingExecutor(timeout_s=4, workers=1, guard_s=1) as executor:
+        assert executor.grade_many([{"response": "\\boxed{1}", "gold": "1", "kind": "math"}], progress=False)[
+            0
+        ].correct
+        (worker,) = _workers_of_the_forkserver()
+        future = executor.submit({"response": f"\\boxed{{{TOWER}}}", "gold": "5", "kind": "math"})
+        time.sleep(0.3)  # the worker has the item and is parsing it
+        worker.suspend()
+        start = time.perf_counter()
+        result = executor.result_of(future)
+        assert 3 < time.perf_counter() - start < 8
+        assert (result.correct, result.status) == (False, "timeout")
+        assert result.message.startswith("killed after 4 s")
+        assert not worker.is_running()
+        after = executor.grade_many([{"response": "\\boxed{7}", "gold": "7", "kind": "math"}], progress=False)
+        assert after[0].correct and after[0].status == "ok"  # a fresh worker took over
 
 
 def test_a_worker_that_dies_costs_only_its_item():
-    import multiprocessing
-    import os
-    import signal
+    with GradingExecutor(timeout_s=30, workers=1) as executor:
+        executor.grade_many([{"response": "1", "gold": "1", "kind": "math"}], progress=False)
+        (worker,) = _workers_of_the_forkserver()
+        future = executor.submit({"response": f"\\boxed{{{TOWER}}}", "gold": "5", "kind": "math"})
+        time.sleep(0.5)  # busy with the tower (math-verify gives up on it at 5 s)
+        worker.kill()
+        result = executor.result_of(future)
+        assert result.status == "error" and "worker died (exit code -9)" in result.message
+        after = executor.grade_many([{"response": "\\boxed{1}", "gold": "1", "kind": "math"}], progress=False)
+        assert after[0].correct and after[0].status == "ok"
 
-    items = [
-        {"response": f"\\boxed{{{TOWER}}}", "gold": "5", "kind": "math"},
-        {"response": "\\boxed{1}", "gold": "1", "kind": "math"},
-    ]
-    out: list = []
-    thread = threading.Thread(
-        target=lambda: out.append(grade_many(items, timeout_s=30, workers=1, progress=False))
-    )
-    thread.start()
-    deadline = time.monotonic() + 20
-    while (
-        not [p for p in multiprocessing.active_children() if p.name == "lie-grade"]
-        and time.monotonic() < deadline
-    ):
-        time.sleep(0.05)
-    time.sleep(2.5)  # warmed up (~0.2 s), busy with the tower (math-verify gives up on it at 5 s)
-    for proc in multiprocessing.active_children():
-        if proc.name == "lie-grade":
-            os.kill(proc.pid, signal.SIGKILL)
-    thread.join(30)
-    (results,) = out
-    assert results[0].status == "error" and "worker died (exit code -9)" in results[0].message
-    assert results[1].correct and results[1].status == "ok"
+
+def test_the_async_face_grades_concurrently_with_the_same_workers():
+    import asyncio
+
+    items = [{"response": f"\\boxed{{{i}}}", "gold": str(i % 3), "kind": "math"} for i in range(12)]
+
+    async def main(executor):
+        return await asyncio.gather(*(executor.grade(item) for item in items))
+
+    with GradingExecutor(timeout_s=20, workers=2) as executor:
+        results = asyncio.run(main(executor))
+    assert [r.correct for r in results] == [i < 3 for i in range(12)]
 
 
 def test_grade_item_dispatches_and_bad_items_name_their_field():
@@ -192,11 +211,21 @@ def test_grade_item_dispatches_and_bad_items_name_their_field():
             grade_many([{"response": "1", "gold": "1", "kind": "math"}, item], progress=False)
 
 
-def test_pool_edges():
+def test_executor_edges():
     assert grade_many([], progress=False) == []
     assert default_workers() >= 1
-    with pytest.raises(LieError, match="time limit"):
-        grade_many([{"response": "1", "gold": "1", "kind": "math"}], timeout_s=0)
+    one = [{"response": "1", "gold": "1", "kind": "math"}]
+    for bad, message in [
+        (0, "finite number > 0"),
+        (float("nan"), "finite number > 0"),
+        (float("inf"), "finite number > 0"),
+        ("soon", "a number of seconds"),
+        (10, "must exceed math-verify's own guards \\(3 x 5 s = 15 s\\)"),
+    ]:
+        with pytest.raises(LieError, match=message):
+            grade_many(one, timeout_s=bad)
+    with pytest.raises(LieError, match="workers must be an integer >= 0"):
+        grade_many(one, workers=-1)
     # more workers than items, many items per worker, order kept
     items = [{"response": f"\\boxed{{{i}}}", "gold": str(i % 4), "kind": "math"} for i in range(40)]
     results = grade_many(items, workers=8, progress=False)

@@ -16,6 +16,7 @@ from collections import Counter
 from typing import Any
 
 from lie.errors import LieError
+from lie.grading.executor import DEFAULT_TIMEOUT_S
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ def grading_settings(
         from lie.config import load_config
 
         evaluation = load_config(config_path).get("evaluation") or {}
-    timeout = float(timeout if timeout is not None else evaluation.get("grade_timeout_s", 10))
+    timeout = float(timeout if timeout is not None else evaluation.get("grade_timeout_s", DEFAULT_TIMEOUT_S))
     workers = int(workers if workers is not None else evaluation.get("grade_workers", 0))
     if timeout <= 0 or workers < 0:
         raise LieError(f"the time limit must be > 0 and workers >= 0, got {timeout} and {workers}")

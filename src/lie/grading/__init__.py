@@ -1,8 +1,10 @@
-"""Grading: math-verify as the authors use it, multiple choice A-J, and a pool with hard time limits.
+"""Grading: math-verify as the authors use it, multiple choice A-J, and one executor with hard limits.
 
-- :func:`grade_math`, :func:`grade_choice`, :func:`grade_item`: one item in this process (the
-  reward managers and the pool's workers call these);
-- :func:`grade_many`: a batch in worker processes, each item under a hard limit (evaluation).
+- :func:`grade_math`, :func:`grade_choice`, :func:`grade_item`: one item in this process (what the
+  executor's workers run);
+- :class:`GradingExecutor` (``await ex.grade(item)``, ``ex.grade_many(items)``) and :func:`grade_many`:
+  items in worker processes, each under a hard limit of its own running time. Every caller of the
+  project grades through it (the verl manager, the TRL engine, reflen, evaluate, grade).
 
 Every grader returns a :class:`GradeResult`: ``correct``, ``pred``, ``status`` (``ok``,
 ``no_answer``, ``timeout``, ``error``), ``seconds`` and ``message``.
@@ -11,10 +13,12 @@ Every grader returns a :class:`GradeResult`: ``correct``, ``pred``, ``status`` (
 from lie.grading.choice import extract_choice, grade_choice
 from lie.grading.items import KINDS, check_item, grade_item
 from lie.grading.mathverify import grade_math
-from lie.grading.pool import default_workers, grade_many
+from lie.grading.executor import DEFAULT_TIMEOUT_S, GradingExecutor, default_workers, grade_many
 from lie.grading.result import STATUSES, GradeResult
 
 __all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "GradingExecutor",
     "GradeResult",
     "STATUSES",
     "KINDS",
