@@ -124,7 +124,7 @@ def test_every_config_entry_parses_and_writes_every_key():
 
 
 def entry(**changes):
-    base = copy.deepcopy(repo_config()["datasets"]["eval"]["aime24"])
+    base = copy.deepcopy(repo_config()["datasets"]["eval"]["aime24-hub"])
     base.update(changes)
     return base
 
@@ -143,6 +143,12 @@ def entry(**changes):
         ({"sha1": "abc"}, "40-hex git blob id"),
         ({"gated": "yes"}, "gated must be bool"),
         ({"n": "32"}, "n must be int"),
+        (
+            {"bare": {"url": None, "sha1": None, "local": None}},
+            "aime24.bare: set url \\(with sha1\\) or local",
+        ),
+        ({"bare": {"path": "x"}}, "aime24.bare: unknown key\\(s\\) path"),
+        ({"bare": {"url": "https://x", "sha1": "abc", "local": None}}, "aime24.bare.sha1 must be a 40-hex"),
     ],
 )
 def test_bad_entries_name_the_key(changes, message):

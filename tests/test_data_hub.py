@@ -75,11 +75,11 @@ def test_amc_83_problems_from_the_hub_cache(tmp_path, hub):
     commit = add_dataset(
         hub, "AI-MO/aimo-validation-amc", {"data/train-00000-of-00001.parquet": authors_amc()}
     )
-    rows, meta = build(tmp_path, repo_config(), "amc")
+    rows, meta = build(tmp_path, repo_config(), "amc-hub")
     assert len(rows) == 83
     assert rows[0]["reward_model"]["ground_truth"] == "142"  # 142.0 on the hub
     assert all(r["reward_model"]["ground_truth"].lstrip("-").isdigit() for r in rows)
-    assert rows[0]["prompt"][0]["content"].endswith(SUFFIX) and rows[0]["data_source"] == "amc"
+    assert rows[0]["prompt"][0]["content"].endswith(SUFFIX) and rows[0]["data_source"] == "amc-hub"
     assert meta["source"] == {
         "type": "hub",
         "hf_id": "AI-MO/aimo-validation-amc",
@@ -101,15 +101,17 @@ def test_revision_resolution(tmp_path, hub):
     )
     new = add_dataset(hub, "HuggingFaceH4/aime_2024", {"data/train-00000-of-00001.parquet": aime_table(30)})
     config = repo_config()
-    rows, meta = build(tmp_path, config, "aime24")
+    rows, meta = build(tmp_path, config, "aime24-hub")
     assert (len(rows), meta["source"]["commit"]) == (30, new)
     for revision in (old, "v1"):
-        config["datasets"]["eval"]["aime24"]["revision"] = revision
-        rows, meta = build(tmp_path, config, "aime24")
+        config["datasets"]["eval"]["aime24-hub"]["revision"] = revision
+        rows, meta = build(tmp_path, config, "aime24-hub")
         assert (len(rows), meta["source"]["commit"], meta["source"]["revision"]) == (29, old, revision)
-    config["datasets"]["eval"]["aime24"]["revision"] = "f" * 40
-    with pytest.raises(LieError, match="'aime24' .* is not in the hub cache .*HF_HUB_OFFLINE is set.*local"):
-        build(tmp_path, config, "aime24")
+    config["datasets"]["eval"]["aime24-hub"]["revision"] = "f" * 40
+    with pytest.raises(
+        LieError, match="'aime24-hub' .* is not in the hub cache .*HF_HUB_OFFLINE is set.*local"
+    ):
+        build(tmp_path, config, "aime24-hub")
 
 
 def dapo_raw(problems: int = 150, copies: int = 100) -> tuple[pa.Table, list[str], list[str]]:
@@ -183,9 +185,9 @@ def deepmath_repo(hub, rows: int = 300) -> dict[str, float]:
 def test_deepmath_seeded_draw_reads_only_needed_columns(tmp_path, hub):
     difficulty = deepmath_repo(hub)
     config = repo_config()
-    config["datasets"]["train"]["deepmath-5k"].update(sample=40, seed=42)
-    rows, meta = build(tmp_path, config, "deepmath-5k")
-    again, _ = build(tmp_path, config, "deepmath-5k")
+    config["datasets"]["train"]["deepmath-5k-draw"].update(sample=40, seed=42)
+    rows, meta = build(tmp_path, config, "deepmath-5k-draw")
+    again, _ = build(tmp_path, config, "deepmath-5k-draw")
     assert len(rows) == 40 and rows == again
     assert meta["columns"] == ["question", "final_answer"]
     assert (
@@ -194,15 +196,17 @@ def test_deepmath_seeded_draw_reads_only_needed_columns(tmp_path, hub):
         and "default_rng" in meta["sample"]["method"]
     )
     assert meta["filter"] is None and meta["rows"]["read"] == 300
-    config["datasets"]["train"]["deepmath-5k"].update(seed=7, filter={"difficulty": {"min": 5, "max": 8}})
-    other, meta = build(tmp_path, config, "deepmath-5k")
+    config["datasets"]["train"]["deepmath-5k-draw"].update(
+        seed=7, filter={"difficulty": {"min": 5, "max": 8}}
+    )
+    other, meta = build(tmp_path, config, "deepmath-5k-draw")
     assert {r["extra_info"]["question"] for r in other} != {r["extra_info"]["question"] for r in rows}
     assert all(5 <= difficulty[r["extra_info"]["question"]] <= 8 for r in other)
     assert meta["filter"] == {"difficulty": {"min": 5, "max": 8}} and meta["rows"]["after_filter"] == 120
     assert meta["columns"] == ["question", "final_answer", "difficulty"]
-    config["datasets"]["train"]["deepmath-5k"].update(sample=121)
+    config["datasets"]["train"]["deepmath-5k-draw"].update(sample=121)
     with pytest.raises(LieError, match="sample is 121 but only 120 rows pass the filter"):
-        build(tmp_path, config, "deepmath-5k")
+        build(tmp_path, config, "deepmath-5k-draw")
 
 
 def arc_table(rows: list[tuple[str, list[str], list[str], str]]) -> pa.Table:
@@ -343,18 +347,18 @@ def test_mmlu_pro_and_polaris_jsonl(tmp_path, hub):
 def test_missing_data_set_and_missing_column(tmp_path, hub):
     with pytest.raises(
         LieError,
-        match="data set .math500. \\(HuggingFaceH4/MATH-500 at revision 6e4ed1a2a79a[0-9a-f]*\\) is not in the hub cache",
+        match="data set .math500-hub. \\(HuggingFaceH4/MATH-500 at revision 6e4ed1a2a79a[0-9a-f]*\\) is not in the hub cache",
     ):
-        build(tmp_path, repo_config(), "math500")
+        build(tmp_path, repo_config(), "math500-hub")
     add_dataset(
         hub,
         "yentinglin/aime_2025",
         {"data/train-00000-of-00001.parquet": aime_table().drop_columns(["answer"])},
     )
     with pytest.raises(
-        LieError, match="datasets.eval.aime25: column 'answer' missing in .*train-00000-of-00001.parquet"
+        LieError, match="datasets.eval.aime25-hub: column 'answer' missing in .*train-00000-of-00001.parquet"
     ):
-        build(tmp_path, repo_config(), "aime25")
+        build(tmp_path, repo_config(), "aime25-hub")
     assert not list(tmp_path.glob("*.parquet"))
 
 

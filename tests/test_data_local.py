@@ -1,7 +1,8 @@
 """``lie data`` through the local-file and URL paths on the real benchmark files of ../shared/data.
 
-The authors' validation file (LINs-lab/LIE ``data/valid.all_qwen3.parquet``) was built from the
-same Qwen2.5-Math files with the same template: our rows must match its prompts and answers.
+The authors' validation file (LINs-lab/LIE ``data/valid.all_qwen3.parquet``, the default source
+of the in-domain sets: tests/test_data_authors.py) was built from the same Qwen2.5-Math files with
+the same template: the optional sources (``*-hub``, ``*-qwen25``) must match its prompts and answers.
 """
 
 from __future__ import annotations
@@ -23,13 +24,13 @@ from lie.data.sources import git_blob_sha1, url_cache_path
 from lie.errors import LieError
 
 LOCAL = {
-    "aime24": "qwen25-math-eval/aime24.jsonl",
-    "amc": "qwen25-math-eval/amc23.jsonl",
-    "math500": "qwen25-math-eval/math500.jsonl",
-    "minerva": "qwen25-math-eval/minerva_math.jsonl",
-    "olympiadbench": "qwen25-math-eval/olympiadbench.jsonl",
+    "aime24-hub": "qwen25-math-eval/aime24.jsonl",
+    "amc-hub": "qwen25-math-eval/amc23.jsonl",
+    "math500-hub": "qwen25-math-eval/math500.jsonl",
+    "minerva-qwen25": "qwen25-math-eval/minerva_math.jsonl",
+    "olympiadbench-qwen25": "qwen25-math-eval/olympiadbench.jsonl",
 }
-AUTHORS_NAME = {"math500": "math", "minerva": "minerva", "olympiadbench": "olympiad_bench", "aime24": "aime"}
+AUTHORS_NAME = {"math500-hub": "math", "minerva-qwen25": "minerva", "olympiadbench-qwen25": "olympiad_bench"}
 
 
 def local_config(name: str) -> dict:
@@ -56,12 +57,16 @@ def build(tmp_path, config, name, **kwargs):
     return pq.read_table(out), out
 
 
-@pytest.mark.parametrize("name", ["math500", "minerva", "olympiadbench"])
+@pytest.mark.parametrize("name", ["math500-hub", "minerva-qwen25", "olympiadbench-qwen25"])
 def test_rows_match_the_authors_validation_file(tmp_path, name):
     table, out = build(tmp_path, local_config(name), name)
     ours = table.to_pylist()
     theirs = authors_rows(AUTHORS_NAME[name])
-    assert len(ours) == len(theirs) == {"math500": 500, "minerva": 272, "olympiadbench": 675}[name]
+    assert (
+        len(ours)
+        == len(theirs)
+        == {"math500-hub": 500, "minerva-qwen25": 272, "olympiadbench-qwen25": 675}[name]
+    )
     for i, (a, b) in enumerate(zip(ours, theirs)):
         assert a["prompt"] == [{"role": "user", "content": b["prompt"][0]["content"]}], f"{name} row {i}"
         assert a["reward_model"]["ground_truth"] == normalise_answer(b["reward_model"]["ground_truth"]), (
@@ -75,7 +80,7 @@ def test_rows_match_the_authors_validation_file(tmp_path, name):
 
 
 def test_aime24_answers_lose_their_zero_padding(tmp_path):
-    ours = build(tmp_path, local_config("aime24"), "aime24")[0].to_pylist()
+    ours = build(tmp_path, local_config("aime24-hub"), "aime24-hub")[0].to_pylist()
     theirs = authors_rows("aime")
     assert len(ours) == 30
     assert sorted(r["reward_model"]["ground_truth"] for r in ours) == sorted(
@@ -86,14 +91,14 @@ def test_aime24_answers_lose_their_zero_padding(tmp_path):
 
 
 def test_amc_float_answers_become_integers(tmp_path):
-    rows = build(tmp_path, local_config("amc"), "amc")[0].to_pylist()
+    rows = build(tmp_path, local_config("amc-hub"), "amc-hub")[0].to_pylist()
     assert len(rows) == 40
     assert rows[0]["reward_model"]["ground_truth"] == "27"  # 27.0 in the file
     assert all(r["reward_model"]["ground_truth"].lstrip("-").isdigit() for r in rows)
 
 
 def test_cli_writes_atomically_with_limit(tmp_path):
-    config = local_config("math500")
+    config = local_config("math500-hub")
     cfg = tmp_path / "config.yaml"
     cfg.write_text(yaml.safe_dump(config), encoding="utf-8")
     out = tmp_path / "out" / "math500.parquet"
@@ -104,7 +109,7 @@ def test_cli_writes_atomically_with_limit(tmp_path):
                 "--config",
                 str(cfg),
                 "--set-name",
-                "math500",
+                "math500-hub",
                 "--out",
                 str(out),
                 "--limit",
@@ -120,22 +125,22 @@ def test_cli_writes_atomically_with_limit(tmp_path):
 
 
 def test_a_failed_build_leaves_no_file(tmp_path, capsys):
-    config = local_config("math500")
-    config["datasets"]["eval"]["math500"]["format"] = "olympiadbench"  # reads `question`, absent here
+    config = local_config("math500-hub")
+    config["datasets"]["eval"]["math500-hub"]["format"] = "olympiadbench"  # reads `question`, absent here
     cfg = tmp_path / "config.yaml"
     cfg.write_text(yaml.safe_dump(config), encoding="utf-8")
     out = tmp_path / "math500.parquet"
-    assert main(["data", "--config", str(cfg), "--set-name", "math500", "--out", str(out)]) == 2
+    assert main(["data", "--config", str(cfg), "--set-name", "math500-hub", "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert "datasets.eval.math500" in err and "column 'question', 'final_answer' missing" in err
+    assert "datasets.eval.math500-hub" in err and "column 'question', 'final_answer' missing" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yaml"]
 
 
 def test_missing_local_path_names_the_key(tmp_path):
-    config = local_config("minerva")
-    config["datasets"]["eval"]["minerva"]["local"] = str(tmp_path / "nope.jsonl")
-    with pytest.raises(LieError, match="datasets.eval.minerva.local is .*does not exist"):
-        build(tmp_path, config, "minerva")
+    config = local_config("minerva-qwen25")
+    config["datasets"]["eval"]["minerva-qwen25"]["local"] = str(tmp_path / "nope.jsonl")
+    with pytest.raises(LieError, match="datasets.eval.minerva-qwen25.local is .*does not exist"):
+        build(tmp_path, config, "minerva-qwen25")
 
 
 @pytest.fixture
@@ -148,19 +153,20 @@ def url_cache(tmp_path, monkeypatch):
 
 
 def test_url_source_offline_from_the_download_cache(tmp_path, url_cache):
-    config = repo_config()  # olympiadbench: the pinned Qwen2.5-Math URL and its git blob id
-    spec = config["datasets"]["eval"]["olympiadbench"]
-    src = shared_file(LOCAL["olympiadbench"])
+    config = repo_config()  # the pinned Qwen2.5-Math URL of OlympiadBench and its git blob id
+    name = "olympiadbench-qwen25"
+    spec = config["datasets"]["eval"][name]
+    src = shared_file(LOCAL[name])
     assert git_blob_sha1(src.read_bytes()) == spec["sha1"]  # the id ../shared/data/README.md lists
     with pytest.raises(LieError, match="not in the download cache .* HF_HUB_OFFLINE is set"):
-        build(tmp_path, config, "olympiadbench")
+        build(tmp_path, config, name)
     cached = url_cache_path(spec["url"])
     cached.parent.mkdir(parents=True)
     shutil.copy(src, cached)
-    table, out = build(tmp_path, config, "olympiadbench")
-    local, _ = build(tmp_path / "l", local_config("olympiadbench"), "olympiadbench")
+    table, out = build(tmp_path, config, name)
+    local, _ = build(tmp_path / "l", local_config(name), name)
     assert table.num_rows == 675 and table.to_pylist() == local.to_pylist()
     assert read_metadata(out)["source"] == {"type": "url", "url": spec["url"], "sha1": spec["sha1"]}
     cached.write_bytes(src.read_bytes()[:-10])
     with pytest.raises(LieError, match="has git blob id .* expected ec36280b"):
-        build(tmp_path, config, "olympiadbench")
+        build(tmp_path, config, name)

@@ -1,10 +1,42 @@
-# Generation on every benchmark (runs and base models), and grading at every budget.
+# Generation on every benchmark (runs and base models), and grading at every budget. The models of
+# evaluation.bare_questions (OctoThinker, as the authors did) get the bare-question files.
+
+
+def bare_questions(key: str) -> bool:
+    """Whether a run's model (or a base model) is evaluated on bare questions."""
+    model = config["experiments"][key]["model"] if key in config["experiments"] else key
+    return model in (config["evaluation"].get("bare_questions") or [])
+
+
+def get_bench_data(key: str, bench: str) -> str:
+    return f"{OUT}/data/bare/{bench}.parquet" if bare_questions(key) else f"{OUT}/data/{bench}.parquet"
+
+
+def get_eval_data(wildcards) -> list[str]:
+    return [get_bench_data(wildcards.key, bench) for bench in BENCHMARKS]
+
+
+rule data_bare:
+    output:
+        f"{OUT}/data/bare/{{bench}}.parquet",
+    log:
+        f"{OUT}/logs/data/bare/{{bench}}.log",
+    params:
+        config=CONFIG,
+        entry=lambda w: json.dumps(lie_config.dataset_entry(config, w.bench)[1], sort_keys=True),
+    threads: 1
+    resources:
+        mem_mb=16000,
+        runtime=120,
+    container: IMAGE or None
+    shell:
+        "lie data --config {params.config} --set-name {wildcards.bench} --bare --out {output} > {log} 2>&1"
 
 
 rule generate:
     input:
         model=get_evaluated_model,
-        data=f"{OUT}/data/{{bench}}.parquet",
+        data=lambda w: get_bench_data(w.key, w.bench),
     output:
         f"{OUT}/generations/{{key}}/{{bench}}.jsonl",
     log:
@@ -31,6 +63,7 @@ rule generate:
 rule evaluate:
     input:
         gens=get_generations,
+        data=get_eval_data,
         model=get_evaluated_model,
     output:
         scores=f"{OUT}/scores/{{key}}/scores.jsonl",
@@ -40,8 +73,17 @@ rule evaluate:
     params:
         config=CONFIG,
         gens=lambda w, input: " ".join(f"--gen {g}" for g in input.gens),
+        data=lambda w, input: " ".join(f"--data {d}" for d in input.data),
         settings=lambda w: json.dumps(
             {k: config["evaluation"][k] for k in ("budgets", "in_domain", "out_of_domain")}, sort_keys=True
+        ),
+        # the grading: a change regrades the same generations (never regenerates)
+        grading=lambda w: json.dumps(
+            {
+                "choice_grading": config["evaluation"].get("choice_grading", "robust"),
+                "grade_timeout_s": config["evaluation"]["grade_timeout_s"],
+            },
+            sort_keys=True,
         ),
     threads: 2
     resources:
@@ -49,5 +91,5 @@ rule evaluate:
         runtime=6 * 60,
     container: IMAGE or None
     shell:
-        "lie evaluate --config {params.config} {params.gens} --tokenizer {input.model}"
+        "lie evaluate --config {params.config} {params.gens} {params.data} --tokenizer {input.model}"
         " --out-scores {output.scores} --out-summary {output.summary} --no-progress > {log} 2>&1"

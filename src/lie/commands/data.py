@@ -2,7 +2,9 @@
 
 The source, revision, split, format and selection of NAME come from ``datasets:`` in the config
 (see docs/data.md); the file records them in its parquet metadata. ``--limit N`` keeps the first
-N rows (smoke runs). Offline: ``HF_HUB_OFFLINE=1`` reads the hub cache, or set ``local:``.
+N rows (smoke runs); ``--bare`` writes an evaluation set's bare questions (its ``bare`` file, else
+the question alone), for the models of ``evaluation.bare_questions``. Offline: ``HF_HUB_OFFLINE=1``
+reads the hub cache, or set ``local:``.
 Example: ``lie data --config config.yaml --set-name aime24 --out data/aime24.parquet``.
 """
 
@@ -18,6 +20,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--out", required=True, help="output parquet file (written atomically)")
     parser.add_argument("--limit", type=int, default=None, help="keep the first N rows (smoke runs)")
+    parser.add_argument(
+        "--bare", action="store_true", help="the bare questions (evaluation sets; evaluation.bare_questions)"
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
@@ -30,5 +35,7 @@ def run(args: argparse.Namespace) -> int:
 
         disable_progress_bars()
     config = load_config(args.config)
-    build_dataset(config, args.set_name, args.out, limit=args.limit, progress=not args.no_progress)
+    build_dataset(
+        config, args.set_name, args.out, limit=args.limit, progress=not args.no_progress, bare=args.bare
+    )
     return 0

@@ -1,18 +1,23 @@
 """``lie evaluate``: grade generations at every token budget and summarise per benchmark.
 
-``lie evaluate --config config.yaml --gen GEN.jsonl [--gen ...] --tokenizer MODEL
---out-scores SCORES.jsonl --out-summary SUMMARY.json`` (or ``SUMMARY.csv``).
+``lie evaluate --config config.yaml --gen GEN.jsonl [--gen ...] [--data BENCH.parquet ...]
+--tokenizer MODEL --out-scores SCORES.jsonl --out-summary SUMMARY.json`` (or ``SUMMARY.csv``).
 
 Test-time scaling without regenerating: each generation (``lie generate``) is cut at every budget
 of ``evaluation.budgets`` (its first B token ids, decoded with the model's tokenizer, special
 tokens skipped) and graded; a generation of at most B tokens is graded once, on its own text.
 Identical texts are graded once. Grading runs in worker processes under
-``evaluation.grade_timeout_s`` per item (``lie.grading.grade_many``).
+``evaluation.grade_timeout_s`` per item (``lie.grading.grade_many``). Multiple-choice items are
+read in the mode ``evaluation.choice_grading`` (``robust``, or ``authors``: their evaluation
+script's patterns) with their option texts (``options``), taken from the benchmarks' data files
+(``--data``, rows of ``lie data``: ``extra_info.choices``) or from the generation lines; the mode
+is recorded in the summary, so that both modes can be graded from the same generations.
 
 Scores, one JSON line per sample: ``bench``, ``index``, ``sample``, ``kind``, ``gold``,
 ``num_tokens``, ``finish_reason``, ``grades`` ({budget: {``correct``, ``pred``, ``status``}}).
 Summary per benchmark and budget: ``avg@n:n=N``, ``pass@k:k=K&n=N`` (K in 1,2,4,..,32, K <= N;
-``pass@k:k=1`` is Pass@1), ``n_timeouts``, ``n_no_answer``, ``n_errors``, ``n_truncated``; and the
+``pass@k:k=1`` is Pass@1), ``n_timeouts``, ``n_no_answer``, ``n_errors``, ``n_truncated``; per
+benchmark ``mean_tokens`` (the mean response length at each budget, in tokens); and the
 in-domain and out-of-domain averages of avg@n over ``evaluation.in_domain`` / ``out_of_domain``
 (``null`` with the ``missing`` benchmarks named when any is absent; ``mean_of_present`` beside it).
 """
@@ -31,10 +36,12 @@ from pathlib import Path
 from typing import Any
 
 from lie.errors import LieError
+from lie.grading.executor import DEFAULT_TIMEOUT_S
 
 log = logging.getLogger(__name__)
 
 DOMAINS = ("in_domain", "out_of_domain")
+CHOICE_GRADING = ("robust", "authors")
 
 
 @dataclass
@@ -45,6 +52,7 @@ class Sample:
     gold: str
     kind: str
     letters: list[str]
+    options: list[str]  # option texts in letter order (choice items; empty when unknown)
     token_ids: Sequence[int]  # an array of 4-byte ints: 12k MMLU-Pro samples of 32k tokens fit in memory
     text: str
     finish_reason: str | None
@@ -54,6 +62,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, help="config.yaml (its evaluation: section)")
     parser.add_argument(
         "--gen", action="append", required=True, help="generations of `lie generate` (repeat)"
+    )
+    parser.add_argument(
+        "--data", action="append", default=[], help="benchmark parquet of `lie data` (option texts; repeat)"
+    )
+    parser.add_argument(
+        "--choice-grading", choices=CHOICE_GRADING, default=None, help="default: evaluation.choice_grading"
     )
     parser.add_argument("--tokenizer", help="the model (folder or config model name) whose tokenizer decodes")
     parser.add_argument("--out-scores", required=True, help="per-sample scores, JSON lines")
@@ -77,7 +91,42 @@ def _compact(ids: list[int], where: str) -> Sequence[int]:
         raise LieError(f"{where}: field 'token_ids' holds an id outside 0..2^31") from None
 
 
-def read_generations(paths: Sequence[str]) -> list[Sample]:
+def read_options(paths: Sequence[str]) -> dict[tuple[str, int], list[str]]:
+    """Option texts of the choice rows of ``lie data`` files, by (benchmark, problem index)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out: dict[tuple[str, int], list[str]] = {}
+    for path in paths:
+        try:
+            table = pq.read_table(path, columns=["data_source", "extra_info"])
+        except (OSError, pa.ArrowInvalid, KeyError) as exc:
+            raise LieError(f"--data {path}: not a data file of `lie data` ({exc})") from None
+        for row in table.to_pylist():
+            extra = row.get("extra_info") or {}
+            choices, index = extra.get("choices"), extra.get("index")
+            if choices and isinstance(index, int):
+                out[(str(row["data_source"]), index)] = [str(c) for c in choices]
+    return out
+
+
+def _options(
+    obj: dict[str, Any], table: dict[tuple[str, int], list[str]], key: tuple[str, int], where: str
+) -> list[str]:
+    """A choice item's option texts: the generation line's ``options``, else the data file's."""
+    options = obj.get("options") or table.get(key) or []
+    letters = obj.get("letters") or []
+    if options and len(options) != len(letters):
+        raise LieError(
+            f"{where}: {len(options)} option texts for the {len(letters)} letters {letters}; the data file "
+            "(--data) is not the one the generations were made from"
+        )
+    return [str(o) for o in options]
+
+
+def read_generations(
+    paths: Sequence[str], options: dict[tuple[str, int], list[str]] | None = None
+) -> list[Sample]:
     """Every sample of every file, checked: a bad line names its file, line and field."""
     from lie.grading import check_item
     from lie.jsonl import read_jsonl
@@ -115,6 +164,7 @@ def read_generations(paths: Sequence[str]) -> list[Sample]:
             if key in seen:
                 raise LieError(f"{where}: sample {sample} of {key[0]} problem {index} is also in {seen[key]}")
             seen[key] = where
+            texts = _options(obj, options or {}, key[:2], where) if item["kind"] == "choice" else []
             samples.append(
                 Sample(
                     key[0],
@@ -123,6 +173,7 @@ def read_generations(paths: Sequence[str]) -> list[Sample]:
                     item["gold"],
                     item["kind"],
                     item.get("choices", []),
+                    texts,
                     _compact(ids, where),
                     item["response"],
                     obj.get("finish_reason"),
@@ -154,6 +205,38 @@ def _budgets(evaluation: dict[str, Any]) -> list[int]:
     return sorted(set(budgets))
 
 
+def choice_grading(evaluation: dict[str, Any], override: str | None = None) -> str:
+    """The multiple-choice grading mode: ``override``, else ``evaluation.choice_grading`` (robust)."""
+    mode = override if override is not None else evaluation.get("choice_grading", "robust")
+    if mode not in CHOICE_GRADING:
+        raise LieError(f"config: evaluation.choice_grading must be one of {CHOICE_GRADING}, got {mode!r}")
+    return mode
+
+
+def grading_items(
+    samples: Sequence[Sample], texts: Sequence[Sequence[str]], mode: str
+) -> tuple[list[dict[str, Any]], list[list[int]]]:
+    """The distinct items to grade, and for every sample the item of each budget's text."""
+    unique: dict[tuple[Any, ...], int] = {}
+    items: list[dict[str, Any]] = []
+    slots: list[list[int]] = []
+    for s, per_budget in zip(samples, texts):
+        row = []
+        for text in per_budget:
+            key = (text, s.gold, s.kind, tuple(s.letters), tuple(s.options))
+            if key not in unique:
+                unique[key] = len(items)
+                item: dict[str, Any] = {"response": text, "gold": s.gold, "kind": s.kind}
+                if s.kind == "choice":
+                    item.update(choices=s.letters, choice_grading=mode)
+                    if s.options:
+                        item["options"] = s.options
+                items.append(item)
+            row.append(unique[key])
+        slots.append(row)
+    return items, slots
+
+
 def evaluate(
     config: dict[str, Any],
     gen_paths: Sequence[str],
@@ -162,15 +245,24 @@ def evaluate(
     workers: int | None = None,
     progress: bool = True,
     grader: Callable[..., list[Any]] | None = None,
+    data_paths: Sequence[str] = (),
+    mode: str | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """(per-sample score lines, summary). ``tokenizer`` may be a loader, called only if some text is cut."""
+    """(per-sample score lines, summary). ``tokenizer`` may be a loader, called only if some text is cut.
+
+    ``data_paths``: the benchmarks' data files, for the option texts; ``mode``: the choice grading
+    mode (default ``evaluation.choice_grading``).
+    """
     if grader is None:
         from lie.grading import grade_many as grader
     evaluation = config.get("evaluation") or {}
     budgets = _budgets(evaluation)
-    timeout_s = float(timeout_s if timeout_s is not None else evaluation.get("grade_timeout_s", 10))
+    mode = choice_grading(evaluation, mode)
+    timeout_s = float(
+        timeout_s if timeout_s is not None else evaluation.get("grade_timeout_s", DEFAULT_TIMEOUT_S)
+    )
     workers = int(workers if workers is not None else evaluation.get("grade_workers", 0))
-    samples = read_generations(gen_paths)
+    samples = read_generations(gen_paths, read_options(data_paths) if data_paths else None)
     longest = max(len(s.token_ids) for s in samples)
     if longest > budgets[0]:
         if tokenizer is None:
@@ -182,27 +274,14 @@ def evaluate(
         if callable(tokenizer) and not hasattr(tokenizer, "decode"):
             tokenizer = tokenizer()
     texts = budget_texts(samples, budgets, tokenizer)
-    unique: dict[tuple[str, str, str, tuple[str, ...]], int] = {}
-    items: list[dict[str, Any]] = []
-    slots: list[list[int]] = []
-    for s, per_budget in zip(samples, texts):
-        row = []
-        for text in per_budget:
-            key = (text, s.gold, s.kind, tuple(s.letters))
-            if key not in unique:
-                unique[key] = len(items)
-                item = {"response": text, "gold": s.gold, "kind": s.kind}
-                if s.kind == "choice":
-                    item["choices"] = s.letters
-                items.append(item)
-            row.append(unique[key])
-        slots.append(row)
+    items, slots = grading_items(samples, texts, mode)
     log.info(
-        "%d samples x %d budgets: %d distinct texts to grade (limit %.1f s each)",
+        "%d samples x %d budgets: %d distinct texts to grade (limit %.1f s each, choice grading %s)",
         len(samples),
         len(budgets),
         len(items),
         timeout_s,
+        mode,
     )
     results = grader(items, timeout_s=timeout_s, workers=workers, progress=progress)
     scores = []
@@ -227,7 +306,15 @@ def evaluate(
             }
         )
     summary = summarize_scores(scores, budgets, config)
-    summary["grading"] = {"timeout_s": timeout_s, "samples": len(samples), "graded_texts": len(items)}
+    choice = [s for s in samples if s.kind == "choice"]
+    summary["grading"] = {
+        "timeout_s": timeout_s,
+        "choice_grading": mode,
+        "samples": len(samples),
+        "graded_texts": len(items),
+        "choice_samples": len(choice),
+        "choice_samples_with_options": sum(bool(s.options) for s in choice),
+    }
     return scores, summary
 
 
@@ -262,6 +349,7 @@ def summarize_scores(
             per_budget[key] = metrics
         entry["avg@n"] = metric_name("avg@n", n=n)
         entry["budgets"] = per_budget
+        entry["mean_tokens"] = mean_tokens(problems, budgets)
         benchmarks[bench] = entry
         expected = (eval_sets.get(bench) or {}).get("n")
         if expected is not None and expected != n:
@@ -283,6 +371,12 @@ def summarize_scores(
     return summary
 
 
+def mean_tokens(problems: Sequence[Sequence[dict[str, Any]]], budgets: Sequence[int]) -> dict[str, float]:
+    """Mean response length in tokens at each budget (a response longer than B counts B)."""
+    lengths = [s["num_tokens"] for p in problems for s in p]
+    return {str(b): sum(min(n, b) for n in lengths) / max(1, len(lengths)) for b in budgets}
+
+
 def summary_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """The summary as long rows ``bench, budget, metric, value, note`` (the CSV form)."""
     rows = []
@@ -290,6 +384,11 @@ def summary_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
         for budget, metrics in entry["budgets"].items():
             for metric, value in metrics.items():
                 rows.append({"bench": bench, "budget": budget, "metric": metric, "value": value, "note": ""})
+            if budget in entry.get("mean_tokens", {}):
+                value = entry["mean_tokens"][budget]
+                rows.append(
+                    {"bench": bench, "budget": budget, "metric": "mean_tokens", "value": value, "note": ""}
+                )
     for domain in DOMAINS:
         entry = summary[domain]
         note = f"missing: {' '.join(entry['missing'])}" if entry["missing"] else ""
@@ -344,6 +443,8 @@ def run(args: argparse.Namespace) -> int:
         timeout_s=args.timeout,
         workers=args.workers,
         progress=not args.no_progress,
+        data_paths=args.data,
+        mode=args.choice_grading,
     )
     with atomic_output(args.out_scores) as out:
         for line in scores:

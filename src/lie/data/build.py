@@ -1,4 +1,11 @@
-"""``lie data`` for one data set: fetch, select, turn rows into verl rows, write with provenance."""
+"""``lie data`` for one data set: fetch, select, turn rows into verl rows, write with provenance.
+
+The prompt of a row is the source's own (format ``lie-authors``: the authors' files, verbatim),
+else the question through the config's template (``prompt.math`` / ``prompt.choice``). The bare
+variant (``--bare``, for the models of ``evaluation.bare_questions``) reads the set's ``bare`` file
+when it has one (the authors' Llama file, verbatim), else puts the question alone (with the
+options for multiple choice) in the prompt: :data:`BARE_TEMPLATES`.
+"""
 
 from __future__ import annotations
 
@@ -13,13 +20,15 @@ from lie import __version__
 from lie.data.formats import FORMATS, GPQA_SHUFFLE, Context
 from lie.data.rows import make_row, to_table, write_table
 from lie.data.sources import resolve
-from lie.data.spec import DatasetSpec, dataset_spec
+from lie.data.spec import DatasetSpec, bare_spec, dataset_spec
 from lie.data.tables import DRAW_METHOD, apply_filter, dedup_first, read_columns, seeded_draw
 from lie.errors import LieError
 
 log = logging.getLogger(__name__)
 
 ROW = "__source_row"
+BARE_TEMPLATES = {"math": "{question}", "choice": "{question}\n\n{choices}"}
+VERBATIM = "verbatim: the source's own prompt (format lie-authors)"
 
 
 def template_for(config: dict[str, Any], kind: str) -> str:
@@ -52,17 +61,37 @@ def select_rows(spec: DatasetSpec, table: pa.Table, limit: int | None) -> tuple[
     return table, counts
 
 
+def _prompted(row: dict[str, Any], item: Any, verbatim: bool) -> dict[str, Any]:
+    """``row`` with the source's own prompt when it is kept verbatim."""
+    if verbatim and item.prompt is not None:
+        row["prompt"] = [{"role": "user", "content": item.prompt}]
+    return row
+
+
 def build_dataset(
-    config: dict[str, Any], name: str, out: str | Path, limit: int | None = None, progress: bool = True
+    config: dict[str, Any],
+    name: str,
+    out: str | Path,
+    limit: int | None = None,
+    progress: bool = True,
+    bare: bool = False,
 ) -> dict[str, Any]:
-    """Write data set ``name`` of ``config`` to ``out`` (parquet, verl rows); return its metadata."""
+    """Write data set ``name`` of ``config`` to ``out`` (parquet, verl rows); return its metadata.
+
+    ``bare``: the bare-question variant (module docstring).
+    """
     from tqdm import tqdm
 
     if limit is not None and limit < 1:
         raise LieError(f"--limit must be >= 1, got {limit}")
     spec = dataset_spec(config, name)
+    if bare and spec.group != "eval":
+        raise LieError(f"--bare is for evaluation sets; {name!r} is in datasets.{spec.group}")
+    verbatim = FORMATS[spec.format].name == "lie-authors" and (not bare or spec.bare is not None)
+    if bare:
+        spec = bare_spec(spec)
     fmt = FORMATS[spec.format]
-    template = template_for(config, spec.kind)
+    template = BARE_TEMPLATES[spec.kind] if bare and not verbatim else template_for(config, spec.kind)
     if spec.synthetic is not None:
         from lie.data.synthetic import synthetic_table
 
@@ -81,7 +110,7 @@ def build_dataset(
         if not item.question.strip() or not item.answer:
             skipped.append(int(rec[ROW]))
             continue
-        rows.append(make_row(name, spec.kind, split, len(rows), item, template))
+        rows.append(_prompted(make_row(name, spec.kind, split, len(rows), item, template), item, verbatim))
     if skipped:
         log.warning(
             "%s: skipped %d rows without a question or answer (source rows %s)",
@@ -103,12 +132,11 @@ def build_dataset(
         "kind": spec.kind,
         "split": split,
         "source": origin,
-        "template": template,
+        "template": VERBATIM if verbatim else template,
+        "bare": bare,
         "columns": columns,
         "rows": counts,
-        "dedup": {"key": "the prompt (first message)" if spec.format == "dapo" else fmt.columns[0]}
-        if spec.dedup
-        else None,
+        "dedup": {"key": "the prompt (first message)" if fmt.key else fmt.columns[0]} if spec.dedup else None,
         "filter": spec.filter,
         "sample": {"size": spec.sample, "seed": spec.seed, "method": DRAW_METHOD} if spec.sample else None,
         "shuffle": {"seed": spec.shuffle_seed, "method": GPQA_SHUFFLE} if spec.format == "gpqa" else None,

@@ -3,7 +3,9 @@
 An item is the raw question (math questions byte for byte as in the source, so that prompts
 match the authors' files), the gold answer as a string (normalised: ``27.0`` -> ``27``,
 ``025`` -> ``25``, one pair of enclosing ``$`` dropped) and, for multiple choice, the option
-texts in letter order A-J. Which adapter a data set uses is its ``format`` key in config.yaml.
+texts in letter order A-J. Sources that already hold the model's prompt (the authors' own files,
+format ``lie-authors``) also give that prompt, kept verbatim instead of the config's template.
+Which adapter a data set uses is its ``format`` key in config.yaml.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ DAPO_PREFIX = (
 DAPO_SUFFIX = '\n\nRemember to put your answer on its own line after "Answer:".'
 DAPO_HEAD = "Solve the following math problem step by step."
 DAPO_TAIL = "\n\nRemember to put your answer on its own line after"
+# The instruction the authors' Qwen files append to every question (valid.all_qwen3.parquet,
+# deepmath-5k-octothinker_add1k.parquet); their Llama files hold the question alone.
+AUTHORS_INSTRUCTION = " Let's think step by step and output the final answer within \\boxed{}."
 GPQA_SHUFFLE = (
     "numpy.random.default_rng([shuffle_seed, source_row]).permutation(4) of [correct, incorrect 1-3]"
 )
@@ -40,6 +45,7 @@ class Item:
     answer: str
     choices: tuple[str, ...] = ()
     source_id: str = ""
+    prompt: str | None = None  # the source's own user message, kept verbatim (lie-authors)
 
 
 @dataclass(frozen=True)
@@ -159,6 +165,21 @@ def _dapo_key(table: pa.Table) -> pa.ChunkedArray:
     return pc.struct_field(pc.list_element(table["prompt"], 0), "content")
 
 
+def _parse_authors(rec: dict[str, Any], ctx: Context) -> Item:
+    """A row of the authors' verl files: their prompt verbatim, the question without their instruction."""
+    prompt = _dapo_content(rec["prompt"])
+    question = prompt[: -len(AUTHORS_INSTRUCTION)] if prompt.endswith(AUTHORS_INSTRUCTION) else prompt
+    gold = rec["reward_model"]
+    extra = rec.get("extra_info") or {}
+    index = extra.get("index") if isinstance(extra, dict) else None
+    return Item(
+        question,
+        normalise_answer(gold.get("ground_truth") if isinstance(gold, dict) else gold),
+        source_id=_sid(index if index != -1 else None),
+        prompt=prompt,
+    )
+
+
 def _parse_problem_answer(rec: dict[str, Any], ctx: Context) -> Item:
     return Item(
         _text(rec["problem"], "problem", ctx),
@@ -248,6 +269,16 @@ FORMATS: dict[str, Format] = {
     for f in (
         # DAPO-Math-17k: verl rows already; the bare problem is cut out of DAPO's instruction.
         Format("dapo", "math", ("prompt", "reward_model"), _parse_dapo, ("extra_info",), _dapo_key),
+        # The authors' files (LINs-lab/LIE data/*.parquet): verl rows, prompt kept verbatim; select a
+        # benchmark of their validation file with `filter: {data_source: [...]}` and `dedup: true`.
+        Format(
+            "lie-authors",
+            "math",
+            ("prompt", "reward_model"),
+            _parse_authors,
+            ("extra_info", "data_source"),
+            _dapo_key,
+        ),
         # AIME 2024/2025, AMC, MATH-500, Polaris: `problem` -> `answer`.
         Format("problem-answer", "math", ("problem", "answer"), _parse_problem_answer, ("id", "unique_id")),
         # DeepMath-103K: `question` -> `final_answer` (the three R1 solutions are never read).

@@ -3,6 +3,8 @@
 Every key is written out in ``config.yaml`` (DESIGN: Snakemake drops schema defaults in remote
 jobs); a missing key reads as null here, an unknown key is an error (it is most likely a typo).
 The source is ``local`` when set, else ``url``, else ``hf_id`` (which then needs ``revision``).
+An evaluation set may name a second file for its bare questions (``bare: {url, sha1, local}``,
+the authors' Llama file): the models of ``evaluation.bare_questions`` are evaluated on it.
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ KEYS = (
     "expected_rows",  # rows a full build should give (a warning when it does not), or null
     "n",  # samples per problem at evaluation (read by lie evaluate)
     "synthetic",  # {task, count, seed, min_depth, max_depth}: rows the project writes itself
+    "bare",  # {url, sha1, local}: the same problems as bare questions (evaluation sets), or null
 )
+BARE_KEYS = ("url", "sha1", "local")
 SYNTHETIC_KEYS = ("task", "count", "seed", "min_depth", "max_depth")
 COMMIT = re.compile(r"[0-9a-f]{40}")
 
@@ -58,6 +62,7 @@ class DatasetSpec:
     shuffle_seed: int | None
     expected_rows: int | None
     synthetic: dict[str, Any] | None = None
+    bare: dict[str, Any] | None = None
 
     @property
     def where(self) -> str:
@@ -133,6 +138,7 @@ def parse_spec(name: str, group: str, entry: Any) -> DatasetSpec:
         shuffle_seed=_get(entry, "shuffle_seed", where, (int,)),
         expected_rows=_get(entry, "expected_rows", where, (int,)),
         synthetic=_get(entry, "synthetic", where, (dict,)),
+        bare=_get(entry, "bare", where, (dict,)),
     )
     _get(entry, "n", where, (int,))  # read by lie evaluate; checked here with the rest
     _check(spec, entry, where)
@@ -158,6 +164,8 @@ def _check(spec: DatasetSpec, entry: dict[str, Any], where: str) -> None:
         _get(entry, "seed", where, (int,), required=True)
     if spec.format == "gpqa":
         _get(entry, "shuffle_seed", where, (int,), required=True)
+    if spec.bare is not None:
+        _check_bare(spec.bare, f"{where}.bare")
     for column, rule in (spec.filter or {}).items():
         ok = isinstance(rule, list) or (
             isinstance(rule, dict)
@@ -169,6 +177,29 @@ def _check(spec: DatasetSpec, entry: dict[str, Any], where: str) -> None:
             raise LieError(
                 f"{where}.filter.{column} must be a list of allowed values or {{min: x, max: y}}, got {rule!r}"
             )
+
+
+def _check_bare(bare: dict[str, Any], where: str) -> None:
+    unknown = sorted(set(bare) - set(BARE_KEYS))
+    if unknown:
+        raise LieError(f"{where}: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(BARE_KEYS)}")
+    for key in BARE_KEYS:
+        _get(bare, key, where, (str,))
+    if not (bare.get("url") or bare.get("local")):
+        raise LieError(f"{where}: set url (with sha1) or local, or set bare to null")
+    if bare.get("sha1") is not None and not COMMIT.fullmatch(bare["sha1"]):
+        raise LieError(f"{where}.sha1 must be a 40-hex git blob id, got {bare['sha1']!r}")
+
+
+def bare_spec(spec: DatasetSpec) -> DatasetSpec:
+    """``spec`` reading its bare-question file (``bare``) instead of its own source."""
+    from dataclasses import replace
+
+    if spec.bare is None:
+        return spec
+    return replace(
+        spec, url=spec.bare.get("url"), sha1=spec.bare.get("sha1"), local=spec.bare.get("local"), bare=None
+    )
 
 
 def _check_synthetic(spec: DatasetSpec, where: str) -> None:

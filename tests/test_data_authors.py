@@ -1,0 +1,185 @@
+"""The authors' own files as pinned sources (LINs-lab/LIE at 1b3bb02), offline from ../shared/data.
+
+config.yaml takes the in-domain benchmarks from their ``valid.all_qwen3.parquet`` (bare questions:
+``valid.all_llama.parquet``) and OctoThinker's training data from their
+``deepmath-5k-octothinker_add1k.parquet``, each a raw URL at that commit checked against its git
+blob id. The files are put in the download cache (a temporary folder) and built with the hub
+offline, exactly as a download would be read.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pyarrow.parquet as pq
+import pytest
+from conftest import shared_file
+from hubcache import repo_config
+
+from lie.cli import main
+from lie.data.build import VERBATIM, build_dataset
+from lie.data.formats import AUTHORS_INSTRUCTION, FORMATS, Context, normalise_answer
+from lie.data.rows import read_metadata
+from lie.data.sources import git_blob_sha1, url_cache_path
+from lie.errors import LieError
+from lie.prompts import render_question
+
+COMMIT = "1b3bb02fc8b55e07e0defddf77ae531ad0a9e0eb"
+QWEN, LLAMA = "lie-authors/valid.all_qwen3.parquet", "lie-authors/valid.all_llama.parquet"
+DEEPMATH = "lie-authors/deepmath-5k-octothinker_add1k.parquet"
+DAPO = "lie-authors/dapo-math-17k_llama-add1k.parquet"
+IN_DOMAIN = {  # benchmark: (the authors' data_source, problems)
+    "aime24": ("aime", 30),
+    "aime25": ("aime25", 30),
+    "amc": ("amc", 83),
+    "math500": ("math", 500),
+    "olympiadbench": ("olympiad_bench", 675),
+    "minerva": ("minerva", 272),
+}
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """An offline download cache holding the authors' four files under their pinned URLs."""
+    from huggingface_hub import constants
+
+    monkeypatch.setenv("LIE_URL_CACHE", str(tmp_path / "urls"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    config = repo_config()
+    entries = [config["datasets"]["eval"]["math500"], config["datasets"]["eval"]["math500"]["bare"]]
+    entries += [config["datasets"]["train"][name] for name in ("deepmath-5k", "dapo-llama")]
+    for entry in entries:
+        src = shared_file(f"lie-authors/{entry['url'].rsplit('/', 1)[1]}")
+        cached = url_cache_path(entry["url"])
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(src, cached)
+    return config
+
+
+def build(tmp_path, config, name, **kwargs):
+    out = tmp_path / f"{name}{'.bare' if kwargs.get('bare') else ''}.parquet"
+    build_dataset(config, name, out, progress=False, **kwargs)
+    return pq.read_table(out).to_pylist(), read_metadata(out)
+
+
+def first_rows(relative: str, source: str | None = None) -> list[dict]:
+    """The first row of every problem of one ``data_source`` (or all rows), in file order."""
+    rows, seen = [], set()
+    for row in pq.read_table(shared_file(relative)).to_pylist():
+        if source is not None:
+            if row["data_source"] != source or row["extra_info"]["index"] in seen:
+                continue
+            seen.add(row["extra_info"]["index"])
+        rows.append(row)
+    return rows
+
+
+@pytest.mark.parametrize(
+    "group, name, relative",
+    [("eval", b, QWEN) for b in IN_DOMAIN]
+    + [("train", "deepmath-5k", DEEPMATH), ("train", "dapo-llama", DAPO)],
+)
+def test_config_pins_the_authors_files_at_their_commit(group, name, relative):
+    entry = repo_config()["datasets"][group][name]
+    assert (
+        entry["url"]
+        == f"https://raw.githubusercontent.com/LINs-lab/LIE/{COMMIT}/data/{relative.split('/')[1]}"
+    )
+    assert entry["sha1"] == git_blob_sha1(shared_file(relative).read_bytes())  # ../shared/data/README.md's id
+    assert (entry["format"], entry["local"]) == ("lie-authors", None)
+    if group == "eval":
+        assert entry["bare"]["url"].endswith(f"{COMMIT}/data/valid.all_llama.parquet")
+        assert entry["bare"]["sha1"] == git_blob_sha1(shared_file(LLAMA).read_bytes())
+
+
+@pytest.mark.parametrize("name", list(IN_DOMAIN))
+def test_in_domain_sets_are_the_authors_problems_and_prompts(tmp_path, cache, name):
+    source, problems = IN_DOMAIN[name]
+    rows, meta = build(tmp_path, cache, name)
+    theirs = first_rows(QWEN, source)
+    assert len(rows) == len(theirs) == problems == cache["datasets"]["eval"][name]["expected_rows"]
+    for ours, row in zip(rows, theirs):
+        assert ours["prompt"] == [{"role": "user", "content": row["prompt"][0]["content"]}]  # verbatim
+        assert ours["reward_model"]["ground_truth"] == normalise_answer(row["reward_model"]["ground_truth"])
+        assert ours["extra_info"]["source_id"] == str(row["extra_info"]["index"])
+        assert ours["data_source"] == name and ours["extra_info"]["kind"] == "math"
+    # their template is the config's: the question through prompt.math is their prompt, byte for byte
+    template = cache["prompt"]["math"]
+    assert all(
+        render_question(template, question=r["extra_info"]["question"]) == r["prompt"][0]["content"]
+        for r in rows
+    )
+    entry = cache["datasets"]["eval"][name]
+    assert meta["source"] == {"type": "url", "url": entry["url"], "sha1": entry["sha1"]}
+    assert meta["template"] == VERBATIM and meta["filter"] == {"data_source": [source]}
+    assert meta["rows"]["read"] == 6023 and meta["rows"]["written"] == problems
+
+
+def test_bare_questions_are_the_authors_llama_file(tmp_path, cache):
+    rows, _ = build(tmp_path, cache, "aime24")
+    bare, meta = build(tmp_path, cache, "aime24", bare=True)
+    llama = first_rows(LLAMA, "aime")
+    assert [r["prompt"][0]["content"] for r in bare] == [r["prompt"][0]["content"] for r in llama]
+    assert [r["prompt"][0]["content"] + AUTHORS_INSTRUCTION for r in bare] == [
+        r["prompt"][0]["content"] for r in rows
+    ]
+    assert [r["reward_model"] for r in bare] == [r["reward_model"] for r in rows]
+    assert (
+        meta["bare"] is True and meta["source"]["url"] == cache["datasets"]["eval"]["aime24"]["bare"]["url"]
+    )
+
+
+def test_a_set_without_a_bare_file_puts_the_question_alone(tmp_path):
+    config = repo_config()
+    config["datasets"]["eval"]["math500-hub"].update(local=str(shared_file("qwen25-math-eval/math500.jsonl")))
+    rows, meta = build(tmp_path, config, "math500-hub", bare=True)
+    assert all(r["prompt"][0]["content"] == r["extra_info"]["question"] for r in rows)
+    assert meta["template"] == "{question}"
+    with pytest.raises(LieError, match="--bare is for evaluation sets; 'dapo' is in datasets.train"):
+        build(tmp_path, config, "dapo", bare=True)
+
+
+def test_octothinker_trains_on_the_authors_deepmath_file(tmp_path, cache):
+    rows, meta = build(tmp_path, cache, "deepmath-5k")
+    theirs = first_rows(DEEPMATH)
+    assert len(rows) == len(theirs) == 5000
+    assert [r["prompt"][0]["content"] for r in rows] == [r["prompt"][0]["content"] for r in theirs]
+    assert all(r["prompt"][0]["content"].endswith(AUTHORS_INSTRUCTION) for r in rows)
+    assert [r["reward_model"]["ground_truth"] for r in rows] == [
+        normalise_answer(r["reward_model"]["ground_truth"]) for r in theirs
+    ]
+    assert meta["sample"] is None and meta["source"]["sha1"] == "9c72f4d345bf1e489bded7ed33b3d146fb52f43b"
+    draw = cache["datasets"]["train"]["deepmath-5k-draw"]  # the paper's words, kept as an option
+    assert (draw["hf_id"], draw["sample"], draw["seed"]) == ("zwhe99/DeepMath-103K", 5000, 42)
+    dapo, _ = build(tmp_path, cache, "dapo-llama")
+    assert len(dapo) == 17390 and not any(AUTHORS_INSTRUCTION in r["prompt"][0]["content"] for r in dapo)
+
+
+def test_a_changed_file_in_the_cache_is_refused(tmp_path, cache):
+    cached = url_cache_path(cache["datasets"]["eval"]["math500"]["url"])
+    cached.write_bytes(cached.read_bytes() + b"\0")
+    with pytest.raises(LieError, match="has git blob id .* expected b7d15c47"):
+        build(tmp_path, cache, "math500")
+
+
+def test_cli_bare_flag(tmp_path, cache):
+    import yaml
+
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump(cache), encoding="utf-8")
+    out = tmp_path / "bare" / "amc.parquet"
+    args = ["data", "--config", str(cfg), "--set-name", "amc", "--bare", "--out", str(out), "--no-progress"]
+    assert main(args) == 0
+    rows = pq.read_table(out).to_pylist()
+    assert len(rows) == 83 and not rows[0]["prompt"][0]["content"].endswith(AUTHORS_INSTRUCTION)
+
+
+def test_authors_rows_parse_without_their_instruction():
+    parse = FORMATS["lie-authors"].parse
+    row = {"prompt": [{"role": "user", "content": "What is 1+1?" + AUTHORS_INSTRUCTION}],
+           "reward_model": {"ground_truth": "2.0"}, "extra_info": {"index": -1}}  # fmt: skip
+    item = parse(row, Context("datasets.train.x", 0))
+    assert (item.question, item.answer, item.source_id) == ("What is 1+1?", "2", "")
+    assert item.prompt == row["prompt"][0]["content"]
+    bare = parse({**row, "prompt": [{"role": "user", "content": "What is 1+1?"}]}, Context("x", 0))
+    assert bare.question == bare.prompt == "What is 1+1?"
