@@ -7,6 +7,8 @@ tiny model's tokenizer, so that a budget that cuts before the boxed answer score
 from __future__ import annotations
 
 import json
+import os
+import re
 from types import SimpleNamespace
 
 import pyarrow as pa
@@ -18,7 +20,16 @@ from conftest import REPO, shared_file
 from lie.cli import main
 from lie.commands.evaluate import budget_texts, evaluate, read_generations
 from lie.commands.generate import read_problems, run_generate
-from lie.engines.generation import HFEngine
+from lie.config import load_config
+from lie.engines.generation import (
+    HFEngine,
+    SamplingSettings,
+    VLLMEngine,
+    batch_invariant_mode,
+    checked_finish,
+    load_engine,
+    sample_seed,
+)
 from lie.errors import LieError
 from lie.grading import grade_many
 
@@ -130,29 +141,172 @@ def test_generate_writes_n_seeded_samples_per_problem(setup, tmp_path):
             }
         ]
         assert line["prompt_tokens"] == len(prompt_token_ids(tok, messages))
+        assert line["max_tokens"] == 6  # the tiny model's 4096-token context leaves the whole budget
+        assert line["seed"] == sample_seed(sample_seed(0, line["index"], line["sample"]), 0)
+    assert len({x["seed"] for x in lines}) == 6
     assert lines[0]["token_ids"] != lines[1]["token_ids"]  # two samples, not one twice
     again = tmp_path / "again.jsonl"
-    assert generate_cli(setup, again) == 0
-    assert again.read_text() == out.read_text()  # seeded
+    assert generate_cli(setup, again, "--shard-size", "5") == 0
+    assert again.read_text() == out.read_text()  # seeded per sample: other shard bounds, same samples
     assert not (tmp_path / "gen.jsonl.shards").exists()
+
+
+def test_samples_of_one_prompt_share_no_noise_across_problems(setup, tmp_path):
+    """The same question as problems 0..2: with vLLM's seed + j, sample 1 of problem 0 would repeat
+    sample 0 of problem 1; with hashed seeds every one of the 9 samples is its own draw."""
+    question = setup.problems[0]["problem"]
+    data = write_parquet(tmp_path / "same.parquet", [verl_row("aime24", i, question, "1") for i in range(3)])
+    out = tmp_path / "same.jsonl"
+    run_generate(
+        setup.config, setup.tiny, "aime24", data, out, engine="hf", n=3, max_tokens=8, progress=False
+    )
+    lines = read_lines(out)
+    assert len(lines) == 9 and len({x["prompt_tokens"] for x in lines}) == 1
+    assert len({tuple(x["token_ids"]) for x in lines}) == 9
+
+
+def test_a_small_set_with_many_samples_has_resume_points(setup, tmp_path, monkeypatch):
+    calls: list[int] = []
+    original = HFEngine.generate
+
+    def counting(self, prompts, settings, seeds):
+        calls.append(len(prompts))
+        return original(self, prompts, settings, seeds)
+
+    monkeypatch.setattr(HFEngine, "generate", counting)
+    out = tmp_path / "gen.jsonl"
+    summary = run_generate(
+        setup.config,
+        setup.tiny,
+        "aime24",
+        setup.math,
+        out,
+        engine="hf",
+        n=5,
+        limit=1,
+        shard_size=2,
+        progress=False,
+    )
+    assert calls == [2, 2, 1]  # one problem, 5 samples, shards of 2 samples
+    assert (summary["problems"], summary["samples"], summary["shard_unit"]) == (1, 5, "sample")
+    assert [x["sample"] for x in read_lines(out)] == [0, 1, 2, 3, 4]
+
+
+def test_budget_is_capped_at_the_context_minus_the_prompt(setup, tmp_path):
+    full = tmp_path / "full.jsonl"
+    assert generate_cli(setup, full) == 0
+    prompts = sorted({x["prompt_tokens"] for x in read_lines(full)})
+    context = prompts[-1] + 3  # the longest prompt leaves 3 tokens, shorter ones more
+    out = tmp_path / "capped.jsonl"
+    summary = run_generate(
+        setup.config,
+        setup.tiny,
+        "aime24",
+        setup.math,
+        out,
+        engine="hf",
+        max_tokens=50,
+        engine_kwargs={"max_model_len": context},
+        progress=False,
+    )
+    lines = read_lines(out)
+    for line in lines:
+        assert line["max_tokens"] == min(50, context - line["prompt_tokens"])
+        assert line["num_tokens"] <= line["max_tokens"]
+        if line["finish_reason"] == "length":
+            assert line["num_tokens"] == line["max_tokens"]
+    assert summary["budget_capped"] == sum(x["max_tokens"] < 50 for x in lines) >= 2
+    with pytest.raises(LieError, match=f"aime24 problem \\d has {prompts[-1]} tokens, which fills"):
+        run_generate(
+            setup.config,
+            setup.tiny,
+            "aime24",
+            setup.math,
+            tmp_path / "none.jsonl",
+            engine="hf",
+            engine_kwargs={"max_model_len": prompts[-1]},
+            progress=False,
+        )
+
+
+@pytest.mark.parametrize(
+    "temperature, n, message",
+    [
+        (2.5, 2, "evaluation.temperature is 2.5, outside vLLM's range \\[0, 2\\]"),
+        (0.0, 2, "evaluation.temperature is 0.0 \\(greedy\\) with datasets.eval.aime24.n \\(or --n\\) = 2"),
+        (0.005, 1, "evaluation.temperature is 0.005: vLLM raises temperatures below 0.01"),
+    ],
+)
+def test_sampling_vllm_refuses_is_refused_before_a_model_loads(
+    setup, tmp_path, capsys, temperature, n, message
+):
+    config = dict(setup.config, evaluation=dict(setup.config["evaluation"], temperature=temperature))
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump(config), encoding="utf-8")
+    args = ["generate", "--config", str(cfg), "--model", str(tmp_path / "no-model"), "--bench", "aime24"]
+    args += ["--data", str(setup.math), "--out", str(tmp_path / "o.jsonl"), "--n", str(n), "--no-progress"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert re.search(message.replace("datasets.eval.aime24.n \\(or --n\\)", "--n"), err), err
+    assert not (tmp_path / "o.jsonl.shards").exists()
+    with pytest.raises(LieError, match=message):
+        run_generate(
+            config, str(tmp_path / "no-model"), "aime24", setup.math, tmp_path / "o.jsonl", progress=False
+        )
+
+
+def test_each_sample_is_its_own_seeded_request(setup):
+    engine = HFEngine(setup.tiny)
+    ids = engine.tokenizer("What is 2 + 2?", add_special_tokens=False)["input_ids"]
+    (three,) = engine.generate([ids], SamplingSettings(n=3, max_tokens=8, temperature=1.0), [7])
+    (one,) = engine.generate([ids], SamplingSettings(n=1, max_tokens=8, temperature=1.0), [7])
+    assert [c.seed for c in three] == [sample_seed(7, j) for j in range(3)]
+    assert one[0].token_ids == three[0].token_ids  # sample 0 does not depend on how many were asked
+    assert len({tuple(c.token_ids) for c in three}) == 3
+    engine.max_model_len = len(ids) + 2
+    (capped,) = engine.generate([ids], SamplingSettings(n=2, max_tokens=8, temperature=1.0), [7])
+    assert [c.max_tokens for c in capped] == [2, 2] and all(len(c.token_ids) <= 2 for c in capped)
+    with pytest.raises(LieError, match="engine 'hf' takes no argument batch_invariant"):
+        load_engine("hf", setup.tiny, batch_invariant=True)
+
+
+def test_only_stop_and_length_are_finish_reasons():
+    assert [checked_finish(r) for r in ("stop", "length")] == ["stop", "length"]
+    for reason in ("abort", "error", "repetition", None):
+        with pytest.raises(LieError, match=f"finished a sample with reason {re.escape(repr(reason))}"):
+            checked_finish(reason)
+
+
+def test_batch_invariant_mode_is_set_before_vllm_loads(monkeypatch):
+    monkeypatch.setenv("VLLM_BATCH_INVARIANT", "0")  # restored (to unset) after the test
+    monkeypatch.delenv("VLLM_BATCH_INVARIANT")
+    assert batch_invariant_mode("vllm", {}) is False and batch_invariant_mode("hf", {}) is None
+    assert batch_invariant_mode("vllm", {"batch_invariant": True}) is True
+    with pytest.raises(LieError, match="engine 'vllm' needs vLLM"):  # no vLLM on a CPU
+        VLLMEngine("unused", batch_invariant=True)
+    assert os.environ["VLLM_BATCH_INVARIANT"] == "1" and batch_invariant_mode("vllm", None) is True
 
 
 def test_a_killed_generation_resumes_where_it_stopped(setup, tmp_path, monkeypatch):
     full = tmp_path / "full.jsonl"
     assert generate_cli(setup, full) == 0
     calls: list[int] = []
+    killed: list[bool] = []
     original = HFEngine.generate
 
     def failing(self, prompts, settings, seeds):
         calls.append(len(prompts))
-        if len(calls) == 2:
+        if len(calls) == 2 and not killed:
+            killed.append(True)
             raise KeyboardInterrupt("killed")
         return original(self, prompts, settings, seeds)
 
     monkeypatch.setattr(HFEngine, "generate", failing)
     out = tmp_path / "gen.jsonl"
-    with pytest.raises(KeyboardInterrupt):
-        generate_cli(setup, out)
+    with pytest.raises(KeyboardInterrupt):  # as the CLI runs it, without its handler
+        run_generate(
+            load_config(setup.cfg), setup.tiny, "aime24", setup.math, out, engine="hf", progress=False
+        )
     assert not out.exists()
     assert sorted(p.name for p in (tmp_path / "gen.jsonl.shards").iterdir()) == [
         "manifest.json",
@@ -161,7 +315,7 @@ def test_a_killed_generation_resumes_where_it_stopped(setup, tmp_path, monkeypat
     assert generate_cli(setup, out, "--n", "3") == 2  # other settings: refused, nothing mixed
     calls.clear()
     assert generate_cli(setup, out) == 0
-    assert calls == [1]  # only the second shard (problem 2)
+    assert calls == [2, 2]  # only shards 1 and 2 (2 samples each)
     assert out.read_text() == full.read_text()
 
 

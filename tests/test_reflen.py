@@ -17,8 +17,9 @@ from lie.cli import main
 from lie.data.build import build_dataset
 from lie.data.formats import DAPO_PREFIX, DAPO_SUFFIX
 from lie.data.rows import read_metadata
-from lie.engines.generation import Completion, HFEngine
+from lie.engines.generation import Completion, HFEngine, sample_seed
 from lie.errors import LieError
+from lie.prompts import prompt_token_ids
 from lie.reflen import (
     add_reference_lengths,
     reference_length,
@@ -130,7 +131,7 @@ def test_resume_generates_only_the_missing_shards(tmp_path, tiny, train_set, mon
     full = run_reflen(
         config, tiny, data, tmp_path / "full.parquet", engine="hf", progress=False, grader=fake_grader([])
     )
-    assert generated == [2, 2, 2]
+    assert generated == [2] * 6  # 6 prompts x k=2 samples, shards of 2 samples
 
     generated.clear()
     out = tmp_path / "resumed.parquet"
@@ -147,27 +148,30 @@ def test_resume_generates_only_the_missing_shards(tmp_path, tiny, train_set, mon
         run_reflen(config, tiny, data, out, engine="hf", progress=False, grader=fake_grader([]), seed=1)
     assert generated == []
     resumed = run_reflen(config, tiny, data, out, engine="hf", progress=False, grader=fake_grader([]))
-    assert generated == [2, 2]  # shards 1 and 2 only
+    assert generated == [2] * 5  # shards 1..5 only
     assert pq.read_table(out).to_pylist() == pq.read_table(tmp_path / "full.parquet").to_pylist()
     assert resumed["reflen"] == full["reflen"]
     assert not (tmp_path / "resumed.parquet.shards").exists()
 
 
 class ScriptedEngine:
-    """The engine interface with fixed answers: the first sample right, the second wrong."""
+    """The engine interface with fixed answers: of each prompt's k=2 requests, the first right."""
+
+    max_model_len = 4096
 
     def __init__(self, tokenizer, golds):
         self.tokenizer, self.golds, self.seen = tokenizer, golds, []
 
     def generate(self, prompts, settings, seeds):
+        assert settings.n == 1  # one request per sample
         self.seen.append(list(seeds))
         out = []
         done = sum(len(s) for s in self.seen[:-1])
         for _ in prompts:
-            gold = self.golds[done + len(out)]
-            right = Completion([1] * 5 + [0], f"So the answer is \\boxed{{{gold}}}.", "stop")
-            wrong = Completion([1] * 9, "I give up", "length")
-            out.append([right, wrong][: settings.n])
+            row, sample = divmod(done + len(out), 2)
+            right = Completion([1] * 5 + [0], f"So the answer is \\boxed{{{self.golds[row]}}}.", "stop", 8)
+            wrong = Completion([1] * 8, "I give up", "length", 8)
+            out.append([[right, wrong][sample]])
         return out
 
 
@@ -180,14 +184,46 @@ def test_accuracy_and_lengths_with_the_real_grader(tmp_path, tiny, train_set):
     settings = replace(settings_from_config(train_set.config), grade_workers=1)
     stats = sample_lengths(rows, lambda: engine, settings, tmp_path / "w", {"test": 1}, progress=False)
     assert [s["correct"] for s in stats] == [[True, False]] * 6
-    assert [s["lengths"] for s in stats] == [[6, 9]] * 6
+    assert [s["lengths"] for s in stats] == [[6, 8]] * 6
     assert [s["finish"] for s in stats] == [["stop", "length"]] * 6
-    assert engine.seen == [[s, s + 1] for s in (0, 2, 4)]  # prompt_seed(0, i) = i: one seed per prompt
+    # a seed per sample, hashed from (seed, row, sample): shards of 2 samples = one row's two samples
+    assert engine.seen == [[sample_seed(0, i, 0), sample_seed(0, i, 1)] for i in range(6)]
     table = add_reference_lengths(pq.read_table(train_set.data), stats, settings).to_pylist()
     assert {
         (r["extra_info"]["avg_response_len"], r["extra_info"]["ori_acc"], r["reward_model"]["num_tokens"])
         for r in table
-    } == {(7.5, 0.5, 1008)}
+    } == {(7.0, 0.5, 1007)}
+
+
+def test_sampling_settings_vllm_refuses_are_refused_with_the_key():
+    with pytest.raises(LieError, match="reflen.temperature is 3.0, outside vLLM's range"):
+        settings_from_config(repo_config(), temperature=3.0)
+    with pytest.raises(LieError, match="reflen.temperature is 0.0 \\(greedy\\) with reflen.k = 4"):
+        settings_from_config(repo_config(), temperature=0.0, k=4)
+    assert settings_from_config(repo_config(), temperature=0.0, k=1).sampling().n == 1
+
+
+def test_budget_and_context_through_the_real_engine(tmp_path, tiny, train_set):
+    from lie.engines.generation import load_engine
+
+    rows = pq.read_table(train_set.data).to_pylist()[:2]
+    settings = replace(settings_from_config(train_set.config), k=1, max_tokens=20, grade_workers=1)
+    engine = load_engine("hf", tiny)
+    longest = max(
+        len(prompt_token_ids(engine.tokenizer, r["prompt"], None, settings.max_prompt_tokens)) for r in rows
+    )
+    engine.max_model_len = longest + 4
+    stats = sample_lengths(
+        rows, lambda: engine, settings, tmp_path / "w", {}, fake_grader([]), progress=False
+    )
+    assert min(b for s in stats for b in s["budgets"]) == 4 and all(
+        n <= b for s in stats for n, b in zip(s["lengths"], s["budgets"])
+    )
+    engine.max_model_len = longest
+    with pytest.raises(
+        LieError, match=f"row \\d has {longest} tokens, which fills the model's {longest}-token"
+    ):
+        sample_lengths(rows, lambda: engine, settings, tmp_path / "w2", {}, fake_grader([]), progress=False)
 
 
 def test_cli_end_to_end_on_a_tiny_model(tmp_path, tiny, train_set):

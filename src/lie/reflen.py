@@ -4,7 +4,10 @@ The base model answers every training prompt ``k`` times (the authors: once) wit
 sampling settings and response limit; ``avg_response_len`` is the mean token count of those
 responses (end-of-sequence token included, as verl counts), ``ori_acc`` their mean correctness,
 and ``num_tokens = L_ref = min(avg_response_len + offset, cap)`` (the authors' files: offset 1000,
-cap 9192). Work runs in seeded, resumable shards: a killed run continues where it stopped.
+cap 9192). Sampling goes through ``lie.engines.generation`` as ``lie generate`` does: each sample
+is its own request with a seed hashed from (seed, row, sample) and a budget of ``max_tokens``
+capped at the model's context minus the prompt. Work runs in resumable shards of ``shard_size``
+samples: a killed run continues where it stopped.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from lie.engines.generation import SamplingSettings
 from lie.errors import LieError
+from lie.grading.executor import DEFAULT_TIMEOUT_S
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +50,7 @@ class ReflenSettings:
     shard_size: int = 512
     max_prompt_tokens: int | None = None
     enable_thinking: bool | None = None
-    grade_timeout_s: float = 10.0
+    grade_timeout_s: float = DEFAULT_TIMEOUT_S
     grade_workers: int = 0
 
     def __post_init__(self) -> None:
@@ -54,6 +59,17 @@ class ReflenSettings:
                 raise LieError(f"reflen.{name} must be an integer >= 1, got {getattr(self, name)!r}")
         if not isinstance(self.offset, int) or self.offset < 0:
             raise LieError(f"reflen.offset must be an integer >= 0, got {self.offset!r}")
+        self.sampling()  # refuse what vLLM would refuse before any model loads
+
+    def sampling(self) -> SamplingSettings:
+        """The engine's settings for one sample (each sample is its own request)."""
+        return SamplingSettings(
+            n=self.k,
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            keys={f: f"reflen.{f}" for f in ("max_tokens", "temperature", "top_p")} | {"n": "reflen.k"},
+        )
 
 
 def settings_from_config(config: dict[str, Any], **overrides: Any) -> ReflenSettings:
@@ -69,7 +85,7 @@ def settings_from_config(config: dict[str, Any], **overrides: Any) -> ReflenSett
     evaluation = config.get("evaluation") or {}
     values: dict[str, Any] = {
         "max_prompt_tokens": training.get("max_prompt_length"),
-        "grade_timeout_s": evaluation.get("grade_timeout_s", 10.0),
+        "grade_timeout_s": evaluation.get("grade_timeout_s", DEFAULT_TIMEOUT_S),
         "grade_workers": evaluation.get("grade_workers", 0),
     }
     values.update({k: v for k, v in section.items() if v is not None})
@@ -111,70 +127,101 @@ def sample_lengths(
     source: str = "data",
     progress: bool = True,
 ) -> list[dict[str, Any]]:
-    """Per row: ``index``, token ``lengths``, ``correct`` and ``finish`` of its k samples (resumable)."""
-    from lie.engines.generation import SamplingSettings, prompt_seed
-    from lie.prompts import prompt_token_ids
+    """Per row: ``index``, token ``lengths``, ``correct``, ``finish`` and ``budgets`` of its k samples.
+
+    Resumable, in shards of ``settings.shard_size`` samples of the flat (row, sample) order.
+    """
+    from lie.engines.generation import SEED_RULE
     from lie.resumable import iter_shards, run_in_shards
 
     if grader is None:
         from lie.grading import grade_many as grader
-    sampling = SamplingSettings(
-        n=settings.k, max_tokens=settings.max_tokens, temperature=settings.temperature, top_p=settings.top_p
-    )
     engine: list[Any] = []
 
     def work(shard: range) -> list[dict[str, Any]]:
         if not engine:
             engine.append(load_engine())
-        eng = engine[0]
-        where = [f"{source} row {i}" for i in shard]
-        prompts = [
-            prompt_token_ids(
-                eng.tokenizer, _messages(rows[i], w), settings.enable_thinking, settings.max_prompt_tokens
-            )
-            for i, w in zip(shard, where)
-        ]
-        golds = [_gold(rows[i], w) for i, w in zip(shard, where)]
-        outs = eng.generate(prompts, sampling, [prompt_seed(settings.seed, i) for i in shard])
-        for i, comps in zip(shard, outs):
-            if len(comps) != settings.k:
-                raise LieError(
-                    f"the engine gave {len(comps)} samples for {source} row {i}, expected {settings.k}"
-                )
-        items = [
-            {"response": c.text, "gold": gold, "kind": _kind(rows[i])}
-            for i, gold, comps in zip(shard, golds, outs)
-            for c in comps
-        ]
-        grades = grader(
-            items, timeout_s=settings.grade_timeout_s, workers=settings.grade_workers, progress=False
-        )
-        if len(grades) != len(items):
-            raise LieError(f"the grader returned {len(grades)} results for {len(items)} responses")
-        out, pos = [], 0
-        for i, comps in zip(shard, outs):
-            got = grades[pos : pos + len(comps)]
-            pos += len(comps)
-            out.append(
-                {
-                    "index": i,
-                    "lengths": [len(c.token_ids) for c in comps],
-                    "correct": [bool(g.correct) for g in got],
-                    "finish": [c.finish_reason for c in comps],
-                }
-            )
-        return out
+        return _sample_shard(engine[0], rows, settings, grader, source, shard)
 
-    state = dict(manifest, **asdict(settings))
+    state = dict(manifest, **asdict(settings), shard_unit="sample", seed_rule=SEED_RULE)
+    total = len(rows) * settings.k
     paths = run_in_shards(
-        len(rows), settings.shard_size, work_dir, state, work, desc="reflen prompts", progress=progress
+        total, settings.shard_size, work_dir, state, work, desc="reflen", progress=progress, unit="sample"
     )
-    stats = sorted(iter_shards(paths), key=lambda r: r["index"])
-    if [s["index"] for s in stats] != list(range(len(rows))):
+    samples = sorted(iter_shards(paths), key=lambda r: (r["index"], r["sample"]))
+    if [(s["index"], s["sample"]) for s in samples] != [
+        (i, j) for i in range(len(rows)) for j in range(settings.k)
+    ]:
         raise LieError(
             f"{work_dir}: the shards do not cover rows 0..{len(rows) - 1}; delete that folder and rerun"
         )
-    return stats
+    return [_row_stats(samples[i * settings.k : (i + 1) * settings.k]) for i in range(len(rows))]
+
+
+def _sample_shard(
+    engine: Any,
+    rows: Sequence[dict[str, Any]],
+    settings: ReflenSettings,
+    grader: Callable[..., list[Any]],
+    source: str,
+    shard: range,
+) -> list[dict[str, Any]]:
+    """Sample and grade ``shard`` of the flat (row, sample) order: one record per sample."""
+    from lie.engines.generation import sample_seed, token_budget
+    from lie.prompts import prompt_token_ids
+
+    units = [divmod(k, settings.k) for k in shard]
+    prompts: dict[int, list[int]] = {}
+    golds: dict[int, str] = {}
+    for i, _ in units:
+        if i not in prompts:
+            where = f"{source} row {i}"
+            prompts[i] = prompt_token_ids(
+                engine.tokenizer,
+                _messages(rows[i], where),
+                settings.enable_thinking,
+                settings.max_prompt_tokens,
+            )
+            golds[i] = _gold(rows[i], where)
+            token_budget(len(prompts[i]), settings.max_tokens, engine.max_model_len, where)
+    outs = engine.generate(
+        [prompts[i] for i, _ in units],
+        replace(settings.sampling(), n=1),
+        [sample_seed(settings.seed, i, j) for i, j in units],
+    )
+    for (i, _), comps in zip(units, outs, strict=True):
+        if len(comps) != 1:
+            raise LieError(
+                f"the engine gave {len(comps)} samples for one request of {source} row {i}, expected 1"
+            )
+    items = [
+        {"response": comps[0].text, "gold": golds[i], "kind": _kind(rows[i])}
+        for (i, _), comps in zip(units, outs)
+    ]
+    grades = grader(items, timeout_s=settings.grade_timeout_s, workers=settings.grade_workers, progress=False)
+    if len(grades) != len(items):
+        raise LieError(f"the grader returned {len(grades)} results for {len(items)} responses")
+    return [
+        {
+            "index": i,
+            "sample": j,
+            "length": len(comps[0].token_ids),
+            "correct": bool(grade.correct),
+            "finish": comps[0].finish_reason,
+            "budget": comps[0].max_tokens,
+        }
+        for (i, j), comps, grade in zip(units, outs, grades)
+    ]
+
+
+def _row_stats(samples: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "index": samples[0]["index"],
+        "lengths": [s["length"] for s in samples],
+        "correct": [s["correct"] for s in samples],
+        "finish": [s["finish"] for s in samples],
+        "budgets": [s["budget"] for s in samples],
+    }
 
 
 def add_reference_lengths(
@@ -225,13 +272,14 @@ def run_reflen(
     limit: int | None = None,
     progress: bool = True,
     grader: Callable[..., list[Any]] | None = None,
+    engine_kwargs: dict[str, Any] | None = None,
     **overrides: Any,
 ) -> dict[str, Any]:
     """``lie reflen``: read ``data``, sample, write ``out`` with L_ref; return the recorded metadata."""
     import pyarrow.parquet as pq
 
     from lie.data.rows import read_metadata, with_metadata, write_table
-    from lie.engines.generation import load_engine
+    from lie.engines.generation import batch_invariant_mode, load_engine
 
     settings = settings_from_config(config, **overrides)
     kind = engine or (config.get("engines") or {}).get("generate") or "hf"
@@ -259,11 +307,13 @@ def run_reflen(
         "rows": len(rows),
         "model": str(path),
         "engine": kind,
+        "engine_kwargs": engine_kwargs or {},
+        "batch_invariant": batch_invariant_mode(kind, engine_kwargs),
     }
     work_dir = Path(f"{out}.shards")
     stats = sample_lengths(
         rows,
-        lambda: load_engine(kind, path, trust_remote_code=trust),
+        lambda: load_engine(kind, path, trust_remote_code=trust, **(engine_kwargs or {})),
         settings,
         work_dir,
         manifest,
@@ -274,6 +324,7 @@ def run_reflen(
     result = add_reference_lengths(table, stats, settings)
     lengths = [sum(s["lengths"]) / len(s["lengths"]) for s in stats]
     truncated = sum(f == "length" for s in stats for f in s["finish"])
+    capped = sum(b < settings.max_tokens for s in stats for b in s["budgets"])
     metadata = read_metadata(data)
     metadata["reflen"] = {
         **asdict(settings),
@@ -282,6 +333,8 @@ def run_reflen(
         "hf_id": entry.get("hf_id"),
         "revision": entry.get("revision"),
         "engine": kind,
+        "engine_kwargs": engine_kwargs or {},
+        "batch_invariant": manifest["batch_invariant"],
         "formula": FORMULA,
         "data": str(data),
         "limit": limit,
@@ -291,11 +344,18 @@ def run_reflen(
         if stats
         else 0.0,
         "truncated_samples": truncated,
+        "budget_capped_samples": capped,
     }
     write_table(with_metadata(result, metadata), out)
     shutil.rmtree(work_dir, ignore_errors=True)
+    if capped:
+        log.warning(
+            "reflen: %d samples had less than max_tokens=%d: the model's context minus the prompt",
+            capped,
+            settings.max_tokens,
+        )
     log.info(
-        "reflen: %d prompts, mean length %.1f, %d samples cut at max_tokens; wrote %s",
+        "reflen: %d prompts, mean length %.1f, %d samples cut at their budget; wrote %s",
         len(rows),
         metadata["reflen"]["mean_avg_response_len"],
         truncated,

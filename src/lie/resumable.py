@@ -48,8 +48,13 @@ def run_in_shards(
     work: Callable[[range], list[dict[str, Any]]],
     desc: str = "shards",
     progress: bool = True,
+    unit: str = "it",
 ) -> list[Path]:
-    """Run ``work`` on every shard of ``range(total)`` not yet done; return all shard files in order."""
+    """Run ``work`` on every shard of ``range(total)`` not yet done; return all shard files in order.
+
+    ``total`` counts units of work (samples, for generation): a set of few problems with many
+    samples each still gets a resume point every ``shard_size`` samples.
+    """
     from tqdm import tqdm
 
     work_dir = Path(work_dir)
@@ -60,7 +65,9 @@ def run_in_shards(
     todo = [(r, p) for r, p in zip(ranges, paths) if not p.exists()]
     if len(todo) < len(ranges):
         log.info("%s: resuming, %d of %d shards already done", work_dir, len(ranges) - len(todo), len(ranges))
-    bar = tqdm(total=total, initial=total - sum(len(r) for r, _ in todo), desc=desc, disable=not progress)
+    bar = tqdm(
+        total=total, initial=total - sum(len(r) for r, _ in todo), desc=desc, unit=unit, disable=not progress
+    )
     for rng, path in todo:
         rows = work(rng)
         with atomic_output(path) as out:

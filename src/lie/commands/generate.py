@@ -2,14 +2,17 @@
 
 ``lie generate --config config.yaml --model M --bench aime24 --data aime24.parquet --out GEN.jsonl``
 samples ``datasets.eval.<bench>.n`` completions per problem (32 for AIME24/AIME25/AMC, 1 for the
-rest) to ``evaluation.max_tokens`` at ``evaluation.temperature`` / ``top_p``, one seed per problem
-(``evaluation.seed`` and the problem's index), with engine ``engines.generate`` (vllm on GPUs, hf
-on a CPU). ``M`` is a model of config.yaml or a local folder (a merged checkpoint). Work goes in
-``GEN.jsonl.shards/`` (a killed run resumes there; removed after success).
+rest) to ``evaluation.max_tokens`` (capped at the model's context minus the prompt) at
+``evaluation.temperature`` / ``top_p``, each sample with its own seed hashed from
+(``evaluation.seed``, problem index, sample), with engine ``engines.generate`` (vllm on GPUs, hf on
+a CPU). ``M`` is a model of config.yaml or a local folder (a merged checkpoint). Work goes in
+``GEN.jsonl.shards/``, ``evaluation.shard_size`` samples a shard (a killed run resumes there;
+removed after success).
 
 Out, one JSON line per sample: ``bench``, ``index`` (problem), ``sample`` (0..n-1), ``gold``,
-``kind``, ``letters`` (choice items), ``prompt_tokens``, ``token_ids``, ``text``, ``num_tokens``,
-``finish_reason`` (``stop`` | ``length``). ``lie evaluate`` scores them at every token budget.
+``kind``, ``letters`` (choice items), ``prompt_tokens``, ``max_tokens`` (the sample's budget),
+``seed``, ``token_ids``, ``text``, ``num_tokens``, ``finish_reason`` (``stop`` | ``length``).
+``lie evaluate`` scores them at every token budget.
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ from __future__ import annotations
 import argparse
 import logging
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from lie.commands.argtypes import flag, key_value
+from lie.engines.generation import SamplingSettings, sample_seed, token_budget
 from lie.errors import LieError
 
 log = logging.getLogger(__name__)
@@ -47,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-tokens", type=int, default=None, help="default evaluation.max_tokens")
     parser.add_argument("--seed", type=int, default=None, help="base seed (default evaluation.seed)")
     parser.add_argument(
-        "--shard-size", type=int, default=None, help="problems per shard (evaluation.shard_size)"
+        "--shard-size", type=int, default=None, help="samples per shard (evaluation.shard_size)"
     )
     parser.add_argument(
         "--enable-thinking", type=flag, default=None, help="chat template flag (default: the model's entry)"
@@ -58,7 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="passed to the engine, e.g. tensor_parallel_size=4 or gpu_memory_utilization=0.9 (vllm)",
+        help="passed to the engine, e.g. tensor_parallel_size=4, batch_invariant=true (vllm) or "
+        "max_model_len=N (both)",
     )
     parser.add_argument("--limit", type=int, default=None, help="only the first N problems (smoke runs)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -146,10 +151,9 @@ def run_generate(
 ) -> dict[str, Any]:
     """Generate, resumably, and write ``out``; return the settings and counts."""
     from lie.config import dataset_entry
-    from lie.engines.generation import SamplingSettings, load_engine, prompt_seed
+    from lie.engines.generation import SEED_RULE, batch_invariant_mode, load_engine
     from lie.jsonl import atomic_output, dumps
     from lie.models import file_sha256, resolve_model
-    from lie.prompts import prompt_token_ids
     from lie.resumable import iter_shards, run_in_shards
 
     group, entry = dataset_entry(config, bench)
@@ -157,12 +161,7 @@ def run_generate(
         raise LieError(f"{bench!r} is a training set; --bench takes a name of datasets.eval")
     evaluation = config.get("evaluation") or {}
     kind = engine or (config.get("engines") or {}).get("generate") or "hf"
-    sampling = SamplingSettings(
-        n=int(n if n is not None else entry.get("n", 1)),
-        max_tokens=int(max_tokens if max_tokens is not None else evaluation.get("max_tokens", 32768)),
-        temperature=float(evaluation.get("temperature", 0.6)),
-        top_p=float(evaluation.get("top_p", 1.0)),
-    )
+    sampling = _sampling(evaluation, entry, bench, n, max_tokens)
     seed = int(seed if seed is not None else evaluation.get("seed", 0))
     shard_size = int(shard_size if shard_size is not None else evaluation.get("shard_size", 256))
     problems = read_problems(data, bench, limit)
@@ -178,9 +177,12 @@ def run_generate(
         "model": str(path),
         "engine": kind,
         "engine_kwargs": engine_kwargs or {},
+        "batch_invariant": batch_invariant_mode(kind, engine_kwargs),
         "enable_thinking": enable_thinking,
         "shard_size": shard_size,
+        "shard_unit": "sample",
         "seed": seed,
+        "seed_rule": SEED_RULE,
         **asdict(sampling),
     }
     log.info("generate %s: %s", bench, ", ".join(f"{k}={v}" for k, v in settings.items()))
@@ -192,42 +194,111 @@ def run_generate(
         return holder[0]
 
     def work(shard: range) -> list[dict[str, Any]]:
-        eng = get_engine()
-        batch = [problems[i] for i in shard]
-        prompts = [prompt_token_ids(eng.tokenizer, p.messages, enable_thinking) for p in batch]
-        outs = eng.generate(prompts, sampling, [prompt_seed(seed, p.index) for p in batch])
-        lines = []
-        for problem, prompt, completions in zip(batch, prompts, outs, strict=True):
-            if len(completions) != sampling.n:
-                raise LieError(f"the engine returned {len(completions)} samples, expected {sampling.n}")
-            for s, comp in enumerate(completions):
-                line: dict[str, Any] = {"bench": bench, "index": problem.index, "sample": s}
-                line.update(gold=problem.gold, kind=problem.kind)
-                if problem.kind == "choice":
-                    line["letters"] = problem.letters
-                line.update(
-                    prompt_tokens=len(prompt),
-                    token_ids=list(comp.token_ids),
-                    text=comp.text,
-                    num_tokens=len(comp.token_ids),
-                    finish_reason=comp.finish_reason,
-                )
-                lines.append(line)
-        return lines
+        return _sample_shard(get_engine(), bench, problems, sampling, seed, enable_thinking, shard)
 
     work_dir = Path(f"{out}.shards")
     paths = run_in_shards(
-        len(problems), shard_size, work_dir, settings, work, desc=f"generate {bench}", progress=progress
+        len(problems) * sampling.n,
+        shard_size,
+        work_dir,
+        settings,
+        work,
+        desc=f"generate {bench}",
+        progress=progress,
+        unit="sample",
     )
-    count = truncated = 0
+    count = truncated = capped = 0
     with atomic_output(out) as handle:
         for line in iter_shards(paths):
             handle.write(dumps(line) + "\n")
             count += 1
             truncated += line["finish_reason"] == "length"
+            capped += line["max_tokens"] < sampling.max_tokens
     shutil.rmtree(work_dir, ignore_errors=True)
-    log.info("%s: %d samples of %d problems, %d cut at max_tokens", out, count, len(problems), truncated)
-    return {**settings, "problems": len(problems), "samples": count, "truncated": truncated}
+    log.info("%s: %d samples of %d problems, %d cut at their budget", out, count, len(problems), truncated)
+    if capped:
+        log.warning(
+            "%s: %d samples had less than max_tokens=%d: the model's context minus the prompt "
+            "(each line's max_tokens is its budget)",
+            out,
+            capped,
+            sampling.max_tokens,
+        )
+    return {
+        **settings,
+        "problems": len(problems),
+        "samples": count,
+        "truncated": truncated,
+        "budget_capped": capped,
+    }
+
+
+def _sampling(
+    evaluation: dict[str, Any], entry: dict[str, Any], bench: str, n: int | None, max_tokens: int | None
+) -> SamplingSettings:
+    """The sampling settings, checked before any model loads; an error names the key to change."""
+    return SamplingSettings(
+        n=int(n if n is not None else entry.get("n", 1)),
+        max_tokens=int(max_tokens if max_tokens is not None else evaluation.get("max_tokens", 32768)),
+        temperature=float(evaluation.get("temperature", 0.6)),
+        top_p=float(evaluation.get("top_p", 1.0)),
+        keys={
+            "n": f"datasets.eval.{bench}.n (or --n)" if n is None else "--n",
+            "max_tokens": "evaluation.max_tokens (or --max-tokens)" if max_tokens is None else "--max-tokens",
+            "temperature": "evaluation.temperature",
+            "top_p": "evaluation.top_p",
+        },
+    )
+
+
+def _sample_shard(
+    engine: Any,
+    bench: str,
+    problems: list[Problem],
+    sampling: SamplingSettings,
+    seed: int,
+    enable_thinking: bool | None,
+    shard: range,
+) -> list[dict[str, Any]]:
+    """Samples ``shard`` of the flat (problem, sample) order, one engine request each."""
+    from lie.prompts import prompt_token_ids
+
+    units = [(problems[k // sampling.n], k % sampling.n) for k in shard]
+    ids: dict[int, list[int]] = {}
+    for problem, _ in units:
+        if problem.index not in ids:
+            ids[problem.index] = prompt_token_ids(engine.tokenizer, problem.messages, enable_thinking)
+            token_budget(
+                len(ids[problem.index]),
+                sampling.max_tokens,
+                engine.max_model_len,
+                f"{bench} problem {problem.index}",
+            )
+    outs = engine.generate(
+        [ids[p.index] for p, _ in units],
+        replace(sampling, n=1),
+        [sample_seed(seed, p.index, s) for p, s in units],
+    )
+    lines = []
+    for (problem, s), completions in zip(units, outs, strict=True):
+        if len(completions) != 1:
+            raise LieError(f"the engine returned {len(completions)} samples for one request, expected 1")
+        (comp,) = completions
+        line: dict[str, Any] = {"bench": bench, "index": problem.index, "sample": s}
+        line.update(gold=problem.gold, kind=problem.kind)
+        if problem.kind == "choice":
+            line["letters"] = problem.letters
+        line.update(
+            prompt_tokens=len(ids[problem.index]),
+            max_tokens=comp.max_tokens,
+            seed=comp.seed,
+            token_ids=list(comp.token_ids),
+            text=comp.text,
+            num_tokens=len(comp.token_ids),
+            finish_reason=comp.finish_reason,
+        )
+        lines.append(line)
+    return lines
 
 
 def run(args: argparse.Namespace) -> int:

@@ -2,8 +2,10 @@
 
 Samples ``k`` responses of the base model ``M`` (a name of ``models:`` or a local folder) per
 training prompt and writes ``L_ref`` (``reward_model.num_tokens``) with ``avg_response_len``,
-``gen_count`` and ``ori_acc`` (``extra_info``). Defaults come from ``reflen:`` in the config; work
-goes in ``OUT.shards/`` (a killed run resumes there; removed after success).
+``gen_count`` and ``ori_acc`` (``extra_info``). Defaults come from ``reflen:`` in the config; each
+sample has its own seed (hashed from ``reflen.seed``, row and sample) and a budget of ``max_tokens``
+capped at the model's context minus the prompt; work goes in ``OUT.shards/``, ``shard_size``
+samples a shard (a killed run resumes there; removed after success).
 Example: ``lie reflen --config config.yaml --model qwen3-4b-base --data data/dapo.parquet
 --out data/dapo.qwen3-4b-base.reflen.parquet --engine vllm``.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from lie.commands.argtypes import flag
+from lie.commands.argtypes import flag, key_value
 from lie.errors import LieError
 
 
@@ -28,10 +30,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=None, help="base seed (default reflen.seed)")
     parser.add_argument(
-        "--shard-size", type=int, default=None, help="prompts per shard (default reflen.shard_size)"
+        "--shard-size", type=int, default=None, help="samples per shard (default reflen.shard_size)"
     )
     parser.add_argument(
         "--enable-thinking", type=flag, default=None, help="chat template flag (default: the model's)"
+    )
+    parser.add_argument(
+        "--engine-arg",
+        type=key_value,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="passed to the engine, e.g. tensor_parallel_size=4, batch_invariant=true (vllm) or "
+        "max_model_len=N (both)",
     )
     parser.add_argument("--limit", type=int, default=None, help="only the first N prompts (smoke runs)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -52,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
         engine=args.engine,
         limit=args.limit,
         progress=not args.no_progress,
+        engine_kwargs=dict(args.engine_arg),
         k=args.k,
         max_tokens=args.max_tokens,
         seed=args.seed,

@@ -5,15 +5,26 @@
 
 Both take prompts as token ids and return, for every prompt, ``n`` completions with their token
 ids (the end-of-sequence token included when the model stopped, as verl counts it), the text
-decoded without special tokens, and whether the model stopped or hit ``max_tokens``. Each prompt
-has its own seed, so a shard gives the same samples whichever shards ran before it.
+decoded without special tokens, whether the model stopped or hit its token budget, that budget and
+the sample's seed.
+
+Every sample is its own request with its own seed, ``sample_seed(prompt seed, j)``: vLLM 0.24
+seeds the n children of one request ``seed + j`` (``v1/engine/parallel_sampling.py``), so with
+per-prompt seeds ``base + i`` sample j of prompt i would share its noise with sample j - 1 of
+prompt i + 1. Callers give each prompt (or each sample, as a prompt with ``n = 1``) a seed that is
+itself a hash of (base seed, problem, sample), so a shard gives the same samples whichever shards
+ran before it. The token budget is ``max_tokens`` capped at the model's context minus the prompt,
+in both engines, as vLLM caps it (``v1/core/sched/utils.py``, ``check_stop``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import InitVar, dataclass
 from typing import Any, Protocol
 
 from lie.errors import LieError
@@ -21,44 +32,132 @@ from lie.errors import LieError
 log = logging.getLogger(__name__)
 
 ENGINES = ("hf", "vllm")
+# Recorded in shard manifests: a run with another rule never resumes from these shards.
+SEED_RULE = "sample_seed(sample_seed(base, problem, sample), 0); sample_seed = blake2b-64 >> 1"
+# vLLM 0.24 (sampling_params.py): temperatures in [0, 2]; below 1e-5 greedy, which refuses n > 1;
+# between that and 0.01 raised to 0.01 with a warning.
+MAX_TEMPERATURE, MIN_SAMPLING_TEMPERATURE, GREEDY_BELOW = 2.0, 0.01, 1e-5
+HF_ENGINE_ARGS = ("device", "dtype", "max_model_len")
 
 
 @dataclass(frozen=True)
 class SamplingSettings:
+    """What every sample is drawn with; ``keys`` names the config key of each field in errors."""
+
     n: int = 1
     max_tokens: int = 8192
     temperature: float = 1.0
     top_p: float = 1.0
+    keys: InitVar[Mapping[str, str] | None] = None
 
-    def __post_init__(self) -> None:
-        if self.n < 1 or self.max_tokens < 1:
-            raise LieError(
-                f"sampling needs n >= 1 and max_tokens >= 1, got n={self.n}, max_tokens={self.max_tokens}"
-            )
-        if self.temperature < 0 or not 0 < self.top_p <= 1:
-            raise LieError(
-                f"sampling needs temperature >= 0 and 0 < top_p <= 1, got {self.temperature}, {self.top_p}"
-            )
+    def __post_init__(self, keys: Mapping[str, str] | None) -> None:
+        name = {f: (keys or {}).get(f, f) for f in ("n", "max_tokens", "temperature", "top_p")}
+        message = _sampling_problem(self, name)
+        if message:
+            raise LieError(message)
+
+
+def _sampling_problem(s: SamplingSettings, name: Mapping[str, str]) -> str | None:
+    """The first setting vLLM 0.24 would refuse or silently change, as a message with the fix."""
+    if not isinstance(s.n, int) or s.n < 1:
+        return f"{name['n']} must be an integer >= 1, got {s.n!r}"
+    if not isinstance(s.max_tokens, int) or s.max_tokens < 1:
+        return f"{name['max_tokens']} must be an integer >= 1, got {s.max_tokens!r}"
+    t = s.temperature
+    if not 0 <= t <= MAX_TEMPERATURE:
+        return f"{name['temperature']} is {t}, outside vLLM's range [0, 2]: set it within [0, 2]"
+    if 0 < t < MIN_SAMPLING_TEMPERATURE:
+        return (
+            f"{name['temperature']} is {t}: vLLM raises temperatures below 0.01 to 0.01; "
+            "set 0 (greedy) or at least 0.01"
+        )
+    if t < GREEDY_BELOW and s.n > 1:
+        return (
+            f"{name['temperature']} is {t} (greedy) with {name['n']} = {s.n}: greedy samples are one "
+            "sample repeated and vLLM refuses n > 1; set n to 1 or a temperature of at least 0.01"
+        )
+    if not 0 < s.top_p <= 1:
+        return f"{name['top_p']} must be in (0, 1], got {s.top_p}"
+    return None
 
 
 @dataclass(frozen=True)
 class Completion:
     token_ids: list[int]
     text: str
-    finish_reason: str  # "stop" (end of sequence) or "length" (max_tokens reached)
+    finish_reason: str  # "stop" (end of sequence) or "length" (token budget reached)
+    max_tokens: int | None = None  # the budget it had: max_tokens capped at context minus prompt
+    seed: int | None = None  # the seed it was drawn with
 
 
 class Engine(Protocol):
     tokenizer: Any
+    max_model_len: int  # the context, prompt included
 
     def generate(
         self, prompts: Sequence[Sequence[int]], settings: SamplingSettings, seeds: Sequence[int]
     ) -> list[list[Completion]]: ...
 
 
-def prompt_seed(base_seed: int, prompt_index: int) -> int:
-    """A per-prompt seed that does not depend on sharding (fits vLLM's and torch's 64-bit seeds)."""
-    return (base_seed * 1_000_003 + prompt_index) % (2**31 - 1)
+def sample_seed(*keys: int) -> int:
+    """A seed in [0, 2**63) hashed from ``keys`` (fits vLLM's int64 and torch's seeds).
+
+    Unlike ``base + index``, seeds of neighbouring problems and samples share nothing.
+    """
+    digest = hashlib.blake2b(",".join(str(int(k)) for k in keys).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1
+
+
+@dataclass(frozen=True)
+class SampleRequest:
+    """One sample to draw: which prompt, with which seed and token budget."""
+
+    prompt: int
+    seed: int
+    max_tokens: int
+
+
+def token_budget(prompt_tokens: int, max_tokens: int, max_model_len: int, where: str = "a prompt") -> int:
+    """``max_tokens`` capped at the context left after the prompt (vLLM stops there too)."""
+    room = max_model_len - prompt_tokens
+    if room < 1:
+        raise LieError(
+            f"{where} has {prompt_tokens} tokens, which fills the model's {max_model_len}-token context; "
+            "shorten it or raise the context (--engine-arg max_model_len=N where the model allows it)"
+        )
+    return min(max_tokens, room)
+
+
+def plan_requests(
+    prompts: Sequence[Sequence[int]], settings: SamplingSettings, seeds: Sequence[int], max_model_len: int
+) -> list[SampleRequest]:
+    """One request per sample, prompt by prompt: sample j of a prompt seeded s gets ``sample_seed(s, j)``."""
+    if len(seeds) != len(prompts):
+        raise LieError(f"{len(prompts)} prompts but {len(seeds)} seeds: give one seed per prompt")
+    out = []
+    for i, (ids, seed) in enumerate(zip(prompts, seeds)):
+        budget = token_budget(len(ids), settings.max_tokens, max_model_len, f"prompt {i} of the batch")
+        out.extend(SampleRequest(i, sample_seed(seed, j), budget) for j in range(settings.n))
+    return out
+
+
+def group_by_prompt(
+    requests: Sequence[SampleRequest], completions: Sequence[Completion], prompts: int
+) -> list[list[Completion]]:
+    out: list[list[Completion]] = [[] for _ in range(prompts)]
+    for request, completion in zip(requests, completions, strict=True):
+        out[request.prompt].append(completion)
+    return out
+
+
+def checked_finish(reason: str | None) -> str:
+    """``stop`` or ``length``; anything else (vLLM's abort, error, repetition) stops the job."""
+    if reason in ("stop", "length"):
+        return reason
+    raise LieError(
+        f"vLLM finished a sample with reason {reason!r} (aborted or failed, not a stop): "
+        "nothing of this shard is kept; rerun to redo it"
+    )
 
 
 def load_tokenizer(model_path: str, trust_remote_code: bool = False, revision: str | None = None):
@@ -73,10 +172,15 @@ def load_tokenizer(model_path: str, trust_remote_code: bool = False, revision: s
 
 
 class HFEngine:
-    """transformers ``generate``, one prompt at a time with its own seed (small models, CPU)."""
+    """transformers ``generate``, one sample at a time with its own seed (small models, CPU)."""
 
     def __init__(
-        self, model_path: str, trust_remote_code: bool = False, device: str | None = None, dtype: str = "auto"
+        self,
+        model_path: str,
+        trust_remote_code: bool = False,
+        device: str | None = None,
+        dtype: str = "auto",
+        max_model_len: int | None = None,
     ):
         import torch
         from transformers import AutoModelForCausalLM
@@ -91,6 +195,7 @@ class HFEngine:
         except OSError as exc:
             raise LieError(f"cannot load a model from {model_path!r}: {exc}") from None
         self.model.eval()
+        self.max_model_len = max_model_len or _context_length(self.model.config, model_path)
         self.eos_ids = _eos_ids(self.tokenizer, self.model)
         pad = self.tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else self.eos_ids[0]
@@ -98,43 +203,52 @@ class HFEngine:
     def generate(
         self, prompts: Sequence[Sequence[int]], settings: SamplingSettings, seeds: Sequence[int]
     ) -> list[list[Completion]]:
-        torch = self.torch
-        out = []
-        for ids, seed in zip(prompts, seeds):
-            torch.manual_seed(seed)
-            input_ids = torch.tensor([list(ids)], device=self.device)
-            sample = settings.temperature > 0
-            with torch.no_grad():
-                generated = self.model.generate(
-                    input_ids,
-                    attention_mask=torch.ones_like(input_ids),
-                    do_sample=sample,
-                    temperature=settings.temperature if sample else None,
-                    top_p=settings.top_p if sample else None,
-                    top_k=0 if sample else None,
-                    max_new_tokens=settings.max_tokens,
-                    num_return_sequences=settings.n,
-                    eos_token_id=self.eos_ids,
-                    pad_token_id=self.pad_id,
-                )
-            completions = []
-            for row in generated[:, input_ids.shape[1] :].tolist():
-                completions.append(self._completion(row))
-            out.append(completions)
-        return out
+        requests = plan_requests(prompts, settings, seeds, self.max_model_len)
+        done = [self._sample(prompts[r.prompt], settings, r) for r in requests]
+        return group_by_prompt(requests, done, len(prompts))
 
-    def _completion(self, row: list[int]) -> Completion:
-        for i, tok in enumerate(row):
-            if tok in self.eos_ids:
-                ids = row[: i + 1]
-                return Completion(ids, self.tokenizer.decode(ids, skip_special_tokens=True), "stop")
-        return Completion(row, self.tokenizer.decode(row, skip_special_tokens=True), "length")
+    def _sample(self, ids: Sequence[int], settings: SamplingSettings, request: SampleRequest) -> Completion:
+        torch = self.torch
+        torch.manual_seed(request.seed)
+        input_ids = torch.tensor([list(ids)], device=self.device)
+        sample = settings.temperature >= GREEDY_BELOW
+        with torch.no_grad():
+            generated = self.model.generate(
+                input_ids,
+                attention_mask=torch.ones_like(input_ids),
+                do_sample=sample,
+                temperature=settings.temperature if sample else None,
+                top_p=settings.top_p if sample else None,
+                top_k=0 if sample else None,
+                max_new_tokens=request.max_tokens,
+                eos_token_id=self.eos_ids,
+                pad_token_id=self.pad_id,
+            )
+        row = generated[0, input_ids.shape[1] :].tolist()
+        stop = next((i for i, tok in enumerate(row) if tok in self.eos_ids), None)
+        ids_out = row if stop is None else row[: stop + 1]
+        text = self.tokenizer.decode(ids_out, skip_special_tokens=True)
+        return Completion(
+            ids_out, text, "length" if stop is None else "stop", request.max_tokens, request.seed
+        )
 
 
 class VLLMEngine:
-    """vLLM offline inference; prompts as token ids, one seeded request per prompt."""
+    """vLLM offline inference; prompts as token ids, one seeded ``n = 1`` request per sample.
 
-    def __init__(self, model_path: str, trust_remote_code: bool = False, **engine_kwargs: Any):
+    ``batch_invariant=True`` sets ``VLLM_BATCH_INVARIANT=1`` before vLLM loads (vLLM's beta mode
+    whose outputs do not depend on the batch; slower).
+    """
+
+    def __init__(
+        self,
+        model_path: str,
+        trust_remote_code: bool = False,
+        batch_invariant: bool = False,
+        **engine_kwargs: Any,
+    ):
+        if batch_invariant:
+            _enable_batch_invariance()
         try:
             from vllm import LLM
         except ImportError:
@@ -144,32 +258,62 @@ class VLLMEngine:
             ) from None
         self.llm = LLM(model=model_path, trust_remote_code=trust_remote_code, **engine_kwargs)
         self.tokenizer = self.llm.get_tokenizer()
+        # after start-up: vLLM may have fitted max_model_len to the KV cache (core_client.py)
+        self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
 
     def generate(
         self, prompts: Sequence[Sequence[int]], settings: SamplingSettings, seeds: Sequence[int]
     ) -> list[list[Completion]]:
         from vllm import SamplingParams, TokensPrompt
 
+        requests = plan_requests(prompts, settings, seeds, self.max_model_len)
         params = [
             SamplingParams(
-                n=settings.n,
+                n=1,
                 temperature=settings.temperature,
                 top_p=settings.top_p,
-                max_tokens=settings.max_tokens,
-                seed=seed,
+                max_tokens=r.max_tokens,
+                seed=r.seed,
                 skip_special_tokens=True,
             )
-            for seed in seeds
+            for r in requests
         ]
-        requests = [TokensPrompt(prompt_token_ids=list(ids)) for ids in prompts]
-        results = self.llm.generate(requests, params, use_tqdm=False)
-        return [
-            [
-                Completion(list(o.token_ids), o.text, "length" if o.finish_reason == "length" else "stop")
-                for o in r.outputs
-            ]
-            for r in results
-        ]
+        inputs = [TokensPrompt(prompt_token_ids=list(prompts[r.prompt])) for r in requests]
+        results = self.llm.generate(inputs, params, use_tqdm=False)
+        done = []
+        for r, result in zip(requests, results, strict=True):
+            (o,) = result.outputs
+            done.append(
+                Completion(list(o.token_ids), o.text, checked_finish(o.finish_reason), r.max_tokens, r.seed)
+            )
+        return group_by_prompt(requests, done, len(prompts))
+
+
+def batch_invariant_mode(kind: str, engine_kwargs: Mapping[str, Any] | None) -> bool | None:
+    """Whether vLLM runs in its batch-invariant mode (an engine argument or the environment)."""
+    if kind != "vllm":
+        return None
+    return bool((engine_kwargs or {}).get("batch_invariant")) or os.environ.get("VLLM_BATCH_INVARIANT") == "1"
+
+
+def _enable_batch_invariance() -> None:
+    """vLLM reads ``VLLM_BATCH_INVARIANT`` when its modules load, so it must be set first."""
+    if "vllm" in sys.modules and os.environ.get("VLLM_BATCH_INVARIANT") != "1":
+        raise LieError(
+            "batch_invariant=true needs VLLM_BATCH_INVARIANT=1 before vLLM is imported, and it already "
+            "is: set VLLM_BATCH_INVARIANT=1 in the environment instead"
+        )
+    os.environ["VLLM_BATCH_INVARIANT"] = "1"
+
+
+def _context_length(config: Any, model_path: str) -> int:
+    for name in ("max_position_embeddings", "n_positions", "max_sequence_length"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    raise LieError(
+        f"the config of {model_path!r} states no context length; pass --engine-arg max_model_len=N"
+    )
 
 
 def _eos_ids(tokenizer: Any, model: Any) -> list[int]:
@@ -187,6 +331,12 @@ def _eos_ids(tokenizer: Any, model: Any) -> list[int]:
 def load_engine(kind: str, model_path: str, trust_remote_code: bool = False, **engine_kwargs: Any) -> Engine:
     """The generation engine ``kind`` (``hf`` or ``vllm``) for the model at ``model_path``."""
     if kind == "hf":
+        unknown = sorted(set(engine_kwargs) - set(HF_ENGINE_ARGS))
+        if unknown:
+            raise LieError(
+                f"engine 'hf' takes no argument {', '.join(unknown)}; its engine arguments: "
+                f"{', '.join(HF_ENGINE_ARGS)}"
+            )
         return HFEngine(model_path, trust_remote_code=trust_remote_code, **engine_kwargs)
     if kind == "vllm":
         return VLLMEngine(model_path, trust_remote_code=trust_remote_code, **engine_kwargs)
