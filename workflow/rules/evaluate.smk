@@ -1,19 +1,7 @@
 # Generation on every benchmark (runs and base models), and grading at every budget. The models of
 # evaluation.bare_questions (OctoThinker, as the authors did) get the bare-question files.
 
-
-def bare_questions(key: str) -> bool:
-    """Whether a run's model (or a base model) is evaluated on bare questions."""
-    model = config["experiments"][key]["model"] if key in config["experiments"] else key
-    return model in (config["evaluation"].get("bare_questions") or [])
-
-
-def get_bench_data(key: str, bench: str) -> str:
-    return f"{OUT}/data/bare/{bench}.parquet" if bare_questions(key) else f"{OUT}/data/{bench}.parquet"
-
-
-def get_eval_data(wildcards) -> list[str]:
-    return [get_bench_data(wildcards.key, bench) for bench in BENCHMARKS]
+from lie.data.spec import eval_data_file
 
 
 rule data_bare:
@@ -36,7 +24,7 @@ rule data_bare:
 rule generate:
     input:
         model=get_evaluated_model,
-        data=lambda w: get_bench_data(w.key, w.bench),
+        data=lambda w: str(eval_data_file(config, w.key, w.bench)),
     output:
         f"{OUT}/generations/{{key}}/{{bench}}.jsonl",
     log:
@@ -63,7 +51,7 @@ rule generate:
 rule evaluate:
     input:
         gens=get_generations,
-        data=get_eval_data,
+        data=lambda w: [str(eval_data_file(config, w.key, bench)) for bench in BENCHMARKS],
         model=get_evaluated_model,
     output:
         scores=f"{OUT}/scores/{{key}}/scores.jsonl",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from lie.errors import LieError
@@ -228,3 +229,18 @@ def dataset_spec(config: dict[str, Any], name: str) -> DatasetSpec:
 
     group, entry = dataset_entry(config, name)
     return parse_spec(name, group, entry)
+
+
+def bare_questions(config: dict[str, Any], key: str) -> bool:
+    """Whether ``key`` (a run or a base model) is evaluated on bare questions (evaluation.bare_questions)."""
+    experiments = config.get("experiments") or {}
+    model = experiments[key]["model"] if key in experiments else key
+    return model in ((config.get("evaluation") or {}).get("bare_questions") or [])
+
+
+def eval_data_file(config: dict[str, Any], key: str, bench: str) -> Path:
+    """The data file ``key`` is evaluated on for ``bench``: ``data/bare/<bench>.parquet`` or ``data/<bench>.parquet``."""
+    from lie.layout import Layout
+
+    plain = Layout(config).dataset_file(bench)
+    return plain.parent / "bare" / plain.name if bare_questions(config, key) else plain
