@@ -89,3 +89,22 @@ def test_renderers():
     assert csv_text([{"a": 1.5, "b": None}], ["a", "b"]) == "a,b\n1.5,\n"
     with pytest.raises(ValueError):
         table.add(["too", "short"])
+
+
+# Issue 14's reading of the authors' assets/tts.png at 4k/8k/12k/16k/24k/32k (the four GRPO curves).
+ISSUE_14_TTS = """GRPO .421 .433 .435 .436 .436 .436; GRPO+LIE .436 .466 .469 .469 .469 .469; GRPO with higher
+clip .443 .489 .498 .499 .499 .499; higher clip + LIE .447 .507 .521 .523 .525 .526."""
+ISSUE_14_KEYS = {"GRPO": "qwen3-4b-base_dapo_grpo", "GRPO+LIE": "qwen3-4b-base_dapo_grpo_lie",
+                 "GRPO with higher clip": "qwen3-4b-base_dapo_grpo-clip-higher",
+                 "higher clip + LIE": "qwen3-4b-base_dapo_grpo-clip-higher_lie"}  # fmt: skip
+
+
+def test_the_test_time_scaling_figure_has_the_papers_six_curves():
+    curves = load_paper().tts_curves()
+    assert len(curves) == 6
+    for part in " ".join(ISSUE_14_TTS.split()).rstrip(".").split("; "):
+        name, values = re.fullmatch(r"(.+?) ((?:\.\d+ ?)+)", part).groups()
+        label, budgets, ys = curves[ISSUE_14_KEYS[name]]
+        assert ys == [float(v) for v in values.split()] and budgets[-1] == 32768, name
+    for label, _, ys in curves.values():
+        assert ys == sorted(ys), f"{label}: accuracy falls with a larger budget"
