@@ -73,7 +73,8 @@ def test_a_malformed_line_stops_with_its_number_and_field(tmp_path, capsys, bad,
     src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     write_lines(src, [rows()[0], bad, rows()[1]])
     assert main(["score", "--in", str(src), "--out", str(dst)]) == 2
-    assert message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert message in err and err.count(str(src)) == 1, err  # the file and line named once
     assert list(tmp_path.iterdir()) == [src]  # no output, no partial file
 
 

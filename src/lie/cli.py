@@ -8,11 +8,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import math
 import sys
 from collections.abc import Sequence
 
 from lie import __version__
-from lie.errors import LieError
+from lie.errors import LieError, describe
+
+log = logging.getLogger("lie.cli")
 
 # name -> (module under lie.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -51,27 +54,64 @@ def _top_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in COMMANDS:
-        _top_parser().parse_args(argv)  # prints help or a usage error and exits
-        return 2
-    name, rest = argv[0], argv[1:]
+def _non_finite_flag(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """NaN or infinity in any flag is a usage error: every numeric flag has a range (a time limit, a rate)."""
+    for action in parser._actions:
+        value = getattr(args, action.dest, None)
+        if _has_non_finite(value):
+            flag = "/".join(action.option_strings) or action.dest
+            parser.error(f"argument {flag}: {value!r} is not a finite number")
+
+
+def _has_non_finite(value: object) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_has_non_finite(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_has_non_finite(v) for v in value)
+    return False
+
+
+def _run(name: str, rest: list[str]) -> int:
     module = importlib.import_module(COMMANDS[name][0])
     parser = argparse.ArgumentParser(prog=f"lie {name}", description=COMMANDS[name][1])
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     module.add_arguments(parser)
     args = parser.parse_args(rest)
+    _non_finite_flag(parser, args)
     logging.basicConfig(
         level=getattr(logging, str(args.log_level).upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    try:
-        return int(module.run(args) or 0)
-    except LieError as exc:
-        print(f"lie {name}: error: {exc}", file=sys.stderr)
+    log.debug("lie %s: started", name)
+    return int(module.run(args) or 0)
+
+
+def _fail(name: str, message: str, status: int = 2) -> int:
+    print(f"lie {name}: {message}", file=sys.stderr)
+    return status
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in COMMANDS:
+        _top_parser().parse_args(argv)  # prints help or a usage error and exits
         return 2
+    name = argv[0]
+    try:
+        return _run(name, argv[1:])
+    except LieError as exc:
+        return _fail(name, f"error: {exc}")
+    except KeyboardInterrupt:
+        return _fail(name, "interrupted", 130)
+    except Exception as exc:
+        message = describe(exc)
+        if message is None:
+            raise
+        log.debug("the failure in full", exc_info=True)
+        return _fail(name, f"error: {message}")
 
 
 if __name__ == "__main__":

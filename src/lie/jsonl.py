@@ -1,11 +1,19 @@
-"""JSON-lines input with line numbers, and output files that never look complete when they are not."""
+"""JSON-lines input with line numbers, and output files that never look complete when they are not.
+
+Input lines are checked strictly (UTF-8, finite numbers, no lone surrogates) so that a bad line
+stops with its file and number instead of a traceback later; output is strict JSON (no bare
+``NaN``) and lands with the permissions the user's umask gives, readable by the group on a shared
+file system.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import json
+import math
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -14,12 +22,70 @@ from typing import IO, Any
 
 from lie.errors import LieError
 
+FIX = "fix or remove that line"
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]", re.ASCII)
 
-def _open_input(path: str) -> IO[str]:
-    if path == "-":
-        return sys.stdin
+
+class _BadNumber(ValueError):
+    """A number JSON allows but Python cannot hold faithfully (NaN, overflow, too many digits)."""
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _BadNumber(f"the number {text} overflows a float")
+    return value
+
+
+def _bounded_int(text: str) -> int:
     try:
-        return open(path, encoding="utf-8")
+        return int(text)
+    except ValueError:
+        raise _BadNumber(
+            f"an integer of {len(text.lstrip('-'))} digits (Python reads at most {sys.get_int_max_str_digits()})"
+        ) from None
+
+
+def _no_constant(text: str) -> Any:
+    raise _BadNumber(f"{text} is not a finite number (and not standard JSON)")
+
+
+def _lone_surrogate(obj: Any) -> bool:
+    if isinstance(obj, str):
+        return any(0xD800 <= ord(c) <= 0xDFFF for c in obj)
+    if isinstance(obj, dict):
+        return any(_lone_surrogate(k) or _lone_surrogate(v) for k, v in obj.items())
+    if isinstance(obj, list):
+        return any(_lone_surrogate(v) for v in obj)
+    return False
+
+
+def loads_line(line: str | bytes, where: str) -> Any:
+    """One JSON value, strictly: ``where`` ("file line N") starts every error message."""
+    if isinstance(line, bytes):
+        try:
+            line = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            bad = line[exc.start : exc.start + 1].hex()
+            raise LieError(
+                f"{where}: not valid UTF-8 (byte 0x{bad} at column {exc.start + 1}); save the file as UTF-8"
+            ) from None
+    try:
+        obj = json.loads(line, parse_float=_finite_float, parse_int=_bounded_int, parse_constant=_no_constant)
+    except _BadNumber as exc:
+        raise LieError(f"{where}: {exc}; {FIX}") from None
+    except json.JSONDecodeError as exc:
+        raise LieError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno}); {FIX}") from None
+    if _SURROGATE_ESCAPE.search(line) and _lone_surrogate(obj):
+        raise LieError(f"{where}: a lone surrogate escape (\\ud800-\\udfff) is not text; {FIX}")
+    return obj
+
+
+def _open_input(path: str) -> IO[bytes]:
+    if path == "-":
+        return sys.stdin.buffer
+    try:
+        return open(path, "rb")
     except OSError as exc:
         raise LieError(f"cannot read {path}: {exc.strerror}") from None
 
@@ -32,16 +98,60 @@ def read_jsonl(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
         for lineno, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise LieError(f"{name} line {lineno}: not valid JSON ({exc.msg})") from None
+            obj = loads_line(line, f"{name} line {lineno}")
             if not isinstance(obj, dict):
                 raise LieError(f"{name} line {lineno}: expected a JSON object, got {type(obj).__name__}")
             yield lineno, obj
     finally:
-        if handle is not sys.stdin:
+        if handle is not sys.stdin.buffer:
             handle.close()
+
+
+def _current_umask() -> int:
+    """The process's umask, read without changing it where Linux says it (/proc), else set and reset."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def default_mode(directory: bool = False) -> int:
+    """The mode ``open``/``mkdir`` would give a new file or folder (``mkstemp``/``mkdtemp`` give 0600/0700)."""
+    return (0o777 if directory else 0o666) & ~_current_umask()
+
+
+def share_tree(root: str | os.PathLike[str]) -> None:
+    """Give ``root`` and everything under it the modes the umask gives (safetensors writes 0600).
+
+    Execute bits stay as they are; symbolic links (a model linked from the hub cache) are not followed.
+    """
+    file_mode, dir_mode = default_mode(), default_mode(directory=True)
+    for path in [Path(root), *Path(root).rglob("*")]:
+        if path.is_symlink():
+            continue
+        if path.is_dir():
+            path.chmod(dir_mode)
+        else:
+            path.chmod(file_mode | (path.stat().st_mode & 0o111 & dir_mode))
+
+
+def _temporary_beside(target: Path) -> tuple[int, str]:
+    """A temporary file in ``target``'s folder with the umask's mode; an unwritable place is a LieError."""
+    if target.is_dir():
+        raise LieError(f"cannot write {target}: it is a folder; give a file name")
+    if target.parent.exists() and not target.parent.is_dir():
+        raise LieError(f"cannot write {target}: {target.parent} is a file, not a folder")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+    except OSError as exc:
+        raise LieError(f"cannot write {target}: {exc.strerror or exc}") from None
+    with contextlib.suppress(OSError):  # some network file systems refuse chmod: keep mkstemp's mode
+        os.fchmod(fd, default_mode())
+    return fd, tmp
 
 
 @contextlib.contextmanager
@@ -59,8 +169,7 @@ def atomic_output(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[
         out.flush()
         return
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+    fd, tmp = _temporary_beside(target)
     try:
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
             yield handle
@@ -71,6 +180,31 @@ def atomic_output(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[
         raise
 
 
-def dumps(obj: Any) -> str:
-    """One JSON line, unicode kept readable."""
-    return json.dumps(obj, ensure_ascii=False)
+def _non_finite(obj: Any, path: str = "") -> tuple[str, float] | None:
+    """The first key path (``a.b[2]``) that holds NaN or infinity, and that value."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return path, obj
+    if isinstance(obj, dict):
+        children = ((f"{path}.{k}" if path else str(k), v) for k, v in obj.items())
+    elif isinstance(obj, (list, tuple)):
+        children = ((f"{path}[{i}]", v) for i, v in enumerate(obj))
+    else:
+        return None
+    for child_path, value in children:
+        found = _non_finite(value, child_path)
+        if found:
+            return found
+    return None
+
+
+def dumps(obj: Any, **kwargs: Any) -> str:
+    """Strict JSON, unicode kept readable: NaN or infinity is a LieError naming its key, never bare NaN."""
+    try:
+        return json.dumps(obj, ensure_ascii=False, allow_nan=False, **kwargs)
+    except ValueError:
+        found = _non_finite(obj)
+        if found is None:
+            raise
+        raise LieError(
+            f"field '{found[0]}' is {found[1]}, not a finite number; JSON cannot hold it"
+        ) from None

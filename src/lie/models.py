@@ -22,6 +22,9 @@ MODEL_FILES = ["*.json", "*.safetensors", "*.txt", "*.model", "*.jinja", "*.tikt
 
 
 def _replace_dir(tmp: Path, out: Path) -> None:
+    from lie.jsonl import share_tree
+
+    share_tree(tmp)  # the group reads the weights too (shared file system)
     if out.exists():
         shutil.rmtree(out)
     os.replace(tmp, out)

@@ -9,6 +9,7 @@ Plain Python and NumPy: no torch, no verl, so that every engine and the CLI can 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -52,6 +53,8 @@ class RewardConfig:
     def __post_init__(self) -> None:
         for f in fields(self):
             _check_type(f.name, getattr(self, f.name), f.type)
+            if f.type == "float" and not math.isfinite(getattr(self, f.name)):
+                raise LieError(f"reward key '{f.name}' must be a finite number, got {getattr(self, f.name)}")
         if self.variant not in VARIANTS:
             raise LieError(f"reward key 'variant' must be one of {VARIANTS}, got {self.variant!r}")
         if self.unit not in UNITS:

@@ -19,10 +19,17 @@ def flag(text: str) -> bool | None:
 
 
 def key_value(text: str) -> tuple[str, Any]:
-    """``KEY=VALUE`` with the value read as YAML (numbers, booleans, lists)."""
-    import yaml
+    """``KEY=VALUE`` with the value read as YAML (numbers, booleans, lists; a mapping's keys once each).
+
+    NaN and infinity are refused by ``lie.cli`` for every flag, this one included.
+    """
+    from lie.errors import LieError
+    from lie.overrides import load_yaml
 
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    return key.strip(), yaml.safe_load(value)
+    try:
+        return key.strip(), load_yaml(value, f"the value of {key.strip()}")
+    except LieError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

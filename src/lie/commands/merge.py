@@ -25,6 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from lie.config import load_config
+    from lie.jsonl import share_tree
     from lie.layout import Layout
 
     config = load_config(args.config)
@@ -42,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
         from lie.engines.trl_train import export_model
 
         export_model(checkpoint, target)
+        share_tree(target)  # checkpoints keep safetensors' 0600: the group reads the merged model
         return 0
     tmp = target.with_name(f".{target.name}.partial")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -53,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
     if code != 0:
         shutil.rmtree(tmp, ignore_errors=True)
         raise LieError(f"verl.model_merger failed on {checkpoint} (status {code})")
+    share_tree(tmp)
     if target.exists():
         shutil.rmtree(target)
     os.replace(tmp, target)

@@ -33,42 +33,50 @@ def _field(obj: dict[str, Any], name: str, where: str, required: bool = True) ->
     return obj[name]
 
 
+def _score_row(obj: dict[str, Any], where: str, config: Any) -> Any:
+    """The reward of one input object; every message starts with ``where`` once."""
+    from lie.reward import score
+
+    response = _field(obj, "response", where)
+    if not isinstance(response, str):
+        raise LieError(f"{where}: field 'response' must be a string, got {type(response).__name__}")
+    token_ids = _field(obj, "token_ids", where, required=config.unit == "token")
+    if token_ids is not None and (
+        not isinstance(token_ids, list)
+        or not all(isinstance(t, int) and not isinstance(t, bool) for t in token_ids)
+    ):
+        raise LieError(f"{where}: field 'token_ids' must be a list of integers")
+    correct = _field(obj, "correct", where)
+    num_tokens = _field(obj, "num_tokens", where)
+    ref_len = _field(obj, "ref_len", where, required=config.length_term)
+    try:
+        return score(
+            response,
+            correct,
+            num_tokens,
+            ref_len,
+            config,
+            token_ids=token_ids,
+            extra_tokens=obj.get("extra_tokens"),
+        )
+    except LieError as exc:
+        raise LieError(f"{where}: field {exc}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from lie.overrides import reward_config
-    from lie.reward import score
 
     config = reward_config(args.config, args.set)
     name = "<stdin>" if args.inp == "-" else args.inp
-    rows: list[dict[str, Any]] = []
-    results = []
+    scored = []
     for lineno, obj in read_jsonl(args.inp):
         where = f"{name} line {lineno}"
-        response = _field(obj, "response", where)
-        if not isinstance(response, str):
-            raise LieError(f"{where}: field 'response' must be a string, got {type(response).__name__}")
-        token_ids = _field(obj, "token_ids", where, required=config.unit == "token")
-        if token_ids is not None and (
-            not isinstance(token_ids, list)
-            or not all(isinstance(t, int) and not isinstance(t, bool) for t in token_ids)
-        ):
-            raise LieError(f"{where}: field 'token_ids' must be a list of integers")
-        try:
-            results.append(
-                score(
-                    response,
-                    _field(obj, "correct", where),
-                    _field(obj, "num_tokens", where),
-                    _field(obj, "ref_len", where, required=config.length_term),
-                    config,
-                    token_ids=token_ids,
-                    extra_tokens=obj.get("extra_tokens"),
-                )
-            )
-        except LieError as exc:
-            raise LieError(f"{where}: field {exc}") from None
-        rows.append(obj)
+        obj.update(_score_row(obj, where, config).as_dict())
+        scored.append((where, obj))
     with atomic_output(args.out) as out:
-        for obj, result in zip(rows, results):
-            obj.update(result.as_dict())
-            out.write(dumps(obj) + "\n")
+        for where, obj in scored:
+            try:
+                out.write(dumps(obj) + "\n")
+            except LieError as exc:
+                raise LieError(f"{where}: {exc}") from None
     return 0

@@ -27,6 +27,7 @@ def run(args: argparse.Namespace) -> int:
     import shutil
     import tempfile
 
+    from lie.jsonl import share_tree
     from lie.tiny import build_tiny
 
     corpus = []
@@ -41,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
         build_tiny(
             tmp, corpus, seed=args.seed, vocab_size=args.vocab_size, hidden=args.hidden, layers=args.layers
         )
+        share_tree(tmp)  # mkdtemp's 0700 and safetensors' 0600 would keep the group out
         if out.exists():
             shutil.rmtree(out)
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,309 @@
+"""Bad input and a hostile environment answered in one line (issue 13, items 4-6).
+
+Group-readable outputs under the user's umask; no network, broken JSON lines, an unwritable
+``--out`` and Ctrl-C give one ``lie CMD: error:`` line, never a traceback; NaN and infinity are
+refused wherever a number has a range, and never written as bare ``NaN`` in JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import yaml
+
+from lie.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+SMOKE = REPO / "workflow" / "configs" / "smoke.yaml"
+ROW = {"response": "short", "correct": False, "num_tokens": 1, "ref_len": 3000}
+
+
+def lie(
+    *args: str, env: dict[str, str | None] | None = None, cwd: Path = REPO, **kwargs
+) -> subprocess.CompletedProcess:
+    """The installed console script in a fresh process, as a user runs it (``env`` value None: unset)."""
+    command = [str(Path(sys.executable).parent / "lie"), *args]
+    full_env = {k: v for k, v in {**os.environ, **(env or {})}.items() if v is not None}
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=300, env=full_env, cwd=cwd, **kwargs
+    )
+
+
+def one_error_line(stderr: str, command: str) -> str:
+    """The error line of ``lie COMMAND``; fails on a traceback or on more than one error line."""
+    assert "Traceback" not in stderr, stderr[-3000:]
+    lines = [line for line in stderr.splitlines() if line.startswith(f"lie {command}: ")]
+    assert len(lines) == 1, stderr[-3000:]
+    return lines[0]
+
+
+def write_rows(path: Path, lines: list[str | bytes]) -> Path:
+    data = b"".join((line if isinstance(line, bytes) else line.encode()) + b"\n" for line in lines)
+    path.write_bytes(data)
+    return path
+
+
+@pytest.fixture
+def umask_002():
+    old = os.umask(0o002)
+    yield
+    os.umask(old)
+
+
+# 4. Outputs readable by the group ---------------------------------------------------------------
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_scores_and_data_follow_the_umask(tmp_path, umask_002):
+    src = write_rows(tmp_path / "in.jsonl", [json.dumps(ROW)])
+    assert main(["score", "--in", str(src), "--out", str(tmp_path / "scored.jsonl")]) == 0
+    assert mode(tmp_path / "scored.jsonl") == 0o664
+    out = tmp_path / "arith-test.parquet"
+    assert (
+        main(["data", "--config", str(SMOKE), "--set-name", "arith-test", "--out", str(out), "--no-progress"])
+        == 0
+    )
+    assert mode(out) == 0o664
+
+
+def test_a_tiny_model_folder_follows_the_umask(tmp_path, umask_002):
+    out = tmp_path / "tiny"
+    assert (
+        main(["tiny-model", "--out", str(out), "--vocab-size", "300", "--hidden", "8", "--layers", "1"]) == 0
+    )
+    assert mode(out) == 0o775
+    assert all(mode(p) == 0o664 for p in out.iterdir())
+
+
+def test_base_model_and_merged_model_files_follow_the_umask(tmp_path, umask_002):
+    """safetensors writes weights at 0600: a tiny base model and a merged TRL run must not keep that."""
+    config = yaml.safe_load(SMOKE.read_text(encoding="utf-8"))
+    config["outdir"] = str(tmp_path / "results")
+    config_file = tmp_path / "config.yaml"
+    config_file.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    corpus = tmp_path / "arith-test.parquet"
+    assert main(["data", "--config", str(config_file), "--set-name", "arith-test", "--out", str(corpus)]) == 0
+    base = tmp_path / "base"
+    assert (
+        main(
+            [
+                "base-model",
+                "--config",
+                str(config_file),
+                "--name",
+                "tiny",
+                "--out",
+                str(base),
+                "--corpus",
+                str(corpus),
+            ]
+        )
+        == 0
+    )
+    assert mode(base) == 0o775 and {mode(p) for p in base.iterdir()} == {0o664}
+
+    run = next(iter(config["experiments"]))
+    rundir = tmp_path / "results" / "runs" / run
+    checkpoint = rundir / "checkpoints" / "checkpoint-4"
+    checkpoint.mkdir(parents=True)
+    for path in base.iterdir():
+        (checkpoint / path.name).write_bytes(path.read_bytes())
+        (checkpoint / path.name).chmod(0o600)  # as TRL's save leaves model.safetensors
+    (rundir / "final.json").write_text(
+        json.dumps({"engine": "trl", "checkpoint": str(checkpoint), "step": 4})
+    )
+    merged = tmp_path / "merged"
+    assert main(["merge", run, "--config", str(config_file), "--out", str(merged)]) == 0
+    assert mode(merged) == 0o775 and {mode(p) for p in merged.iterdir()} == {0o664}
+
+
+# 5. One line, not a traceback --------------------------------------------------------------------
+
+NO_HUB = {"HF_ENDPOINT": "http://127.0.0.1:1", "HF_HUB_OFFLINE": None}  # nothing listens on port 1
+
+
+def hub_config(tmp_path: Path) -> Path:
+    """config.yaml with a data set and a model that only the hub serves."""
+    config = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
+    config["outdir"] = str(tmp_path / "results")
+    config["datasets"]["train"]["dapo"].update(
+        hf_id="BytedTsinghua-SIA/DAPO-Math-17k", url=None, sha1=None, local=None
+    )
+    config["models"]["qwen3-4b"].update(hf_id="Qwen/Qwen3-4B", path=None, tiny=None)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    "args, fetched",
+    [
+        (
+            ["data", "--set-name", "dapo", "--out", "{tmp}/dapo.parquet"],
+            "data set BytedTsinghua-SIA/DAPO-Math-17k",
+        ),
+        (["base-model", "--name", "qwen3-4b", "--out", "{tmp}/qwen3-4b"], "model Qwen/Qwen3-4B"),
+    ],
+)
+def test_no_network_without_offline_mode_is_one_line(tmp_path, args, fetched):
+    """Today's traceback is ~90 lines of httpx.ConnectError; the hub here is a port nothing listens on."""
+    env = {**NO_HUB, "HF_HOME": str(tmp_path / "hf")}
+    config = hub_config(tmp_path)
+    proc = lie(args[0], "--config", str(config), *[a.format(tmp=tmp_path) for a in args[1:]], env=env)
+    assert proc.returncode == 2
+    line = one_error_line(proc.stderr, args[0])
+    assert fetched in line and "HF_HUB_OFFLINE=1" in line, line
+
+
+@pytest.mark.parametrize(
+    "line, says",
+    [
+        (b'{"response": "caf\xe9", "correct": false, "num_tokens": 1, "ref_len": 30}', "not valid UTF-8"),
+        ('{"response": "\\ud800", "correct": false, "num_tokens": 1, "ref_len": 30}', "lone surrogate"),
+        (
+            '{"response": "x", "correct": false, "num_tokens": 1%s, "ref_len": 30}' % ("0" * 5000),
+            "5001 digits",
+        ),
+        ('{"response": "x", "correct": false, "num_tokens": 1, "ref_len": 30, "w": 1e999}', "1e999"),
+        ('{"response": "x", "correct": false, "num_tokens": 1, "ref_len": 30, "w": NaN}', "NaN"),
+        ('{"response": "x", "correct": false, "num_tokens": 1, "ref_len": 30, "w": -Infinity}', "-Infinity"),
+    ],
+)
+def test_a_broken_json_line_names_file_and_line(tmp_path, line, says):
+    src = write_rows(tmp_path / "in.jsonl", [json.dumps(ROW), line, json.dumps(ROW)])
+    proc = lie("score", "--in", str(src), "--out", str(tmp_path / "out.jsonl"))
+    assert proc.returncode == 2
+    error = one_error_line(proc.stderr, "score")
+    assert f"{src} line 2:" in error and says in error, error
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_out_that_is_a_folder_or_under_a_file(tmp_path, capsys):
+    src = write_rows(tmp_path / "in.jsonl", [json.dumps(ROW)])
+    assert main(["score", "--in", str(src), "--out", str(tmp_path)]) == 2
+    assert f"cannot write {tmp_path}: it is a folder" in capsys.readouterr().err
+    proc = lie("score", "--in", str(src), "--out", str(src / "out.jsonl"))
+    assert proc.returncode == 2
+    assert f"cannot write {src / 'out.jsonl'}" in one_error_line(proc.stderr, "score")
+    assert sorted(tmp_path.iterdir()) == [src]  # no temporary file left behind
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_out_in_a_read_only_folder(tmp_path):
+    src = write_rows(tmp_path / "in.jsonl", [json.dumps(ROW)])
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    proc = lie("score", "--in", str(src), "--out", str(locked / "out.jsonl"))
+    assert proc.returncode == 2
+    assert "Permission denied" in one_error_line(proc.stderr, "score")
+
+
+def test_ctrl_c_exits_130_without_a_traceback(tmp_path):
+    """SIGINT while ``lie score`` waits on its input: one line, status 130, no output file."""
+    out = tmp_path / "out.jsonl"
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "lie"), "score", "--in", "-", "--out", str(out), "--log-level", "DEBUG"],
+        stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    started = threading.Event()
+    lines: list[str] = []
+
+    def read() -> None:
+        for line in proc.stderr:
+            lines.append(line)
+            if "lie score: started" in line:
+                started.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert started.wait(120), "".join(lines)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(60) == 130
+    finally:
+        proc.kill()
+        proc.stdin.close()
+    reader.join(10)
+    assert one_error_line("".join(lines), "score") == "lie score: interrupted"
+    assert not out.exists()
+
+
+# 6. NaN and infinity -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["grade", "--in", "x.jsonl", "--out", "y.jsonl", "--timeout", "nan"],
+        ["grade", "--in", "x.jsonl", "--out", "y.jsonl", "--timeout", "inf"],
+        [
+            "evaluate",
+            "--config",
+            "config.yaml",
+            "--gen",
+            "g",
+            "--out-scores",
+            "s",
+            "--out-summary",
+            "t",
+            "--timeout=-inf",
+        ],
+        ["plan", "--mfu", "nan"],
+        [
+            "generate",
+            "--config",
+            "config.yaml",
+            "--model",
+            "m",
+            "--bench",
+            "b",
+            "--data",
+            "d",
+            "--out",
+            "o",
+            "--engine-arg",
+            "temperature=.nan",
+        ],
+    ],
+)
+def test_a_flag_that_is_not_a_finite_number_is_refused(args, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(args)
+    assert stop.value.code == 2
+    assert "not a finite number" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("knob", ["eta=nan", "beta=inf", "eta=-inf", "beta=NaN"])
+def test_a_reward_knob_that_is_not_finite_is_refused(tmp_path, capsys, knob):
+    src = write_rows(tmp_path / "in.jsonl", [json.dumps(ROW)])
+    assert main(["score", "--in", str(src), "--out", str(tmp_path / "out.jsonl"), "--set", knob]) == 2
+    assert f"reward key '{knob.split('=')[0]}' must be a finite number" in capsys.readouterr().err
+    yaml_file = tmp_path / "knobs.yaml"
+    yaml_file.write_text(f"reward:\n  {knob.split('=')[0]}: .nan\n")
+    assert (
+        main(["score", "--in", str(src), "--out", str(tmp_path / "out.jsonl"), "--config", str(yaml_file)])
+        == 2
+    )
+    assert "must be a finite number" in capsys.readouterr().err
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_reward_that_overflows_is_not_written_as_json(tmp_path):
+    """eta = 1e308 is finite, but R_len overflows to -inf: an error, never ``-Infinity`` in the file."""
+    src = write_rows(tmp_path / "in.jsonl", [json.dumps(ROW)])
+    proc = lie("score", "--in", str(src), "--out", str(tmp_path / "out.jsonl"), "--set", "eta=1e308")
+    assert proc.returncode == 2
+    error = one_error_line(proc.stderr, "score")
+    assert f"{src} line 1:" in error and "'r_len'" in error and "not a finite number" in error, error
+    assert not (tmp_path / "out.jsonl").exists()
