@@ -1,88 +1,318 @@
-"""Multiple-choice answers (A-J): the letter a response commits to, checked against the gold letter.
+"""Multiple-choice answers (A-J): the option a response commits to, read as a careful person would.
 
-The authors' eval script falls back to a regular-expression letter extractor limited to A-E;
-MMLU-Pro has up to ten options, so we read A-J, and only the item's own letters count. Forms, all
-case-insensitive: ``\\boxed{X}`` (also ``\\boxed{(X)}``, ``\\boxed{\\text{X}}``), "the answer is
-(X)", "Answer: X" (with markdown such as ``**Answer:** X``), and a last line that is only a letter
-("C", "(C)", "**C.**"). The last stated answer in the text wins, so a model that changes its mind
-is graded on its final word. An unbracketed lower-case letter followed by a word is a word, not an
-answer ("the answer is a bit"), and so are "I" ("Answer: I think") and "A" after "Answer:"
-("Answer: A careful look"); "the answer is A because" is an answer.
+The authors' eval script reads letters with a priority list of regular expressions limited to A-E
+(our ``choice_grading: authors`` mode, :mod:`lie.grading.choice_authors`). This robust reader, the
+default, reads A-J and only the item's own letters, in four steps:
+
+1. :func:`lie.grading.choice_text.normalize`: one plain text (full-width and look-alike letters,
+   LaTeX and markdown wrappers, boxed letters as markers, "the third option" as "option C").
+2. Every option letter standing alone (lighteval's rule: space, bracket or punctuation on both
+   sides) is found; "a" and "I" followed by an ordinary word are the English article and pronoun,
+   and a lower-case letter counts only in brackets or before punctuation. Letters joined by
+   "and", "or", "," or "/" form one group ("B or D").
+3. Each group is judged from its neighbours (:mod:`lie.grading.choice_cues`): *committed*
+   (``\\boxed{}``, an answer word in several languages, a verb such as "I'd pick", a confirmation
+   such as "is correct", a sentence or line of its own), *rejected* ("not A", "A is wrong", "a
+   question mark"), or a mere mention. With the option texts, a stated value equal to exactly one
+   option's text is a commitment to it (:mod:`lie.grading.choice_values`).
+4. Text about a question the model invents after answering ("Question 2: ...", "Human: ...") is
+   dropped, and the last commitment is the answer: a self-correction counts, and a commitment to
+   two letters at once ("the answer is B or D") is no answer.
 """
 
 from __future__ import annotations
 
 import re
 import time
+from bisect import bisect_left
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
+from lie.grading import choice_cues as cues
+from lie.grading.choice_text import normalize, other_question_starts
+from lie.grading.choice_values import option_for_value
 from lie.grading.result import GradeResult
 
 LETTERS = "ABCDEFGHIJ"
 
-_OPEN = r"[\s*_$(\[{]*"  # markdown, math and brackets before a letter
-_WRAP = r"(?:\\(?:text|textbf|mathrm|mathbf)\s*\{\s*)?"
-_BOXED = re.compile(r"\\boxed\s*\{\s*" + _WRAP + r"\(?\s*([A-J])\s*(?=[)}.:,\s])", re.I)
-_ANSWER_IS = re.compile(
-    r"\banswer\s+(?:is|would\s+be|will\s+be)\s*[:：]?"
-    + _OPEN
-    + r"(?:option\s+|choice\s+)?"
-    + _OPEN
-    + _WRAP
-    + r"([A-J])(?![A-Za-z0-9])",
+_TOKEN = re.compile(
+    r"⟦(?P<boxed>[A-J])⟧"
+    r"|(?<![A-Za-z0-9\\^_])[(\[]\s*(?P<bracketed>[A-Ja-j])\s*[)\]]"
+    r"|(?<![A-Za-z0-9\\{'’^_])(?<![A-Za-z0-9\\^_][(\[])(?P<bare>[A-Ja-j])(?![A-Za-z0-9'’^_])"
+)
+_CONNECTOR = re.compile(
+    r"[ \t,/&、*_]*(?:(?:and|or|nor|und|oder|et|ou|y|o|e|vs\.?|versus)(?![A-Za-z])|和|或|与|及)?"
+    r"[ \t*_]*(?:(?:option|choice)s?[ \t]*)?",
     re.I,
 )
-_ANSWER_COLON = re.compile(
-    r"\banswer[*_]*\s*[:：]"
-    + _OPEN
-    + r"(?:option\s+|choice\s+)?"
-    + _OPEN
-    + _WRAP
-    + r"([A-J])(?![A-Za-z0-9])",
-    re.I,
+# Words after "A" / "I" that make them letters ("A is wrong") rather than the article or pronoun.
+_LETTER_VERBS = (
+    "is was isn't wasn't and or nor but because since as vs versus fits fit matches seems looks gives "
+    "stands survives works alone also too correct incorrect wrong right true false option"
+).split()
+_A_FOLLOWERS = frozenset(
+    _LETTER_VERBS
+    + (
+        "has had would could does doesn't states says claims contradicts ignores uses assumes describes "
+        "violates mentions only here instead remains then therefore so for with being wins best not "
+        "appears must should will might may cannot can't confuses suggests implies lists shows requires "
+        "overstates understates misstates focuses refers makes it which if in on at by"
+    ).split()
 )
-_LAST_LINE = re.compile(r"[\s*_#>$]*(?:\\text\s*\{)?\(?([A-J])\)?[.}\s*_$]*", re.I)
-_WORDLIKE = re.compile(r"[ \t]+[a-z]")
+_I_FOLLOWERS = frozenset(_LETTER_VERBS + ["it", "describes"])
+_WORD_AFTER = re.compile(r"[ \t]+([A-Za-z][A-Za-z']*)")
+_LOWER_OK_AFTER = re.compile(r"\s*(?:$|[.,;:!?)\]*](?![A-Za-z]))")
+_OPTION_NOUN_BEFORE = re.compile(
+    r"(?:option|choice|alternative|opción|opcion|alternativa|opzione|letter)\s+$", re.I
+)
+_SENTENCE_BREAK = re.compile(r"[.!?。！？;；](?=\s|$)")
+_VALUE = re.compile(r"⟪(\d+)⟫")
+_VALUE_AFTER_ANSWER = re.compile(
+    cues.ANSWER_WORD
+    + r"(?:[^\n.!?;]{0,40}?"
+    + cues.COPULA
+    + r")\s*(?P<value>[^\n]{1,80}?)\s*(?:[.!。](?=\s|$)|$)",
+    re.I | re.M,
+)
+_LEFT_CHARS, _RIGHT_CHARS, _SENTENCE_CHARS = 160, 120, 300
 
 
-def _plausible(text: str, match: re.Match[str], words: str) -> bool:
-    """False when the letter reads as a word: lower case or one of ``words``, unbracketed, then a word."""
-    letter = match.group(1)
-    if letter.isupper() and letter not in words:
-        return True
-    start = match.start(1)
-    if start > 0 and text[start - 1] in "({":
-        return True
-    return not _WORDLIKE.match(text, match.end(1))
+@dataclass(frozen=True)
+class Reading:
+    """What a response answers: ``letter`` (None when no single option), and why not when None."""
+
+    letter: str | None
+    outside: tuple[str, ...] = ()  # committed letters that are not among the item's options
+    conflict: tuple[str, ...] = ()  # the last commitment named these letters at once
 
 
-def find_letters(response: str) -> list[tuple[int, str]]:
-    """Every stated answer letter as (position, upper-case letter), in order of position."""
-    found: list[tuple[int, str]] = []
-    # After "Answer:" a sentence may begin ("Answer: A careful look..."); mid-sentence only "I" is a word.
-    for pattern, words in ((_BOXED, ""), (_ANSWER_IS, "I"), (_ANSWER_COLON, "AI")):
-        for match in pattern.finditer(response):
-            if _plausible(response, match, words):
-                found.append((match.start(1), match.group(1).upper()))
-    stripped = response.rstrip()
-    last_start = stripped.rfind("\n") + 1
-    match = _LAST_LINE.fullmatch(stripped, last_start)
-    if match:
-        found.append((match.start(1), match.group(1).upper()))
-    return sorted(set(found))
+@dataclass
+class _Group:
+    start: int
+    end: int
+    letters: list[str] = field(default_factory=list)
+    boxed: bool = False
+    marked: bool = False  # bracketed, boxed or after "option"/"choice": plainly an option letter
+    verdict: str = "mention"  # commit | reject | alone | mention
 
 
-def extract_choice(response: str, letters: Sequence[str]) -> tuple[str | None, list[str]]:
-    """(the last stated letter among ``letters``, the stated letters outside them)."""
-    allowed = {letter.upper() for letter in letters}
-    stated = find_letters(response)
-    valid = [letter for _, letter in stated if letter in allowed]
-    outside = sorted({letter for _, letter in stated if letter not in allowed})
-    return (valid[-1] if valid else None), outside
+def _tokens(text: str) -> list[tuple[int, int, str, bool, bool]]:
+    """(start, end, upper-case letter, boxed, marked) of every option letter standing alone."""
+    found = []
+    for match in _TOKEN.finditer(text):
+        letter = match.group("boxed") or match.group("bracketed") or match.group("bare")
+        if match.group("bare") and not _is_letter(text, match):
+            continue
+        marked = not match.group("bare") or bool(
+            _OPTION_NOUN_BEFORE.search(text, max(0, match.start() - 20), match.start())
+        )
+        found.append((match.start(), match.end(), letter.upper(), bool(match.group("boxed")), marked))
+    return found
 
 
-def grade_choice(response: str, gold: str, letters: Sequence[str]) -> GradeResult:
-    """Grade a multiple-choice response: correct when its final letter is ``gold``."""
+def _is_letter(text: str, match: re.Match[str]) -> bool:
+    """False for the article "a"/"A" and the pronoun "I" before a word, and a lower-case letter in prose."""
+    letter, end = match.group("bare"), match.end()
+    if letter.islower():
+        return bool(_LOWER_OK_AFTER.match(text, end)) or (
+            bool(_OPTION_NOUN_BEFORE.search(text, max(0, match.start() - 20), match.start()))
+            and not _WORD_AFTER.match(text, end)
+        )
+    if letter in "AI":
+        word = _WORD_AFTER.match(text, end)
+        followers = _A_FOLLOWERS if letter == "A" else _I_FOLLOWERS
+        return word is None or word.group(1).lower() in followers
+    return True
+
+
+def _groups(text: str) -> list[_Group]:
+    """Letters joined by "and", "or", "," or "/" on one line, as one group each (a repeat starts a new one)."""
+    groups: list[_Group] = []
+    for start, end, letter, boxed, marked in _tokens(text):
+        last = groups[-1] if groups else None
+        joined = last and letter not in last.letters and "\n" not in text[last.end : start]
+        if joined and _CONNECTOR.fullmatch(text, last.end, start):
+            last.end, last.boxed, last.marked = end, last.boxed or boxed, last.marked or marked
+            last.letters.append(letter)
+        else:
+            groups.append(_Group(start, end, [letter], boxed, marked))
+    return groups
+
+
+def _left(text: str, start: int, floor: int) -> str:
+    """The text before a group, back to the sentence start, a previous group, or an answer line ending in ":"."""
+    lines = text[max(floor, start - _LEFT_CHARS) : start].split("\n")
+    left = lines[-1]
+    if cues.LEFT_EMPTY.fullmatch(left):
+        previous = [line for line in lines[:-1] if line.strip()]
+        if previous and re.search(r"(?:[:：]|" + cues.ANSWER_WORD + r"\W*)\s*$", previous[-1], re.I):
+            left = previous[-1] + " " + left
+    breaks = list(_SENTENCE_BREAK.finditer(left))
+    return left[breaks[-1].end() :] if breaks else left
+
+
+def _right(text: str, end: int, ceiling: int) -> str:
+    """The text after a group, to the end of its sentence or line, or the next group."""
+    right = text[end : min(ceiling, end + _RIGHT_CHARS)].split("\n", 1)[0]
+    stop = _SENTENCE_BREAK.search(right, 1)
+    return right[: stop.end()] if stop else right
+
+
+def _alone(text: str, group: _Group) -> bool:
+    """The group is its line's only content ("(C)", "**D.**", "b")."""
+    floor = max(0, group.start - _SENTENCE_CHARS)
+    line_start = text.rfind("\n", floor, group.start) + 1
+    if line_start == 0 and floor > 0:
+        return False
+    ceiling = min(len(text), group.end + _SENTENCE_CHARS)
+    line_end = text.find("\n", group.end, ceiling)
+    if line_end < 0 and ceiling < len(text):
+        return False
+    after = text[group.end : ceiling if line_end < 0 else line_end]
+    return bool(
+        cues.LEFT_EMPTY.fullmatch(text[line_start : group.start]) and cues.LINE_ALONE.fullmatch(after)
+    )
+
+
+def _judge(text: str, groups: list[_Group]) -> None:
+    """Set each group's verdict from its neighbours (see :mod:`lie.grading.choice_cues`)."""
+    starts = [g.start for g in groups]
+    for i, group in enumerate(groups):
+        previous = groups[i - 1] if i else None
+        left = _left(text, group.start, previous.end if previous else 0)
+        right = _right(text, group.end, groups[i + 1].start if i + 1 < len(groups) else len(text))
+        after_rejection = (
+            previous is not None
+            and previous.verdict == "reject"
+            and not re.search(r"[\n.!?。]", text[previous.end : group.start])
+        )
+        group.verdict = _verdict(text, groups, starts, group, left, right, after_rejection)
+    _drop_letter_lists(text, groups)
+
+
+def _verdict(
+    text: str,
+    groups: list[_Group],
+    starts: list[int],
+    group: _Group,
+    left: str,
+    right: str,
+    after_rejection: bool,
+) -> str:
+    """commit, reject, alone (a line of its own, decided later) or mention."""
+    if cues.TENTATIVE.match(right):
+        return "mention"
+    if cues.EXCEPT.search(left):  # "everything except B is wrong", "every option except C fails"
+        if cues.NEG_AFTER.match(right) or cues.NEGATIVE_WORD.search(left):
+            return "commit"
+        return "reject" if cues.AFTER.match(right) else "mention"
+    if cues.NEG_BEFORE.search(left) or cues.NEG_AFTER.match(right):
+        return "reject"
+    if group.boxed or cues.LEAD.search(left):
+        return "commit"
+    if cues.AFTER.match(right) and not cues.CONDITION.search(right):
+        return "commit"
+    if after_rejection and cues.CONTRAST.search(left):
+        return "commit"
+    if cues.CONCLUDE.search(left) and cues.SENTENCE_END.match(right) and not cues.HEDGE.search(left):
+        return "commit"
+    if _alone(text, group):
+        return "alone"
+    if group.marked and _affirmed(text, groups, starts, group):
+        return "commit"
+    return "mention"
+
+
+def _affirmed(text: str, groups: list[_Group], starts: list[int], group: _Group) -> bool:
+    """The sentence names this option last and says it fits, without a hedge.
+
+    Other options in the sentence may only be rejected ones or earlier ones that include it
+    ("Between (A) and (D), (D) has the right dimensions").
+    """
+    start, end = _sentence_bounds(text, group)
+    for other in groups[bisect_left(starts, start) : bisect_left(starts, end)]:
+        if other is group or other.verdict == "reject":
+            continue
+        if other.start > group.start or not set(group.letters) <= set(other.letters):
+            return False
+    sentence = text[start:end]
+    return bool(cues.AFFIRM.search(sentence)) and not cues.HEDGE.search(sentence)
+
+
+def _sentence_bounds(text: str, group: _Group) -> tuple[int, int]:
+    """The sentence around a group, at most ``_SENTENCE_CHARS`` either side."""
+    floor = max(0, group.start - _SENTENCE_CHARS)
+    line_start = text.rfind("\n", floor, group.start) + 1 or floor
+    breaks = [m.end() for m in _SENTENCE_BREAK.finditer(text, line_start, group.start)]
+    start = breaks[-1] if breaks else line_start
+    ceiling = min(len(text), group.end + _SENTENCE_CHARS)
+    line_end = text.find("\n", group.end, ceiling)
+    line_end = ceiling if line_end < 0 else line_end
+    stop = _SENTENCE_BREAK.search(text, group.end + 1, line_end)
+    return start, stop.end() if stop else line_end
+
+
+def _drop_letter_lists(text: str, groups: list[_Group]) -> None:
+    """Letters alone on consecutive lines are a list of labels, not answers."""
+    alone = [g for g in groups if g.verdict == "alone"]
+    lines, line, pos = [], 0, 0
+    for group in alone:  # in text order: count newlines incrementally
+        line += text.count("\n", pos, group.start)
+        pos = group.start
+        lines.append(line)
+    taken = set(lines)
+    for group, number in zip(alone, lines, strict=True):
+        group.verdict = "mention" if {number - 1, number + 1} & taken else "commit"
+
+
+def _value_commitments(text: str, values: list[str], options: Sequence[str], letters: Sequence[str]):
+    """(position, (letter,)) for each stated value that equals exactly one option's text."""
+    found = []
+    for match in _VALUE.finditer(text):
+        letter = option_for_value(values[int(match.group(1))], options, letters)
+        if letter:
+            found.append((match.start(), (letter,)))
+    for match in _VALUE_AFTER_ANSWER.finditer(text):
+        letter = option_for_value(_VALUE.sub("", match.group("value")), options, letters)
+        if letter:
+            found.append((match.start("value"), (letter,)))
+    return found
+
+
+def read_choice(response: str, letters: Sequence[str], options: Sequence[str] | None = None) -> Reading:
+    """The option ``response`` commits to among ``letters`` (option texts ``options``, if known)."""
+    allowed = [str(x).strip().upper() for x in letters]
+    normalized = normalize(response, allowed)
+    text = normalized.text
+    groups = _groups(text)
+    _judge(text, groups)
+    commitments = [(g.start, tuple(dict.fromkeys(g.letters))) for g in groups if g.verdict == "commit"]
+    if options:
+        commitments += _value_commitments(text, normalized.values, options, allowed)
+    commitments.sort()
+    cut = other_question_starts(text, commitments[0][0] if commitments else None)
+    stated = [said for position, said in commitments if position < cut]
+    outside = tuple(sorted({x for said in stated for x in said if x not in allowed}))
+    for said in reversed(stated):
+        if len(said) > 1:
+            return Reading(None, outside, said)
+        if said[0] in allowed:
+            return Reading(said[0], outside)
+    return Reading(None, outside)
+
+
+def extract_choice(
+    response: str, letters: Sequence[str], options: Sequence[str] | None = None
+) -> tuple[str | None, list[str]]:
+    """(the committed letter among ``letters`` or None, the committed letters outside them)."""
+    reading = read_choice(response, letters, options)
+    return reading.letter, list(reading.outside)
+
+
+def grade_choice(
+    response: str, gold: str, letters: Sequence[str], options: Sequence[str] | None = None
+) -> GradeResult:
+    """Grade a multiple-choice response: correct when the option it commits to is ``gold``."""
     start = time.perf_counter()
     gold_letter = str(gold).strip().upper()
     allowed = [str(letter).strip().upper() for letter in letters]
@@ -90,9 +320,16 @@ def grade_choice(response: str, gold: str, letters: Sequence[str]) -> GradeResul
         return GradeResult(
             False, None, "error", time.perf_counter() - start, f"gold {gold!r} is not one of {allowed}"
         )
-    pred, outside = extract_choice(response, allowed)
+    reading = read_choice(response, allowed, options)
     seconds = time.perf_counter() - start
-    if pred is None:
-        message = f"letters {outside} are not among the choices {allowed}" if outside else None
-        return GradeResult(False, None, "no_answer", seconds, message)
-    return GradeResult(pred == gold_letter, pred, "ok", seconds)
+    if reading.letter is None:
+        return GradeResult(False, None, "no_answer", seconds, _why_none(reading, allowed))
+    return GradeResult(reading.letter == gold_letter, reading.letter, "ok", seconds)
+
+
+def _why_none(reading: Reading, allowed: list[str]) -> str | None:
+    if reading.conflict:
+        return f"committed to several letters at once: {list(reading.conflict)}"
+    if reading.outside:
+        return f"letters {list(reading.outside)} are not among the choices {allowed}"
+    return None
