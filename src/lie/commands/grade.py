@@ -1,8 +1,10 @@
 """``lie grade --in FILE --out FILE``: grade JSON-lines responses (``-`` = stdin/stdout).
 
 In: ``response`` (str), ``gold`` (str), ``kind`` (``math`` | ``choice``) and, for choice items,
-``choices`` (their letters, e.g. ``["A", "B", "C", "D"]``). Out: the same objects with
-``correct``, ``pred``, ``status`` (``ok`` | ``no_answer`` | ``timeout`` | ``error``) and ``message``.
+``choices`` (their letters, e.g. ``["A", "B", "C", "D"]``), optionally ``options`` (the option
+texts, aligned with ``choices``) and ``choice_grading`` (``robust`` | ``authors``; default
+``--choice-grading``, itself ``robust``). Out: the same objects with ``correct``, ``pred``,
+``status`` (``ok`` | ``no_answer`` | ``timeout`` | ``error``) and ``message``.
 Math answers go through math-verify in worker processes, each under a hard time limit
 (``--timeout``, default ``evaluation.grade_timeout_s`` of ``--config`` or 10 s).
 Example: ``lie grade --in responses.jsonl --out graded.jsonl --workers 8``.
@@ -17,6 +19,7 @@ from typing import Any
 
 from lie.errors import LieError
 from lie.grading.executor import DEFAULT_TIMEOUT_S
+from lie.grading.items import CHOICE_GRADINGS
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +30,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="config.yaml, for evaluation.grade_timeout_s and grade_workers")
     parser.add_argument("--timeout", type=float, default=None, help="hard limit per item, seconds")
     parser.add_argument("--workers", type=int, default=None, help="worker processes (0: one per core)")
+    parser.add_argument(
+        "--choice-grading",
+        choices=CHOICE_GRADINGS,
+        default="robust",
+        help="multiple-choice reader for items without their own choice_grading: robust (default) or "
+        "authors (math-verify, then the authors' A-E patterns)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -46,6 +56,13 @@ def grading_settings(
     return timeout, workers
 
 
+def with_choice_grading(obj: Any, mode: str) -> Any:
+    """A choice item without its own ``choice_grading`` gets ``mode``; the item's own field wins."""
+    if isinstance(obj, dict) and obj.get("kind") == "choice" and obj.get("choice_grading") is None:
+        return {**obj, "choice_grading": mode}
+    return obj
+
+
 def run(args: argparse.Namespace) -> int:
     from lie.grading import check_item, grade_many
     from lie.jsonl import atomic_output, dumps, read_jsonl
@@ -54,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     name = "<stdin>" if args.inp == "-" else args.inp
     rows, items = [], []
     for lineno, obj in read_jsonl(args.inp):
-        items.append(check_item(obj, f"{name} line {lineno}"))
+        items.append(check_item(with_choice_grading(obj, args.choice_grading), f"{name} line {lineno}"))
         rows.append(obj)
     results = grade_many(items, timeout_s=timeout, workers=workers, progress=not args.no_progress)
     with atomic_output(args.out) as out:
@@ -64,8 +81,9 @@ def run(args: argparse.Namespace) -> int:
     statuses = Counter(r.status for r in results)
     right = sum(r.correct for r in results)
     log.info(
-        "graded %d items: %d correct (%.1f%%); %s",
+        "graded %d items (multiple choice by default: %s): %d correct (%.1f%%); %s",
         len(results),
+        args.choice_grading,
         right,
         100.0 * right / max(1, len(results)),
         ", ".join(f"{k} {statuses[k]}" for k in ("ok", "no_answer", "timeout", "error")),
