@@ -211,8 +211,10 @@ def _check_synthetic(spec: DatasetSpec, where: str) -> None:
         raise LieError(
             f"{where}.synthetic needs exactly the keys {', '.join(SYNTHETIC_KEYS)} (unknown: {unknown}, missing: {missing})"
         )
-    if synthetic["task"] != "arithmetic":
-        raise LieError(f"{where}.synthetic.task must be 'arithmetic', got {synthetic['task']!r}")
+    from lie.tasks import TASKS
+
+    if synthetic["task"] not in TASKS:
+        raise LieError(f"{where}.synthetic.task must be one of {', '.join(TASKS)}, got {synthetic['task']!r}")
     for key in ("count", "seed", "min_depth", "max_depth"):
         if not isinstance(synthetic[key], int) or isinstance(synthetic[key], bool) or synthetic[key] < 0:
             raise LieError(f"{where}.synthetic.{key} must be an integer >= 0, got {synthetic[key]!r}")

@@ -1,4 +1,4 @@
-"""Rows the project writes itself (the smoke run, the study): multi-step arithmetic (lie.tasks).
+"""Rows the project writes itself (the smoke run, the study): a synthetic task of ``lie.tasks``.
 
 Math rows carry the columns of the ``problem-answer`` format, multiple-choice rows those of the
 ``mmlu-pro`` format, so that they go through the same adapters as the real data sets.
@@ -11,12 +11,16 @@ from typing import Any
 import pyarrow as pa
 
 from lie.data.spec import DatasetSpec
-from lie.tasks import arithmetic
+from lie.errors import LieError
+from lie.tasks import arithmetic, task_module
 
 
 def synthetic_table(spec: DatasetSpec) -> tuple[pa.Table, dict[str, Any]]:
     s = spec.synthetic or {}
-    problems = arithmetic.generate(s["count"], s["seed"], s["min_depth"], s["max_depth"])
+    try:
+        problems = task_module(s["task"]).generate(s["count"], s["seed"], s["min_depth"], s["max_depth"])
+    except ValueError as exc:
+        raise LieError(f"{spec.where}.synthetic: {exc}") from None
     origin = {"type": "synthetic", **s}
     if spec.kind == "math":
         table = pa.table(
@@ -27,6 +31,8 @@ def synthetic_table(spec: DatasetSpec) -> tuple[pa.Table, dict[str, Any]]:
             }
         )
         return table, origin
+    if s["task"] != "arithmetic":
+        raise LieError(f"{spec.where}: multiple-choice rows are written for the arithmetic task only")
     opts = [arithmetic.options(p, seed=s["seed"] * 100_003 + i) for i, p in enumerate(problems)]
     table = pa.table(
         {
