@@ -7,6 +7,7 @@ One source of truth: every ``lie`` command that needs a setting takes ``--config
 from __future__ import annotations
 
 import copy
+import math
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +15,14 @@ from lie.errors import LieError
 
 SCHEMA = Path(__file__).with_name("schemas") / "config.schema.yaml"
 LIE_MODES = ("on", "off", "length-only")
+NAME_RULE = (
+    "use letters, digits, '_', '.' and '-', starting with a letter or digit "
+    "(names become file names and words of shell commands)"
+)
 
 
 def load_config(path: str | Path, validate: bool = True) -> dict[str, Any]:
-    """Read ``path`` (YAML), check it against the schema, and return it as a dict."""
+    """Read ``path`` (YAML, each key once), check it whole, and return it as a dict."""
     from lie.overrides import load_yaml_mapping
 
     config = load_yaml_mapping(path)
@@ -27,19 +32,57 @@ def load_config(path: str | Path, validate: bool = True) -> dict[str, Any]:
 
 
 def validate_config(config: dict[str, Any], source: str = "config") -> None:
-    """Schema check (the same file Snakemake validates with), then cross-references."""
-    if SCHEMA.exists():
-        import jsonschema
-        import yaml
+    """The whole config, before anything runs: finite numbers, the schema, then how the parts fit.
 
-        schema = yaml.safe_load(SCHEMA.read_text(encoding="utf-8"))
-        validator = jsonschema.Draft202012Validator(schema)
-        errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
-        if errors:
-            first = errors[0]
-            where = ".".join(str(p) for p in first.absolute_path) or "(top level)"
-            raise LieError(f"{source}: key '{where}': {first.message}")
+    Snakemake's rules call this before their own schema check, so the first mistake is one line.
+    """
+    _check_finite(config, source)
+    _check_schema(config, source)
     _check_references(config, source)
+    _check_parents(config, source)
+    _check_evaluation(config, source)
+    _check_batches(config, source)
+
+
+def validate_workflow(config: dict[str, Any], files: list[str | Path]) -> None:
+    """Snakemake's config: each file read again (its loader keeps a repeated key silently), then the whole."""
+    for path in files:
+        load_config(path, validate=False)
+    validate_config(config, source=" + ".join(map(str, files)) or "the Snakemake config")
+
+
+def _check_finite(value: Any, source: str, where: str = "") -> None:
+    """NaN and infinity (YAML ``.nan``, ``.inf``) pass every schema bound: refuse them everywhere."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise LieError(f"{source}: key '{where}': {value} is not a finite number")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_finite(item, source, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_finite(item, source, f"{where}[{i}]")
+
+
+def _schema() -> dict[str, Any]:
+    from lie.overrides import load_yaml
+
+    return load_yaml(SCHEMA.read_text(encoding="utf-8"), str(SCHEMA))
+
+
+def _check_schema(config: dict[str, Any], source: str) -> None:
+    if not SCHEMA.exists():
+        return
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(_schema())
+    errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        first = errors[0]
+        where = ".".join(str(p) for p in first.absolute_path) or "(top level)"
+        message = first.message if len(first.message) <= 300 else first.message[:300] + " ..."
+        if "propertyNames" in first.schema_path:
+            message = f"the name {first.instance!r} is not allowed: {NAME_RULE}"
+        raise LieError(f"{source}: key '{where}': {message}")
 
 
 def _check_references(config: dict[str, Any], source: str) -> None:
@@ -59,6 +102,58 @@ def _check_references(config: dict[str, Any], source: str) -> None:
     for name in config.get("runs") or []:
         if name not in experiments:
             raise LieError(f"{source}: runs names {name!r}, which is not in experiments")
+
+
+def _check_parents(config: dict[str, Any], source: str) -> None:
+    """A chain of ``parent`` runs must end: a cycle would train nothing and loop forever."""
+    experiments = config.get("experiments") or {}
+    for name in experiments:
+        chain = [name]
+        parent = experiments[name].get("parent")
+        while parent is not None:
+            if parent in chain:
+                cycle = " -> ".join([*chain[chain.index(parent) :], parent])
+                raise LieError(f"{source}: experiments form a cycle of parents: {cycle}")
+            chain.append(parent)
+            parent = (experiments.get(parent) or {}).get("parent")
+
+
+def _check_names(names: list[Any], table: dict[str, Any], key: str, what: str, source: str) -> None:
+    for name in names:
+        if name not in table:
+            raise LieError(
+                f"{source}: {key} names {name!r}, which is not in {what}; known: {', '.join(table)}"
+            )
+
+
+def _check_evaluation(config: dict[str, Any], source: str) -> None:
+    """Benchmarks, base models, domain lists, validation sets and tokenizer corpora name defined things."""
+    evaluation = config.get("evaluation") or {}
+    datasets = config.get("datasets") or {}
+    eval_sets = datasets.get("eval") or {}
+    for key in ("benchmarks", "in_domain", "out_of_domain"):
+        _check_names(evaluation.get(key) or [], eval_sets, f"evaluation.{key}", "datasets.eval", source)
+    models = config.get("models") or {}
+    _check_names(evaluation.get("base_models") or [], models, "evaluation.base_models", "models", source)
+    defined = {**(datasets.get("train") or {}), **eval_sets}
+    val_sets = (config.get("training") or {}).get("val_sets") or []
+    _check_names(val_sets, defined, "training.val_sets", "datasets", source)
+    for name, entry in models.items():
+        corpus = (entry.get("tiny") or {}).get("corpus") or []
+        _check_names(corpus, defined, f"models.{name}.tiny.corpus", "datasets", source)
+
+
+def _check_batches(config: dict[str, Any], source: str) -> None:
+    """The batch splits into whole mini-batches (TRL otherwise plans 0 generations a step and exits 0)."""
+    training = config.get("training") or {}
+    batch, mini = training.get("train_batch_size"), training.get("ppo_mini_batch_size")
+    if not isinstance(batch, int) or not isinstance(mini, int) or mini < 1:
+        return
+    if mini > batch or batch % mini:
+        raise LieError(
+            f"{source}: training.train_batch_size ({batch}) must be a multiple of training.ppo_mini_batch_size "
+            f"({mini}), and not smaller"
+        )
 
 
 def selected_runs(config: dict[str, Any]) -> list[str]:

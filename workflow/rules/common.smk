@@ -1,5 +1,6 @@
 # Configuration, its validation, and the get_* input functions of every rule.
 import json
+import sys
 from pathlib import Path
 
 import yaml
@@ -14,8 +15,11 @@ if not workflow.overwrite_configfiles:  # no --configfile: the paper's matrix (-
     configfile: "config.yaml"
 
 
+try:  # lie's one-line message first: Snakemake's own check prints the whole schema
+    lie_config.validate_workflow(config, workflow.configfiles)
+except lie_config.LieError as exc:
+    sys.exit(f"lie: {exc}")
 validate(config, "../schemas/config.schema.yaml")
-lie_config.validate_config(config, source="the Snakemake config")
 
 LAYOUT = Layout(config)
 OUT = str(LAYOUT.root)

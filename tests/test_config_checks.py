@@ -1,0 +1,213 @@
+"""The config checked whole before anything runs (issue 13, item 7), by ``lie`` and by Snakemake.
+
+Each broken config goes through ``lie plan --config`` (every ``lie`` command loads its config the
+same way) and the worst cases through ``snakemake -n``, whose first words must be ``lie``'s one
+line, never Snakemake's dump of the whole schema.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from lie.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+SMOKE = REPO / "workflow" / "configs" / "smoke.yaml"
+
+
+def smoke(outdir: Path) -> dict[str, Any]:
+    config = yaml.safe_load(SMOKE.read_text(encoding="utf-8"))
+    config["outdir"] = str(outdir)
+    return config
+
+
+def write(path: Path, config: dict[str, Any]) -> Path:
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def rename(table: dict[str, Any], old: str, new: str) -> None:
+    table[new] = table.pop(old)
+
+
+def _cycle(c: dict[str, Any]) -> None:
+    c["experiments"]["smoke_gspo_lie"]["parent"] = "smoke_gspo_lie_long"
+
+
+def _self_parent(c: dict[str, Any]) -> None:
+    c["experiments"]["smoke_grpo"]["parent"] = "smoke_grpo"
+
+
+def _model_name(c: dict[str, Any]) -> None:
+    rename(c["models"], "tiny", "tiny;rm")
+    for run in c["experiments"].values():
+        run["model"] = "tiny;rm"
+    c["evaluation"]["base_models"] = ["tiny;rm"]
+
+
+def _dataset_name(c: dict[str, Any]) -> None:
+    rename(c["datasets"]["eval"], "arith-test", "../arith-test")
+    c["evaluation"]["benchmarks"] = ["../arith-test", "arith-choice"]
+    c["evaluation"]["in_domain"] = ["../arith-test"]
+    c["models"]["tiny"]["tiny"]["corpus"] = ["arith-train"]
+
+
+def _run_name(c: dict[str, Any]) -> None:
+    rename(c["experiments"], "smoke_grpo", "-rf")
+
+
+BROKEN: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
+    "parent cycle": (_cycle, "a cycle of parents: smoke_gspo_lie -> smoke_gspo_lie_long -> smoke_gspo_lie"),
+    "own parent": (_self_parent, "a cycle of parents: smoke_grpo -> smoke_grpo"),
+    "benchmark": (
+        lambda c: c["evaluation"]["benchmarks"].append("aime24"),
+        "evaluation.benchmarks names 'aime24', which is not in datasets.eval",
+    ),
+    "base model": (
+        lambda c: c["evaluation"]["base_models"].append("qwen3-4b"),
+        "evaluation.base_models names 'qwen3-4b', which is not in models",
+    ),
+    "in domain": (
+        lambda c: c["evaluation"]["in_domain"].append("math500"),
+        "evaluation.in_domain names 'math500', which is not in datasets.eval",
+    ),
+    "out of domain": (
+        lambda c: c["evaluation"]["out_of_domain"].append("mmlu-pro"),
+        "evaluation.out_of_domain names 'mmlu-pro', which is not in datasets.eval",
+    ),
+    "val set": (
+        lambda c: c["training"].update(val_sets=["math500"]),
+        "training.val_sets names 'math500', which is not in datasets",
+    ),
+    "mini-batch larger than the batch": (
+        lambda c: c["training"].update(train_batch_size=4, ppo_mini_batch_size=8),
+        "training.train_batch_size (4) must be a multiple of training.ppo_mini_batch_size (8)",
+    ),
+    "batch not a multiple of the mini-batch": (
+        lambda c: c["training"].update(train_batch_size=6, ppo_mini_batch_size=4),
+        "training.train_batch_size (6) must be a multiple of training.ppo_mini_batch_size (4)",
+    ),
+    "NaN time limit": (
+        lambda c: c["evaluation"].update(grade_timeout_s=math.nan),
+        "key 'evaluation.grade_timeout_s': nan is not a finite number",
+    ),
+    "infinite learning rate": (
+        lambda c: c["training"].update(lr=math.inf),
+        "key 'training.lr': inf is not a finite number",
+    ),
+    "tokenizer corpus": (
+        lambda c: c["models"]["tiny"]["tiny"]["corpus"].append("dapo"),
+        "models.tiny.tiny.corpus names 'dapo', which is not in datasets",
+    ),
+    "model name": (_model_name, "the name 'tiny;rm' is not allowed"),
+    "data set name": (_dataset_name, "the name '../arith-test' is not allowed"),
+    "run name": (_run_name, "the name '-rf' is not allowed"),
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_lie_refuses_a_config_that_does_not_fit_together(tmp_path, capsys, case):
+    change, message = BROKEN[case]
+    config = smoke(tmp_path / "results")
+    change(config)
+    path = write(tmp_path / "config.yaml", config)
+    assert main(["plan", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"lie plan: error: {path}: " in err and message in err, err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+def test_a_key_written_twice_is_refused(tmp_path, capsys):
+    text = SMOKE.read_text(encoding="utf-8").replace("\ntraining:\n", "\ntraining:\n  lr: 0.5\n", 1)
+    path = tmp_path / "config.yaml"
+    path.write_text(text, encoding="utf-8")
+    assert main(["plan", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "key 'lr' appears twice" in err and f"{path} line " in err, err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+def test_a_package_yaml_reader_refuses_a_key_written_twice(tmp_path, capsys):
+    """The behaviour patterns (like the judge prompt and the paper's numbers) go through the same reader."""
+    patterns = tmp_path / "patterns.yaml"
+    patterns.write_text("behaviours:\n  verification: {patterns: [check]}\n  verification: {patterns: [x]}\n")
+    gen = tmp_path / "gen.jsonl"
+    gen.write_text('{"response": "let me check"}\n')
+    assert main(["behaviours", "--gen", str(gen), "--patterns", str(patterns)]) == 2
+    assert "key 'verification' appears twice (first on line 2)" in capsys.readouterr().err
+
+
+def test_the_package_yaml_files_have_each_key_once():
+    from lie.overrides import load_yaml_mapping
+
+    files = sorted((REPO / "src" / "lie").rglob("*.yaml"))
+    assert len(files) >= 4
+    for path in files:
+        load_yaml_mapping(path)
+
+
+# Snakemake ---------------------------------------------------------------------------------------
+
+
+def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", *args],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    for name in ("Snakefile", "workflow"):
+        os.symlink(REPO / name, tmp_path / name)
+    return tmp_path
+
+
+def lie_first(proc: subprocess.CompletedProcess, message: str) -> None:
+    """Snakemake stopped, and its output is short and leads with lie's message, not the schema."""
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0, output[-3000:]
+    assert message in output, output[-3000:]
+    assert "Failed validating" not in output and "$schema" not in output, output[:3000]
+    assert len(output.strip().splitlines()) <= 6, output[:3000]
+
+
+def test_snakemake_gives_lies_line_for_a_top_level_mistake(workdir):
+    config = smoke(workdir / "results")
+    config["bogus"] = 1
+    write(workdir / "config.yaml", config)
+    proc = snakemake(workdir, "-n")
+    lie_first(proc, "key '(top level)': Additional properties are not allowed ('bogus' was unexpected)")
+
+
+def test_snakemake_refuses_a_parent_cycle_and_a_key_written_twice(workdir):
+    config = smoke(workdir / "results")
+    _cycle(config)
+    write(workdir / "config.yaml", config)
+    lie_first(snakemake(workdir, "-n"), "a cycle of parents")
+    text = SMOKE.read_text(encoding="utf-8").replace("\ntraining:\n", "\ntraining:\n  lr: 0.5\n", 1)
+    (workdir / "twice.yaml").write_text(
+        text.replace("results/smoke", str(workdir / "results")), encoding="utf-8"
+    )
+    lie_first(snakemake(workdir, "-n", "--configfile", "twice.yaml"), "key 'lr' appears twice")
+
+
+def test_snakemake_refuses_nan(workdir):
+    config = smoke(workdir / "results")
+    config["reward"]["eta"] = math.nan
+    write(workdir / "config.yaml", config)
+    lie_first(snakemake(workdir, "-n"), "key 'reward.eta': nan is not a finite number")
