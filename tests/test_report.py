@@ -43,7 +43,11 @@ def test_every_declared_output_is_written_and_nothing_else_is_left(report):
     assert not list(report.layout.root.glob(".report-*"))
     from matplotlib.image import imread
 
-    for name, shape in (("tts.png", (462, 1210)), ("dynamics.png", (1100, 1430))):
+    for name, shape in (
+        ("tts.png", (462, 1210)),
+        ("dynamics.png", (1100, 1430)),
+        ("lengths.png", (242, 924)),
+    ):
         image = imread(report.layout.figures / name)
         assert image.shape[:2] == shape  # figure size x dpi: a real image, not an empty file
 
@@ -51,8 +55,9 @@ def test_every_declared_output_is_written_and_nothing_else_is_left(report):
 def test_every_file_the_issues_name_is_written(report):
     """The Snakemake rule declares report_paths() (common.smk's report_outputs() returns it)."""
     names = {str(p.relative_to(report.layout.root)) for p in report_paths(report.layout)}
-    expected = {f"tables/main.{e}" for e in ("md", "csv", "tex")} | {"tables/tts.csv", "figures/tts.png"}
-    expected |= {"figures/dynamics.png", "tables/dynamics.csv"}
+    expected = {f"tables/{t}.{e}" for t in ("main", "families") for e in ("md", "csv", "tex")}
+    expected |= {"tables/tts.csv", "figures/tts.png", "figures/dynamics.png", "tables/dynamics.csv"}
+    expected |= {"tables/lengths.md", "tables/lengths.csv", "figures/lengths.png"}
     expected |= {f"tables/{n}.{e}" for n in ("behaviours", "diversity") for e in ("md", "csv")}
     assert names == expected
     assert all(p.stat().st_size > 0 for p in report_paths(report.layout))
@@ -61,10 +66,20 @@ def test_every_file_the_issues_name_is_written(report):
 
 
 def test_main_csv_holds_the_summaries_the_paper_and_the_differences(report):
-    rows = read_csv(report.layout.tables / "main.csv")
-    assert [(r["key"], r["bench"]) for r in rows] == [
-        (k, b) for k in KEYS for b in ("math500", "arc-c", "in_domain", "out_of_domain")
+    main_rows = read_csv(report.layout.tables / "main.csv")
+    families = read_csv(report.layout.tables / "families.csv")
+    order = (
+        "math500",
+        "in_domain",
+        "arc-c",
+        "out_of_domain",
+    )  # the paper's: in-domain, ID avg, out-of-domain
+    assert [(r["key"], r["bench"]) for r in main_rows] == [
+        (k, b) for k in (GRPO, GSPO_LIE, BASE) for b in order
     ]
+    assert [(r["key"], r["bench"]) for r in families] == [(LOOP, b) for b in order]  # its own model
+    assert {r["table"] for r in main_rows} == {"main"} and {r["table"] for r in families} == {"families"}
+    rows = main_rows + families
     paper = {(GSPO_LIE, "math500"): 88.4, (GSPO_LIE, "arc-c"): 91.4, (GRPO, "math500"): 80.4,
              (GRPO, "arc-c"): 84.6, (BASE, "math500"): 66.0, (BASE, "arc-c"): 66.9}  # fmt: skip
     for row in rows:
@@ -96,21 +111,57 @@ def test_main_md_and_tex_show_the_same_cells(report):
     md = (report.layout.tables / "main.md").read_text()
     lines = [line for line in md.splitlines() if line.startswith("| ")]
     header = [c.strip() for c in lines[0].strip("|").split("|")]
-    assert header == ["model", "paper row", "math500 ours", "math500 paper", "math500 Δ", "arc-c ours",
-                      "arc-c paper", "arc-c Δ", "ID avg", "OOD avg"]  # fmt: skip
+    assert header == ["model", "paper row", "MATH-500 ours", "MATH-500 paper", "MATH-500 Δ", "ID avg",
+                      "ARC-c ours", "ARC-c paper", "ARC-c Δ", "OOD avg"]  # fmt: skip
     cells = {
         line.split("|")[1].strip(): [c.strip() for c in line.strip("|").split("|")] for line in lines[1:]
     }
-    assert list(cells) == KEYS
-    assert cells[GSPO_LIE][1:8] == ["GSPO+LIE", "0.0", "88.4", "-88.4", "0.0", "91.4", "-91.4"]
-    assert cells[LOOP][1:8] == ["—", "0.0", "—", "—", "50.0", "—", "—"]
-    assert cells[BASE][1] == "Base" and cells[LOOP][9] == "50.0"  # OOD avg = arc-c alone
+    assert list(cells) == [GRPO, GSPO_LIE, BASE]
+    assert cells[GSPO_LIE][1:9] == ["GSPO+LIE", "0.0", "88.4", "-88.4", "0.0", "0.0", "91.4", "-91.4"]
+    assert cells[BASE][1] == "Base"
     assert "at 48 tokens" in md and "our largest budget is 48 tokens, the paper's 32768" in md
+    families = (report.layout.tables / "families.md").read_text()
+    loop = next(line for line in families.splitlines() if line.startswith(f"| {LOOP}"))
+    assert [c.strip() for c in loop.strip("|").split("|")][1:] == [
+        "0.0",
+        "0.0",
+        "50.0",
+        "50.0",
+    ]  # OOD = arc-c
     tex = (report.layout.tables / "main.tex").read_text()
-    assert r"\multicolumn{3}{c}{math500}" in tex and r"\cmidrule(lr){3-5}" in tex
-    assert r"qwen3-4b-base\_dapo\_gspo\_lie & GSPO+LIE & 0.0 & 88.4 & -88.4 & 0.0 & 91.4 & -91.4" in tex
+    assert r"\multicolumn{3}{c}{MATH-500}" in tex and r"\cmidrule(lr){3-5}" in tex
+    assert r"qwen3-4b-base\_dapo\_gspo\_lie & GSPO+LIE & 0.0 & 88.4 & -88.4 & 0.0 & 0.0 & 91.4 & -91.4" in tex
     body = tex.split("\\midrule\n")[1].split("\\bottomrule")[0].strip().splitlines()
-    assert len(body) == 4 and all(row.count("&") == 9 for row in body)
+    assert len(body) == 3 and all(row.count("&") == 9 for row in body)
+
+
+def test_footnotes_state_the_assumptions_and_the_grading_mode(report):
+    md = (report.layout.tables / "main.md").read_text()
+    assert "- Checkpoints: the paper's numbers come from the best checkpoint" in md
+    assert "ours are each run's final checkpoint (training.eval_step)" in md
+    assert "- Epochs (experiments.<run>.epochs" in md and "1: GRPO, GSPO+LIE." in md
+    assert "- Multiple choice (arc-c) graded in mode robust (evaluation.choice_grading" in md
+    families = (report.layout.tables / "families.md").read_text()
+    assert "1: loop_gspo_lie." in families and "GRPO" not in families
+
+
+def test_lengths_are_the_summaries_mean_tokens(report):
+    rows = read_csv(report.layout.tables / "lengths.csv")
+    assert {(r["key"], r["bench"], r["budget"]) for r in rows} == {
+        (k, b, budget) for k in KEYS for b in ("math500", "arc-c") for budget in ("6", "48")
+    }
+    for r in rows:
+        expected = summary(report, r["key"])["benchmarks"][r["bench"]]["mean_tokens"][r["budget"]]
+        assert float(r["mean_tokens"]) == pytest.approx(expected)
+    loop = {(r["bench"], r["budget"]): float(r["mean_tokens"]) for r in rows if r["key"] == LOOP}
+    assert loop == {
+        ("math500", "6"): 6.0,
+        ("math500", "48"): 48.0,
+        ("arc-c", "6"): 6.0,
+        ("arc-c", "48"): 48.0,
+    }
+    md = (report.layout.tables / "lengths.md").read_text()
+    assert f"| {LOOP} | 48 | 48 |" in md and "| model | MATH-500 | ARC-c |" in md
 
 
 def test_tts_csv_has_every_budget(report):
@@ -198,8 +249,11 @@ def test_a_benchmark_missing_from_a_summary_is_a_marked_gap(tmp_path):
     assert rows[(BASE, "out_of_domain")]["note"] == "missing: arc-c; paper's average is over other benchmarks"
     md = (copy.layout.tables / "main.md").read_text()
     base = next(line for line in md.splitlines() if line.startswith(f"| {BASE} "))
-    assert [c.strip() for c in base.strip("|").split("|")][5:] == ["—", "66.9", "—", "0.0", "—"]
+    assert [c.strip() for c in base.strip("|").split("|")][5:] == ["0.0", "—", "66.9", "—", "—"]
     assert f"- OOD avg: missing: arc-c ({BASE})" in md
+    lengths = (copy.layout.tables / "lengths.md").read_text()
+    math = json.loads(copy.layout.summary(BASE).read_text())["benchmarks"]["math500"]["mean_tokens"]["48"]
+    assert f"| {BASE} | {math:.0f} | — |" in lengths  # arc-c not evaluated: a gap
 
 
 @pytest.mark.parametrize(

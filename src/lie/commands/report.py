@@ -1,10 +1,13 @@
 """``lie report --config CONFIG``: tables and figures beside the paper's numbers, from files only.
 
 Reads ``scores/<key>/summary.json``, ``runs/<run>/{metrics,rollouts}`` and
-``generations/<key>/<bench>.jsonl`` under the config's ``outdir``; writes ``tables/main.{md,csv,tex}``,
+``generations/<key>/<bench>.jsonl`` under the config's ``outdir``; writes the result tables in the
+paper's layout, with the config's footnotes (``tables/{main,families,scale,ablation,sensitivity}
+.{md,csv,tex}``, those that get a row), ``tables/lengths.{md,csv}`` and ``figures/lengths.png``,
 ``tables/tts.csv``, ``figures/tts.png``, ``figures/dynamics.png``, ``tables/behaviours.{md,csv}``,
 ``tables/diversity.{md,csv}`` and ``tables/dynamics.csv``, all or none (``lie.report.build``).
-What each file holds: docs/report.md. Example: ``lie report --config workflow/configs/smoke.yaml``.
+What each file holds: the README's "Report" section. Example:
+``lie report --config workflow/configs/smoke.yaml``.
 """
 
 from __future__ import annotations

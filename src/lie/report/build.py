@@ -4,8 +4,11 @@ Every file is rendered into a staging folder beside the outputs first and moved 
 only when all of them are ready; the old outputs are removed before anything is read, so a
 failure leaves no table or figure that looks complete but is stale or half-written (as
 Snakemake, which also removes a failed job's outputs). Paths: :func:`report_paths`, the same
-list as ``report_outputs()`` of ``workflow/rules/common.smk`` (a test keeps them equal), plus
-``tables/dynamics.csv`` (per-step numbers behind ``figures/dynamics.png``).
+list as ``report_outputs()`` of ``workflow/rules/common.smk`` (a test keeps them equal): one
+``tables/<table>.{md,csv,tex}`` for each table of :mod:`lie.report.groups` that has a row (``main``,
+``families``, ``scale``, ``ablation``, ``sensitivity``), ``tables/lengths.{md,csv}`` and
+``figures/lengths.png`` (mean response length at evaluation), test-time scaling, dynamics,
+behaviours and diversity.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 
 from lie.layout import Layout
 from lie.report import figures, render, tables
+from lie.report.groups import TABLES, table_keys, tables_of
 from lie.report.inputs import ReportData, collect
 from lie.report.paper import Paper
 
@@ -31,7 +35,9 @@ def report_paths(layout: Layout) -> list[Path]:
     """Every file of the report (the Snakemake rule declares exactly these: ``report_outputs()``)."""
     t, f = layout.tables, layout.figures
     return [
-        *(t / f"main.{ext}" for ext in ("md", "csv", "tex")),
+        *(t / f"{name}.{ext}" for name in tables_of(layout.config) for ext in ("md", "csv", "tex")),
+        *(t / f"lengths.{ext}" for ext in ("md", "csv")),
+        f / "lengths.png",
         t / "tts.csv",
         f / "tts.png",
         f / "dynamics.png",
@@ -40,20 +46,42 @@ def report_paths(layout: Layout) -> list[Path]:
     ]
 
 
+def _text(content: str) -> Callable[[Path], None]:
+    return lambda path: path.write_text(content, encoding="utf-8")
+
+
+def _result_writers(data: ReportData) -> dict[str, Callable[[Path], None]]:
+    """``tables/<table>.{md,csv,tex}`` of every table with a row."""
+    out: dict[str, Callable[[Path], None]] = {}
+    source = str(data.layout.root)
+    name_of = data.config.get("name", "")
+    for name, keys in table_keys(data.config, data.keys).items():
+        if name == "sensitivity":
+            rows = tables.sensitivity_rows(data, keys)
+            table = tables.sensitivity_table(data, rows)
+            columns = tables.SENSITIVITY_COLUMNS
+        else:
+            rows = tables.result_rows(data, keys, name)
+            table = tables.result_table(data, keys, rows)
+            columns = tables.RESULT_COLUMNS
+        title = f"{TABLES[name]}: `{name_of}` beside the paper"
+        out[f"tables/{name}.md"] = _text(render.markdown(table, title))
+        out[f"tables/{name}.csv"] = _text(render.csv_text(rows, columns))
+        out[f"tables/{name}.tex"] = _text(render.latex(table, source))
+    return out
+
+
 def _writers(data: ReportData) -> dict[str, Callable[[Path], None]]:
     """Relative output path -> a function that writes it."""
-    main = tables.main_rows(data)
-    main_table = tables.main_table(data, main)
-    source = str(data.layout.root)
-
-    def text(content: str) -> Callable[[Path], None]:
-        return lambda path: path.write_text(content, encoding="utf-8")
-
-    title = f"Results of `{data.config.get('name', '')}` beside the paper"
+    lengths = tables.length_rows(data)
+    text = _text
     return {
-        "tables/main.md": text(render.markdown(main_table, title)),
-        "tables/main.csv": text(render.csv_text(main, tables.MAIN_COLUMNS)),
-        "tables/main.tex": text(render.latex(main_table, source)),
+        **_result_writers(data),
+        "tables/lengths.md": text(
+            render.markdown(tables.length_table(data, lengths), "Response length at evaluation")
+        ),
+        "tables/lengths.csv": text(render.csv_text(lengths, tables.LENGTH_COLUMNS)),
+        "figures/lengths.png": lambda path: figures.lengths_figure(data, lengths, path),
         "tables/tts.csv": text(render.csv_text(tables.tts_rows(data), tables.TTS_COLUMNS)),
         "figures/tts.png": lambda path: figures.tts_figure(data, path),
         "figures/dynamics.png": lambda path: figures.dynamics_figure(data, path),

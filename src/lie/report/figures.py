@@ -193,3 +193,27 @@ def dynamics_figure(data: ReportData, path: Path) -> None:
         fontsize=11,
     )
     fig.savefig(path)
+
+
+def lengths_figure(data: ReportData, rows: Sequence[dict[str, Any]], path: Path) -> None:
+    """Mean response length at evaluation: one panel per benchmark, one bar per key (figure of lengths.md)."""
+    benches = list(data.benchmarks)
+    value = {(r["key"], r["bench"]): r.get("mean_tokens") for r in rows if r.get("budget") == data.budget}
+    cols = min(3, len(benches))
+    nrows = math.ceil(len(benches) / cols)
+    fig = _figure(4.2 * cols, 0.6 + max(1.6, 0.28 * len(data.keys)) * nrows)
+    axes = fig.subplots(nrows, cols, squeeze=False).ravel()
+    colour = colours(data)
+    positions = list(range(len(data.keys)))[::-1]
+    for ax, bench in zip(axes, benches):
+        values = [value.get((key, bench)) for key in data.keys]
+        ax.barh(positions, _nan(values), color=[colour[k] for k in data.keys])
+        ax.set_yticks(positions, data.keys if ax in axes[::cols] else [""] * len(positions), fontsize=7)
+        ax.set_title(data.paper.title(bench), fontsize=9)
+        ax.set_xlabel("tokens (mean)", fontsize=8)
+        ax.tick_params(axis="x", labelsize=7)
+        ax.grid(axis="x", alpha=0.3)
+    for ax in axes[len(benches) :]:
+        ax.set_visible(False)
+    fig.suptitle(f"Mean response length at evaluation ({data.budget}-token budget)", fontsize=11)
+    fig.savefig(path)

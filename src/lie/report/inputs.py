@@ -24,18 +24,10 @@ from lie.analysis.diversity import group_diversity, mean_of
 from lie.analysis.dynamics import RunDynamics, run_dynamics
 from lie.errors import LieError
 from lie.layout import Layout
+from lie.report.groups import evaluated_keys
 from lie.report.paper import Paper, load_paper
 
 log = logging.getLogger(__name__)
-
-
-def evaluated_keys(config: dict[str, Any]) -> list[str]:
-    """Runs (``selected_runs`` order), then the base models: one row each in the tables."""
-    keys = cfgmod.selected_runs(config)
-    for name in (config.get("evaluation") or {}).get("base_models") or []:
-        if name not in keys:
-            keys.append(name)
-    return keys
 
 
 def largest_budget(config: dict[str, Any]) -> int:

@@ -64,6 +64,19 @@ class Paper:
             return None
         return float(entry["values"][tts["budgets"].index(budget)])
 
+    # titles and the notes on how the paper's numbers came about
+    def title(self, bench: str) -> str:
+        """The paper's column title of a benchmark (its config name when the paper has none)."""
+        return str((self.data.get("titles") or {}).get(bench) or bench)
+
+    @property
+    def checkpoint(self) -> str | None:
+        return self.data.get("checkpoint")
+
+    def conflict(self, data: str) -> str | None:
+        """Where the paper and the authors' code disagree on a training set (config name)."""
+        return (self.data.get("conflicts") or {}).get(data)
+
     # behaviours and C_context
     def behaviour_count(self, key: str, behaviour: str) -> int | None:
         counts = (self.data.get("behaviours") or {}).get("counts") or {}

@@ -1,0 +1,222 @@
+"""Footnotes of the result tables, generated from the config: every assumption shows where it acts.
+
+A :class:`Note` either marks rows (``keys``: a ``[n]`` after the model's name) or speaks for the
+whole table. What is noted, each only when a row of the table is concerned:
+
+- the checkpoint: the paper's best one (picked on the test sets) against ours (``training.eval_step``);
+- the epochs of every run (the paper gives none; the authors' scripts ran 10 and 15);
+- a higher clip (``clip_ratio_high`` above ``clip_ratio_low``): DAPO's value, no script of the authors';
+- a continual stage: its epochs, its response limit and the L_ref it keeps (its base model's);
+- a length-only run: its ``e`` (``extra_tokens``), which the paper does not give;
+- training data other than the main model's (Polaris, OctoThinker's), with the paper-code conflicts
+  of ``paper_numbers.yaml``;
+- bare questions (``evaluation.bare_questions``), where the problems come from, and the
+  multiple-choice grading mode each summary records.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from lie import config as cfgmod
+from lie.report.groups import main_model, model_of
+from lie.report.inputs import ReportData
+
+
+@dataclass(frozen=True)
+class Note:
+    text: str
+    keys: tuple[str, ...] = ()  # the rows it marks; empty: the whole table
+
+
+def _runs(data: ReportData, keys: list[str]) -> list[str]:
+    experiments = data.config.get("experiments") or {}
+    return [k for k in keys if k in experiments]
+
+
+def _spec(data: ReportData, run: str) -> dict[str, Any]:
+    return cfgmod.experiment(data.config, run)
+
+
+def checkpoint(data: ReportData, keys: list[str]) -> list[Note]:
+    if not _runs(data, keys):
+        return []
+    step = (data.config.get("training") or {}).get("eval_step", "final")
+    which = "final" if step == "final" else f"step-{step}"
+    paper = data.paper.checkpoint or "the paper does not say which checkpoint it reports"
+    return [Note(f"Checkpoints: {paper}; ours are each run's {which} checkpoint (training.eval_step).")]
+
+
+def epochs(data: ReportData, keys: list[str]) -> list[Note]:
+    by_epochs: dict[int, list[str]] = defaultdict(list)
+    for run in _runs(data, keys):
+        by_epochs[int(_spec(data, run)["epochs"])].append(data.label(run) or run)
+    if not by_epochs:
+        return []
+    parts = "; ".join(f"{n}: {', '.join(names)}" for n, names in sorted(by_epochs.items()))
+    return [
+        Note(
+            f"Epochs (experiments.<run>.epochs; the paper gives none, the authors' scripts 10 or 15): {parts}."
+        )
+    ]
+
+
+def higher_clip(data: ReportData, keys: list[str]) -> list[Note]:
+    notes = []
+    algorithms = data.config.get("algorithms") or {}
+    for run in _runs(data, keys):
+        spec = _spec(data, run)
+        algo = algorithms.get(spec["algorithm"]) or {}
+        low, high = algo.get("clip_ratio_low"), algo.get("clip_ratio_high")
+        if algo.get("loss_mode") == "vanilla" and low is not None and high is not None and high > low:
+            notes.append(
+                Note(
+                    f"{spec['algorithm']}: clip_ratio_high {high} (low {low}), DAPO's value; the authors ship no "
+                    f"script for this run, so this value and its {spec['epochs']} epochs are ours.",
+                    (run,),
+                )
+            )
+    return notes
+
+
+def continual(data: ReportData, keys: list[str]) -> list[Note]:
+    notes = []
+    reflen = data.config.get("reflen") or {}
+    for run in _runs(data, keys):
+        spec = _spec(data, run)
+        if not spec.get("parent"):
+            continue
+        limit = cfgmod.run_settings(data.config, run)["max_response_length"]
+        notes.append(
+            Note(
+                f"continual stage: {spec['epochs']} epochs from {spec['parent']}'s final model with a {limit}-token "
+                f"response limit; its L_ref are {spec['model']}'s on {spec['data']} (reflen.max_tokens "
+                f"{reflen.get('max_tokens')}, cap {reflen.get('cap')}), not recomputed for the longer limit. The "
+                "paper gives neither the epochs nor the L_ref of this stage.",
+                (run,),
+            )
+        )
+    return notes
+
+
+def length_only(data: ReportData, keys: list[str]) -> list[Note]:
+    return [
+        Note(
+            f"length reward alone (no R_red) with e = {_spec(data, run).get('extra_tokens', 0)} "
+            f"(experiments.{run}.extra_tokens; the paper does not give e for its ablation).",
+            (run,),
+        )
+        for run in _runs(data, keys)
+        if _spec(data, run).get("lie") == "length-only"
+    ]
+
+
+def origin(config: dict[str, Any], name: str) -> str:
+    """Where a data set's file comes from, in a few words."""
+    _, entry = cfgmod.dataset_entry(config, name)
+    if entry.get("local"):
+        return f"the local file {entry['local']}"
+    url = entry.get("url")
+    if url:
+        parts = url.split("/")
+        if "githubusercontent" in url and len(parts) > 6:
+            return f"{parts[-1]} of {parts[3]}/{parts[4]} at {parts[5][:7]} (git blob {str(entry.get('sha1'))[:7]})"
+        return url
+    if entry.get("synthetic"):
+        return "synthetic arithmetic"
+    return f"{entry.get('hf_id')} at {str(entry.get('revision'))[:7]}"
+
+
+def describe_source(config: dict[str, Any], name: str) -> str:
+    """Where a data set comes from and what is kept of it."""
+    _, entry = cfgmod.dataset_entry(config, name)
+    if entry.get("sample"):
+        kept = f"a seeded draw of {entry['sample']} (seed {entry.get('seed')})"
+    elif entry.get("filter"):
+        kept = f"the rows with {entry['filter']}"
+    else:
+        kept = "all rows" + (", one a prompt" if entry.get("dedup") else "")
+    return f"{origin(config, name)}, {kept}"
+
+
+def training_data(data: ReportData, keys: list[str]) -> list[Note]:
+    main = main_model(data.config)
+    main_data = {_spec(data, r)["data"] for r in data.runs if model_of(data.config, r) == main}
+    by_data: dict[str, list[str]] = defaultdict(list)
+    for run in _runs(data, keys):
+        if _spec(data, run)["data"] not in main_data:
+            by_data[_spec(data, run)["data"]].append(run)
+    notes = []
+    for name, runs in by_data.items():
+        text = f"trained on {name}: {describe_source(data.config, name)}"
+        conflict = data.paper.conflict(name)
+        notes.append(Note(text + (f"; {conflict}." if conflict else "."), tuple(runs)))
+    return notes
+
+
+def bare(data: ReportData, keys: list[str]) -> list[Note]:
+    models = (data.config.get("evaluation") or {}).get("bare_questions") or []
+    marked = tuple(k for k in keys if model_of(data.config, k) in models)
+    if not marked:
+        return []
+    return [
+        Note(
+            "evaluated on bare questions, without the instruction (evaluation.bare_questions: the authors' "
+            "Llama file where a benchmark has one), as the authors evaluated OctoThinker.",
+            marked,
+        )
+    ]
+
+
+def problems(data: ReportData, keys: list[str]) -> list[Note]:
+    by_source: dict[str, list[str]] = defaultdict(list)
+    for bench in data.benchmarks:
+        by_source[origin(data.config, bench)].append(bench)
+    parts = "; ".join(f"{', '.join(benches)}: {source}" for source, benches in by_source.items())
+    return [Note(f"Problems: {parts}.")]
+
+
+def choice_mode(data: ReportData, keys: list[str]) -> list[Note]:
+    eval_sets = (data.config.get("datasets") or {}).get("eval") or {}
+    choice = [b for b in data.benchmarks if (eval_sets.get(b) or {}).get("kind") == "choice"]
+    if not choice:
+        return []
+    modes: dict[str, list[str]] = defaultdict(list)
+    for key in keys:
+        mode = (data.summaries[key].get("grading") or {}).get("choice_grading")
+        modes[mode or "unrecorded (an older summary: rerun `lie evaluate`)"].append(key)
+    if len(modes) == 1:
+        text = f"mode {next(iter(modes))}"
+    else:
+        text = "modes " + "; ".join(f"{m}: {', '.join(k)}" for m, k in modes.items())
+    return [
+        Note(
+            f"Multiple choice ({', '.join(choice)}) graded in {text} (evaluation.choice_grading: robust, or "
+            "authors = math-verify, then the authors' A-E patterns)."
+        )
+    ]
+
+
+MAKERS = (checkpoint, epochs, higher_clip, continual, length_only, training_data, bare, problems, choice_mode)
+
+
+def table_notes(data: ReportData, keys: list[str]) -> list[Note]:
+    """Every footnote of a table with rows ``keys``, in a fixed order."""
+    return [note for make in MAKERS for note in make(data, keys)]
+
+
+def markers(notes: list[Note]) -> tuple[dict[str, str], list[str]]:
+    """``{key: " [1,2]"}`` for the marked rows, and the notes as lines (numbered where they mark rows)."""
+    marks: dict[str, list[int]] = defaultdict(list)
+    lines, number = [], 0
+    for note in notes:
+        if note.keys:
+            number += 1
+            for key in note.keys:
+                marks[key].append(number)
+            lines.append(f"[{number}] {note.text}")
+        else:
+            lines.append(note.text)
+    return {k: f" [{','.join(map(str, v))}]" for k, v in marks.items()}, lines
