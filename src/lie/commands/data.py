@@ -4,7 +4,8 @@ The source, revision, split, format and selection of NAME come from ``datasets:`
 (see docs/data.md); the file records them in its parquet metadata. ``--limit N`` keeps the first
 N rows (smoke runs); ``--bare`` writes an evaluation set's bare questions (its ``bare`` file, else
 the question alone), for the models of ``evaluation.bare_questions``. Offline: ``HF_HUB_OFFLINE=1``
-reads the hub cache, or set ``local:``.
+reads the hub cache, or set ``local:``. ``--compare-with FILE`` then prints, as JSON, the rows found
+in only one of the two files (``lie.data.compare``: e.g. our DAPO set beside the authors').
 Example: ``lie data --config config.yaml --set-name aime24 --out data/aime24.parquet``.
 """
 
@@ -23,6 +24,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--bare", action="store_true", help="the bare questions (evaluation sets; evaluation.bare_questions)"
     )
+    parser.add_argument(
+        "--compare-with",
+        default=None,
+        help="a verl file of the same problems (the authors'): print the differences",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
@@ -38,4 +44,10 @@ def run(args: argparse.Namespace) -> int:
     build_dataset(
         config, args.set_name, args.out, limit=args.limit, progress=not args.no_progress, bare=args.bare
     )
+    if args.compare_with:
+        import json
+
+        from lie.data.compare import compare
+
+        print(json.dumps(compare(args.out, args.compare_with), indent=2, ensure_ascii=False))
     return 0
