@@ -1,13 +1,99 @@
-"""Multiple-choice extraction: the stated forms, A-J, the last answer wins, only the item's letters."""
+"""Multiple-choice reading: the robust reader on the hand-labelled set, and the authors' mode.
+
+tests/data/choice_labels.yaml holds realistic reasoning-model answers labelled by hand (see its
+header for how it was written); the robust reader must agree on >= 95% of it and on every case of
+each class but the known disagreements listed here. The authors' mode is checked pattern by
+pattern against their eval script (LINs-lab/LIE 1b3bb02, eval_scripts/generate_vllm.py).
+"""
 
 from __future__ import annotations
 
-import pytest
+from collections import defaultdict
+from pathlib import Path
 
-from lie.grading import extract_choice, grade_choice
+import pytest
+import yaml
+
+from lie.errors import LieError
+from lie.grading import (
+    AUTHORS_PATTERNS,
+    authors_letter,
+    check_item,
+    extract_choice,
+    grade_choice,
+    grade_choice_authors,
+    grade_item,
+    read_choice,
+)
 
 ABCD = ["A", "B", "C", "D"]
 A_TO_J = list("ABCDEFGHIJ")
+LABELS = Path(__file__).parent / "data" / "choice_labels.yaml"
+# Cases the reader gets wrong today, by the start of their response: a fix must remove them here.
+KNOWN_MISSES = {"A: This is a weak acid. Wait, that's the first option."}
+
+
+def labelled_cases() -> list[dict]:
+    cases = yaml.safe_load(LABELS.read_text(encoding="utf-8"))["cases"]
+    for case in cases:
+        assert {"class", "letters", "response", "expected"} <= set(case), case
+        assert case["expected"] is None or case["expected"] in case["letters"], case
+        assert "options" not in case or len(case["options"]) == len(case["letters"]), case
+    return cases
+
+
+def by_class() -> dict[str, list[dict]]:
+    groups = defaultdict(list)
+    for case in labelled_cases():
+        groups[case["class"]].append(case)
+    return dict(groups)
+
+
+def reads(case: dict) -> str | None:
+    return extract_choice(case["response"], list(case["letters"]), case.get("options"))[0]
+
+
+def test_the_set_covers_every_case_class_with_both_kinds():
+    classes = by_class()
+    must_read = (
+        "verb option_in_sentence elimination case_width trailing_final non_english ordinal option_text"
+    )
+    must_not = (
+        "article_a self_correction two_letters other_question restated_options no_answer outside_letters"
+    )
+    assert set(must_read.split()) | set(must_not.split()) | {"standard"} == set(classes)
+    assert sum(len(v) for v in classes.values()) >= 120
+    assert all(len(classes[name]) >= 4 for name in classes)
+    for name in must_not.split()[:5]:  # traps and answers: each must-not class has both
+        expected = {case["expected"] is None for case in classes[name]}
+        assert expected == {True, False} or name in ("self_correction",), name
+
+
+@pytest.mark.parametrize("case_class", sorted(by_class()))
+def test_reader_agrees_with_the_labels_per_class(case_class):
+    misses = [
+        (case["response"][:60], case["expected"], reads(case))
+        for case in by_class()[case_class]
+        if reads(case) != case["expected"] and not known(case["response"])
+    ]
+    assert not misses, f"{case_class}: (response, expected, read) {misses}"
+
+
+def known(response: str) -> bool:
+    return any(response.startswith(start) for start in KNOWN_MISSES)
+
+
+def test_known_misses_are_still_misses():
+    cases = [case for case in labelled_cases() if known(case["response"])]
+    assert len(cases) == len(KNOWN_MISSES)
+    for case in cases:
+        assert reads(case) != case["expected"], f"fixed, remove from KNOWN_MISSES: {case['response'][:60]!r}"
+
+
+def test_the_whole_set_agrees_at_least_95_percent():
+    cases = labelled_cases()
+    agree = sum(reads(case) == case["expected"] for case in cases)
+    assert agree / len(cases) >= 0.95, f"{agree} of {len(cases)}"
 
 
 @pytest.mark.parametrize(
@@ -29,10 +115,8 @@ A_TO_J = list("ABCDEFGHIJ")
         ("Let me check each option.\n\n(C)", ABCD, "C"),
         ("Reasoning...\n\n**D.**", ABCD, "D"),
         ("Reasoning...\nb", ABCD, "B"),
-        # the last stated answer wins
         ("The answer is A. Wait, no: the answer is (C).", ABCD, "C"),
         ("\\boxed{B} ... on reflection, Answer: D", ABCD, "D"),
-        # words, not answers
         ("Answer: I think the answer is (B)", A_TO_J, "B"),
         ("Answer: I think so.", A_TO_J, None),
         ("Answer: A careful count gives 3.", ABCD, None),
@@ -42,24 +126,157 @@ A_TO_J = list("ABCDEFGHIJ")
         ("I do not know.", ABCD, None),
         ("\\boxed{Because}", ABCD, None),
         ("The options are (A) 1 (B) 2 (C) 3 (D) 4, and I compute 3.", ABCD, None),
-        # never a letter outside the item's choices
         ("\\boxed{E}", ABCD, None),
         ("The answer is (B). Hmm, \\boxed{F}", ABCD, "B"),
         ("\\boxed{J}", A_TO_J, "J"),
+        # names, not options; a list of labels is not an answer
+        ("The answer is (B): only statement I is correct.", A_TO_J, "B"),
+        ("Company A is more profitable, so the answer is D.", ABCD, "D"),
+        ("(A)\n(B)\n(C)\n(D)", ABCD, None),
+        ("Let me check whether (C) is correct by plugging in x = 2.", ABCD, None),
     ],
 )
 def test_extraction(response, letters, expected):
     assert extract_choice(response, letters)[0] == expected
 
 
-def test_grading_statuses():
+def test_grading_statuses_and_why_there_is_no_answer():
     right = grade_choice("Answer: (c)", "C", ABCD)
     assert (right.correct, right.pred, right.status) == (True, "C", "ok")
     wrong = grade_choice("\\boxed{A}", "c", ABCD)
     assert (wrong.correct, wrong.pred, wrong.status) == (False, "A", "ok")
     none = grade_choice("no idea", "C", ABCD)
-    assert (none.correct, none.pred, none.status) == (False, None, "no_answer")
+    assert (none.correct, none.pred, none.status, none.message) == (False, None, "no_answer", None)
     outside = grade_choice("\\boxed{E}", "C", ABCD)
     assert outside.status == "no_answer" and "['E'] are not among the choices" in outside.message
+    both = grade_choice("The answer is B or D.", "B", ABCD)
+    assert both.status == "no_answer" and "several letters at once: ['B', 'D']" in both.message
+    assert read_choice("Answer: A and C", ABCD).conflict == ("A", "C")
     bad = grade_choice("\\boxed{E}", "E", ABCD)
     assert (bad.correct, bad.status) == (False, "error")
+
+
+def test_option_texts_name_an_option_only_when_given_and_unique():
+    options = ["2", "4", "6", "8"]
+    assert grade_choice("so \\boxed{6}", "C", ABCD, options).correct
+    assert grade_choice("so \\boxed{6}", "C", ABCD).status == "no_answer"  # no texts: a number is no letter
+    assert (
+        extract_choice("\\boxed{\\frac{1}{4}}", ABCD, ["0.25", "0.5", "0.75", "1"])[0] == "A"
+    )  # math-verify
+    assert extract_choice("\\boxed{3}", ABCD, ["3", "3", "5", "7"])[0] is None  # two options say 3
+
+
+# ------------------------------------------------------------------ the authors' mode
+# One row per pattern of their MULTICHOICE_PATTERNS (in their order), with the letter their
+# extract_multichoice_answer returns; quirks included (no word boundary, restated option lines).
+AUTHORS_CASES = [
+    ("boxed", "so \\boxed{ (b) } and later Answer: C", "B"),
+    ("answer_colon", "**ANSWER: d** and then the answer is A", "D"),
+    ("answer_colon", "Final Answer: c", "C"),  # their second pattern already matches "Answer: c"
+    ("answer_is", "I think the correct answer is (e).", "E"),
+    ("answer_is", "the answer is a bit subtle", "A"),  # no word boundary after the letter
+    ("option_is_correct", "Clearly option (C) is correct.", "C"),
+    ("choose_select", "I choose a different approach; select b", "B"),  # the last match wins
+    ("line_start_letter", "Options:\nA) 1\nB) 2\n(C) 3\n", "C"),  # a restated option line counts
+]
+
+
+def test_their_patterns_are_listed_in_their_order():
+    assert [name for name, _ in AUTHORS_PATTERNS] == [
+        "boxed",
+        "answer_colon",
+        "final_answer_colon",
+        "answer_is",
+        "option_is_correct",
+        "choose_select",
+        "line_start_letter",
+    ]
+
+
+@pytest.mark.parametrize("pattern, response, letter", AUTHORS_CASES)
+def test_authors_letter_pattern_by_pattern(pattern, response, letter):
+    assert authors_letter(response) == (letter, pattern)
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        "\\boxed{F}",
+        "Answer: F",
+        "the answer is (J)",
+        "I'd pick C",
+        "La respuesta es B",
+        "Final: D",
+        "no idea",
+    ],
+)
+def test_authors_patterns_miss_what_their_script_misses(response):
+    assert authors_letter(response) == (None, None)
+
+
+def test_authors_mode_is_math_verify_first_then_the_patterns():
+    # math-verify alone: a LaTeX letter outside \boxed{} that no pattern reads
+    assert authors_letter("so option $D$ is right") == (None, None)
+    latex = grade_choice_authors("so option $D$ is right", "D", ABCD)
+    assert (latex.correct, latex.pred, latex.status) == (True, "D", "ok")
+    # the patterns: a higher pattern wins over a later, different answer (robust: the last word counts)
+    early = "\\boxed{B}\n\nOn reflection the units are wrong. Answer: C"
+    assert (
+        grade_choice_authors(early, "B", ABCD).correct,
+        grade_choice_authors(early, "C", ABCD).correct,
+    ) == (
+        True,
+        False,
+    )
+    assert grade_choice(early, "C", ABCD).correct
+    # a letter outside the item's options is simply wrong; F-J are never read
+    outside = grade_choice_authors("The answer is E.", "A", ABCD)
+    assert (outside.correct, outside.pred, outside.status) == (False, "E", "ok")
+    never = grade_choice_authors("Answer: F", "F", A_TO_J)
+    assert (never.correct, never.status) == (False, "no_answer")
+    assert grade_choice("Answer: F", "F", A_TO_J).correct
+
+
+# ------------------------------------------------------------------ items: the two optional fields
+def test_items_carry_options_and_choice_grading():
+    item = check_item({"response": "x", "gold": "b", "kind": "choice", "choices": ["a", "b"]}, "here")
+    assert (item["choices"], item["choice_grading"], "options" in item) == (["A", "B"], "robust", False)
+    item = check_item(
+        {"response": "x", "gold": "B", "kind": "choice", "choices": ABCD, "options": [1, 2.5, "c", "d"],
+         "choice_grading": "authors"},
+        "here",
+    )  # fmt: skip
+    assert (item["options"], item["choice_grading"]) == (["1", "2.5", "c", "d"], "authors")
+    math = check_item({"response": "x", "gold": "2", "kind": "math", "choice_grading": "authors"}, "here")
+    assert set(math) == {"response", "gold", "kind"}
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ({"choice_grading": "lenient"}, "here: field 'choice_grading' must be one of ('robust', 'authors')"),
+        (
+            {"options": ["1", "2"]},
+            "here: field 'options' must be a list of 4 option texts aligned with 'choices'",
+        ),
+        ({"options": "1234"}, "here: field 'options' must be a list of 4"),
+        ({"options": [True, "2", "3", "4"]}, "here: field 'options' must be a list of 4"),
+    ],
+)
+def test_bad_optional_fields_name_the_field(extra, message):
+    with pytest.raises(LieError, match="^" + message.replace("(", r"\(").replace(")", r"\)")):
+        check_item({"response": "x", "gold": "A", "kind": "choice", "choices": ABCD, **extra}, "here")
+
+
+def test_grade_item_dispatches_on_the_mode():
+    early = {"response": "\\boxed{B} ... Answer: C", "gold": "C", "kind": "choice", "choices": ABCD}
+    assert grade_item(early).correct  # robust, the default
+    assert not grade_item({**early, "choice_grading": "authors"}).correct
+    valued = {
+        "response": "\\boxed{8}",
+        "gold": "D",
+        "kind": "choice",
+        "choices": ABCD,
+        "options": ["2", "4", "6", "8"],
+    }
+    assert grade_item(valued).correct

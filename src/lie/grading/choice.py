@@ -93,7 +93,7 @@ class _Group:
     letters: list[str] = field(default_factory=list)
     boxed: bool = False
     marked: bool = False  # bracketed, boxed or after "option"/"choice": plainly an option letter
-    verdict: str = "mention"  # commit | reject | alone | mention
+    verdict: str = "mention"  # commit | also (one more letter) | reject | alone | mention
 
 
 def _tokens(text: str) -> list[tuple[int, int, str, bool, bool]]:
@@ -102,6 +102,10 @@ def _tokens(text: str) -> list[tuple[int, int, str, bool, bool]]:
     for match in _TOKEN.finditer(text):
         letter = match.group("boxed") or match.group("bracketed") or match.group("bare")
         if match.group("bare") and not _is_letter(text, match):
+            continue
+        if cues.NAME_BEFORE.search(text, max(0, match.start() - 24), match.start()):
+            continue
+        if letter == "I" and _roman(text, match):
             continue
         marked = not match.group("bare") or bool(
             _OPTION_NOUN_BEFORE.search(text, max(0, match.start() - 20), match.start())
@@ -123,6 +127,15 @@ def _is_letter(text: str, match: re.Match[str]) -> bool:
         followers = _A_FOLLOWERS if letter == "A" else _I_FOLLOWERS
         return word is None or word.group(1).lower() in followers
     return True
+
+
+def _roman(text: str, match: re.Match[str]) -> bool:
+    """An "I" that is a Roman numeral: near II/III/IV, or after "statement" ("statement I is true")."""
+    start = match.start()
+    return bool(
+        cues.ROMAN_NEAR.search(text, max(0, start - 12), match.end() + 12)
+        or cues.ROMAN_NOUN_BEFORE.search(text, max(0, start - 16), start)
+    )
 
 
 def _groups(text: str) -> list[_Group]:
@@ -154,6 +167,7 @@ def _left(text: str, start: int, floor: int) -> str:
 def _right(text: str, end: int, ceiling: int) -> str:
     """The text after a group, to the end of its sentence or line, or the next group."""
     right = text[end : min(ceiling, end + _RIGHT_CHARS)].split("\n", 1)[0]
+    right = right[1:] if right[:1] in ")]" else right  # "b) is correct"
     stop = _SENTENCE_BREAK.search(right, 1)
     return right[: stop.end()] if stop else right
 
@@ -208,9 +222,11 @@ def _verdict(
         return "reject" if cues.AFTER.match(right) else "mention"
     if cues.NEG_BEFORE.search(left) or cues.NEG_AFTER.match(right):
         return "reject"
-    if group.boxed or cues.LEAD.search(left):
+    if (cues.ALSO_BEFORE.search(left) or cues.ALSO_AFTER.match(right)) and not cues.CONDITION.search(right):
+        return "also"
+    if group.boxed or (cues.LEAD.search(left) and not cues.QUESTIONING.search(left)):
         return "commit"
-    if cues.AFTER.match(right) and not cues.CONDITION.search(right):
+    if cues.AFTER.match(right) and not cues.CONDITION.search(right) and not cues.EXPLORE.search(left):
         return "commit"
     if after_rejection and cues.CONTRAST.search(left):
         return "commit"
@@ -265,6 +281,18 @@ def _drop_letter_lists(text: str, groups: list[_Group]) -> None:
         group.verdict = "mention" if {number - 1, number + 1} & taken else "commit"
 
 
+def _letter_commitments(groups: list[_Group]) -> list[tuple[int, tuple[str, ...]]]:
+    """(position, letters) of each commitment; "also X" adds X to the commitment before it."""
+    found: list[tuple[int, tuple[str, ...]]] = []
+    for group in groups:
+        letters = tuple(dict.fromkeys(group.letters))
+        if group.verdict == "commit":
+            found.append((group.start, letters))
+        elif group.verdict == "also" and found:
+            found.append((group.start, tuple(dict.fromkeys(found[-1][1] + letters))))
+    return found
+
+
 def _value_commitments(text: str, values: list[str], options: Sequence[str], letters: Sequence[str]):
     """(position, (letter,)) for each stated value that equals exactly one option's text."""
     found = []
@@ -286,7 +314,7 @@ def read_choice(response: str, letters: Sequence[str], options: Sequence[str] | 
     text = normalized.text
     groups = _groups(text)
     _judge(text, groups)
-    commitments = [(g.start, tuple(dict.fromkeys(g.letters))) for g in groups if g.verdict == "commit"]
+    commitments = _letter_commitments(groups)
     if options:
         commitments += _value_commitments(text, normalized.values, options, allowed)
     commitments.sort()

@@ -43,11 +43,12 @@ COPULA = (
     r"(?:\bis\b|\bare\b|\bwould\s+be\b|\bwill\s+be\b|\bmust\s+be\b|\bshould\s+be\b|\bes\b|\best\b|\bist\b"
     r"|\blautet\b|\bjest\b|\badalah\b|\blà\b|\bär\b|\ber\b|\bon\b|\bje\b|\beste\b|\bείναι\b|è|é|:|=|是|为|為|は|은|는)"
 )
-_CHOICE_NOUN = r"\b(?:option|choice|alternative|pick|selection|response|one|statement|answer)s?\b"
+_CHOICE_NOUN = r"\b(?:option|choice|alternative|pick|selection|response|one|statement|answer|guess|bet)s?\b"
 _QUALIFIER = r"\b(?:correct|right|best|my|our|final|only|true|proper|appropriate|valid|accurate|likely)\b"
 _VERB = (
     r"(?:\b(?:choose|chose|choosing|select|selecting|selected|pick|picking|picked|opt\s+for|opting\s+for"
-    r"|go(?:ing)?\s+with|went\s+with|settle\s+on|settling\s+on|mark|circle|elijo|escojo|elegir|wähle"
+    r"|go(?:ing)?\s+with|went\s+with|go(?:ing)?\s+for|settle\s+on|settling\s+on|stick(?:ing)?\s+with|guess"
+    r"|vote\s+for|lean(?:ing)?\s+towards?|mark|circle|elijo|escojo|elegir|wähle"
     r"|choisis|choisir|scelgo|escolho)\b|选择|選擇|选|選)"
 )
 
@@ -65,7 +66,7 @@ LEAD = re.compile(
             r"\b(?:it|this|that)(?:'s|’s|\s+is|\s+must\s+be|\s+has\s+to\s+be|\s+should\s+be|\s+would\s+be"
             r"|\s+will\s+be|\s+seems\s+to\s+be)\b",
             r"\b(?:ie|namely|correspond(?:s|ing)?\s+to|match(?:es|ing)?|equals?|described\s+by|which\s+is"
-            r"|leaves|leaving|left\s+with|best\s+fits)\b",
+            r"|leaves|leaving|left\s+with|best\s+fits|points?\s+to|pointing\s+to|suggests?|indicates?|favou?rs?)\b",
             r"\bfinal(?:ly)?\b(?:\s+\w+){0,2}\s*(?:[:\-–—=]|→|⇒|=>)",
         ]
     )
@@ -84,7 +85,7 @@ CONCLUDE = re.compile(
 )
 SENTENCE_END = re.compile(r"^[\s*_)\]]*(?:[.!。]|$)")
 LINE_ALONE = re.compile(r"^[\s*_.)\]!。]*$")
-LEFT_EMPTY = re.compile(r"^[\s\-–—*_>#:.,]*$")
+LEFT_EMPTY = re.compile(r"^[\s\-–—*_>#:.,→⇒=]*(?:(?:option|choice|letter|alternative)\s*[:.]?\s*)?$", re.I)
 
 # Words that call an option the right one.
 _GOOD = (
@@ -92,7 +93,8 @@ _GOOD = (
     r"|justified|defensible|strongest|closest|consistent|supported)"
 )
 _ASIDE = r"(?:\s*,[^,\n]{1,30},|\s*\([^()\n]{1,40}\))?"
-_COPULA_AFTER = r"(?:is|are|seems|seem|appears|looks|would\s+be|must\s+be|should\s+be|remains|stays|was)"
+_COPULA_AFTER = r"(?:is|are|must\s+be|should\s+be|has\s+to\s+be|remains|stays|was)"
+_SEEMS = r"(?:seems|seem|appears|looks)"  # a weaker verb: only with a strong word ("seems correct")
 # After the letter: what confirms it.
 AFTER = re.compile(
     "(?:"
@@ -100,6 +102,7 @@ AFTER = re.compile(
         [
             rf"{_ASIDE}\s*{_COPULA_AFTER}\s+(?:to\s+be\s+)?(?:\w+\s+){{0,2}}?"
             rf"(?:{_GOOD}|confirmed|answer|the\s+(?:\w+\s+)?one|what\s+(?:happens|occurs|is\s+asked|we\s+want))\b",
+            rf"{_ASIDE}\s*{_SEEMS}\s+(?:to\s+be\s+)?(?:the\s+)?(?:correct|right|true|best|answer)\b",
             r"\s*(?:it\s+is|it's|it’s)\b",
             rf"{_ASIDE}\s*is\s+the\s+only\b",
             r"[\s:.)\]*\-–—]*\s*(?:correct|right|true|✓|✔|正确|正確)(?![A-Za-z])",
@@ -155,6 +158,37 @@ HEDGE = re.compile(
     re.I,
 )
 # A confirmation under a condition is not one ("A would be correct if the gas were ideal").
-CONDITION = re.compile(r"\b(?:if|unless|assuming|were|provided)\b", re.I)
+CONDITION = re.compile(r"\b(?:if|unless|assuming|were|provided|at\s+first|initially|first\s+glance)\b", re.I)
+# Before a confirmation: a plan to test it, not a verdict ("Let me check whether (C) is correct").
+EXPLORE = re.compile(
+    r"\b(?:let\s+me|let's|let\s+us|check|checking|whether|if|suppose|assume|test|testing|see\s+if|wonder|is\s+it"
+    r"|could|might|maybe|perhaps)\b",
+    re.I,
+)
+# Before a letter in a clause of its own: a question about it, not an answer ("If the answer were D").
+QUESTIONING = re.compile(r"\b(?:whether|if|suppose|supposing|assuming|unless|wonder)\b", re.I)
+# "Also D", "D is also correct": one more letter on top of the one already given.
+ALSO_BEFORE = re.compile(
+    r"\b(?:also|and\s+also|as\s+well\s+as|plus)\s*(?:(?:option|choice)\s*)?[\s(\[]*$", re.I
+)
+ALSO_AFTER = re.compile(
+    r"[\s)\]]*(?:is|are)\s+also\s+(?:an?\s+)?(?:correct|right|true|valid|acceptable|answer)\b"
+    r"|[\s)\]]*,?\s*too\b|\s+as\s+well\b",
+    re.I,
+)
+# A letter that names a thing, not an option: "vitamin C", "point A", "Type I error".
+NAME_BEFORE = re.compile(
+    r"\b(?:steps?|cases?|types?|vitamins?|class|phases?|stages?|groups?|regions?|quadrants?"
+    r"|chapters?|sections?|figures?|tables?|points?|lines?|vertex|vertices|angles?|matrix|matrices|sets?|species"
+    r"|compounds?|molecules?|persons?|people|players?|teams?|company|companies|country|countries|city|cities"
+    r"|candidates?|patients?|drugs?|plans?|methods?|scenarios?|samples?|groups?|firms?|products?|events?|genes?"
+    r"|alleles?|strains?|sites?|towns?|schools?|stores?|treatments?|factories|factory|machines?|tanks?|boxe?s?"
+    r"|urns?|bags?|rooms?|routes?|projects?|models?|hypothes[ie]s|experiments?|objects?|particles?|blocks?|cars?"
+    r"|trains?|planets?|stars?|cells?|populations?|roman\s+numerals?)[\s(\[]*$",
+    re.I,
+)
+# Roman numerals next to an "I" ("statements I and II", "I, III and IV only"): the I is one of them.
+ROMAN_NEAR = re.compile(r"\b(?:II|III|IV|VI{0,3})\b")
+ROMAN_NOUN_BEFORE = re.compile(r"\b(?:statements?|premises?|claims?|assertions?|parts?)[\s(\[]*$", re.I)
 # A question mark after the letter: a guess under consideration, not an answer ("is it G?").
 TENTATIVE = re.compile(r"^[\s*_)\]]*\?")

@@ -44,11 +44,18 @@ _ORDINAL = re.compile(
     r"|1st|2nd|3rd|4th|5th|6th|7th|8th|9th|10th)\s+(?:(?:answer\s+)?(?:option|choice|alternative)|one)\b",
     re.I,
 )
+# "Of the options, the second is correct": an ordinal whose noun came earlier in the sentence.
+_ORDINAL_AFTER_NOUN = re.compile(
+    r"(\b(?:of|among|from)\s+(?:the|these|those|all|all\s+the)?\s*(?:\w+\s+)?(?:options|choices|alternatives)\b"
+    r"[^.\n]{0,30}?\bthe\s+)(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last)\b"
+    r"(?!\s+(?:option|choice|alternative|one)\b)",
+    re.I,
+)
 _NUMBERED = re.compile(
     r"\b(option|choice|alternative)\s*(?:no\.?\s*|number\s+|#\s*)?\(?(\d{1,2})\)?(?![\d.,]\d)", re.I
 )
 
-_MARKER_LINE = r"^[ \t>#*\-]*"
+_MARKER_LINE = r"(?:^|(?<=[.!?。)]) )[ \t>#*\-]*"  # a line's start, or after a sentence
 _NEW_QUESTION_STRONG = re.compile(
     "|".join(
         [
@@ -150,7 +157,14 @@ def _name_ordinals(text: str, letters: Sequence[str]) -> str:
         index = int(match.group(2)) - 1
         return f"option {letters[index]}" if 0 <= index < len(letters) else match.group(0)
 
-    return _NUMBERED.sub(numbered, _ORDINAL.sub(ordinal, text))
+    def ordinal_after_noun(match: re.Match[str]) -> str:
+        word = match.group(2).lower()
+        index = len(letters) - 1 if word == "last" else _ordinal_index(word)
+        named = f"option {letters[index]}" if 0 <= index < len(letters) else match.group(2)
+        return match.group(1) + named
+
+    text = _ORDINAL_AFTER_NOUN.sub(ordinal_after_noun, _ORDINAL.sub(ordinal, text))
+    return _NUMBERED.sub(numbered, text)
 
 
 def _ordinal_index(word: str) -> int:
