@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ def parse_sets(items: list[str] | None) -> dict[str, str]:
     return out
 
 
+@functools.cache
 def _unique_key_loader() -> type:
     """PyYAML's safe loader, except that a key written twice in one mapping is an error.
 
