@@ -134,6 +134,10 @@ def test_the_whole_set_agrees_at_least_95_percent():
         ("Company A is more profitable, so the answer is D.", ABCD, "D"),
         ("(A)\n(B)\n(C)\n(D)", ABCD, None),
         ("Let me check whether (C) is correct by plugging in x = 2.", ABCD, None),
+        # a lower-case letter before a word: only "a", "i" and "e" can be words; in a formula it is a symbol
+        ("the answer is d because the others fail", ABCD, "D"),
+        ("the answer is a because it is larger", ABCD, "A"),
+        ("so the answer is b + c", ABCD, None),
     ],
 )
 def test_extraction(response, letters, expected):

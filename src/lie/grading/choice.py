@@ -115,13 +115,18 @@ def _tokens(text: str) -> list[tuple[int, int, str, bool, bool]]:
 
 
 def _is_letter(text: str, match: re.Match[str]) -> bool:
-    """False for the article "a"/"A" and the pronoun "I" before a word, and a lower-case letter in prose."""
+    """False for a letter that reads as a word or a symbol: the article "a", the pronoun "I", the
+    Romance "e" before an ordinary word, and a lower-case letter in a formula ("b + c")."""
     letter, end = match.group("bare"), match.end()
     if letter.islower():
-        return bool(_LOWER_OK_AFTER.match(text, end)) or (
-            bool(_OPTION_NOUN_BEFORE.search(text, max(0, match.start() - 20), match.start()))
-            and not _WORD_AFTER.match(text, end)
-        )
+        if _LOWER_OK_AFTER.match(text, end):
+            return True
+        if _OPTION_NOUN_BEFORE.search(text, max(0, match.start() - 20), match.start()):
+            return not _WORD_AFTER.match(text, end)
+        word = _WORD_AFTER.match(text, end)
+        if word is None:
+            return False  # an operator, a digit: a symbol in a formula
+        return letter not in "aie" or word.group(1).lower() in _A_FOLLOWERS
     if letter in "AI":
         word = _WORD_AFTER.match(text, end)
         followers = _A_FOLLOWERS if letter == "A" else _I_FOLLOWERS
