@@ -157,9 +157,12 @@ def _check_batches(config: dict[str, Any], source: str) -> None:
 
 
 def selected_runs(config: dict[str, Any]) -> list[str]:
-    """The runs to build: ``runs`` when given, else every experiment; parents come along."""
+    """The runs to build: ``runs`` when given, else every experiment outside a ``group``; parents come along.
+
+    A ``group`` (the sensitivity runs) is optional: built only when ``runs`` names its runs.
+    """
     experiments = config.get("experiments") or {}
-    chosen = list(config.get("runs") or experiments)
+    chosen = list(config.get("runs") or [name for name, spec in experiments.items() if not spec.get("group")])
     out: list[str] = []
     for name in chosen:
         chain = []
@@ -190,12 +193,13 @@ def run_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
 
 
 def reward_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
-    """The ``lie.reward.RewardConfig`` keys of a run: shared knobs, its LIE mode, its extra tokens."""
+    """The ``lie.reward.RewardConfig`` keys of a run: shared knobs, its own, its LIE mode, its extra tokens."""
     spec = experiment(config, run)
     mode = spec.get("lie", "off")
     if mode not in LIE_MODES:
         raise LieError(f"experiments.{run}.lie must be one of {LIE_MODES}, got {mode!r}")
     knobs = dict(config.get("reward") or {})
+    knobs.update(spec.get("reward") or {})  # a run's own knobs (the sensitivity runs: theta, n)
     knobs["extra_tokens"] = int(spec.get("extra_tokens") or 0)
     knobs["length_term"] = mode in ("on", "length-only")
     knobs["redundancy_term"] = mode == "on"

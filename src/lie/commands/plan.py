@@ -1,6 +1,7 @@
 """``lie plan``: steps, rollout tokens and GPU-hours of the selected runs (lie.plan says how).
 
-Examples: ``lie plan --config config.yaml``; ``lie plan --runs qwen3-4b-base_dapo_gspo_lie --mfu 0.3``.
+Examples: ``lie plan --config config.yaml``; ``lie plan --runs qwen3-4b-base_dapo_gspo_lie --mfu 0.3``;
+``lie plan --group sensitivity`` (an optional group of experiments, left out of the default runs).
 """
 
 from __future__ import annotations
@@ -16,6 +17,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default="config.yaml")
     parser.add_argument("--runs", nargs="*", help="runs to plan (default: config's runs, else all)")
     parser.add_argument(
+        "--group",
+        action="append",
+        default=[],
+        help="add the runs of an optional group (experiments.<run>.group)",
+    )
+    parser.add_argument(
         "--gen-tps", type=float, default=GEN_TOKENS_PER_S_4B, help="generated tokens/s per GPU, 4B model"
     )
     parser.add_argument("--mfu", type=float, default=MFU, help="training model-FLOP utilisation")
@@ -29,11 +36,17 @@ def run(args: argparse.Namespace) -> int:
     from lie.plan import plan, render
 
     config = load_config(args.config)
-    if args.runs:
-        config["runs"] = list(args.runs)
+    runs = list(args.runs or [])
+    for group in args.group:
+        members = [n for n, e in (config.get("experiments") or {}).items() if e.get("group") == group]
+        if not members:
+            raise LieError(f"--group {group}: no experiment of {args.config} has group: {group}")
+        runs += [n for n in members if n not in runs]
+    if runs:
+        config["runs"] = runs
         from lie.config import validate_config
 
-        validate_config(config, source=f"{args.config} with --runs")
+        validate_config(config, source=f"{args.config} with --runs/--group")
     params = {}
     for item in args.params:
         name, _, value = item.partition("=")
