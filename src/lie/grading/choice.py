@@ -6,15 +6,13 @@ default, reads A-J and only the item's own letters, in four steps:
 
 1. :func:`lie.grading.choice_text.normalize`: one plain text (full-width and look-alike letters,
    LaTeX and markdown wrappers, boxed letters as markers, "the third option" as "option C").
-2. Every option letter standing alone (lighteval's rule: space, bracket or punctuation on both
-   sides) is found; "a" and "I" followed by an ordinary word are the English article and pronoun,
-   and a lower-case letter counts only in brackets or before punctuation. Letters joined by
-   "and", "or", "," or "/" form one group ("B or D").
+2. :func:`lie.grading.choice_letters.groups`: every letter standing alone that is not a word, a
+   symbol or a name, in groups ("B or D").
 3. Each group is judged from its neighbours (:mod:`lie.grading.choice_cues`): *committed*
    (``\\boxed{}``, an answer word in several languages, a verb such as "I'd pick", a confirmation
-   such as "is correct", a sentence or line of its own), *rejected* ("not A", "A is wrong", "a
-   question mark"), or a mere mention. With the option texts, a stated value equal to exactly one
-   option's text is a commitment to it (:mod:`lie.grading.choice_values`).
+   such as "is correct", a sentence or line of its own), *rejected* ("not A", "A is wrong"), or a
+   mere mention (a question mark, "if", "let me check whether"). With the option texts, a stated
+   value equal to exactly one option's text is a commitment to it (:mod:`lie.grading.choice_values`).
 4. Text about a question the model invents after answering ("Question 2: ...", "Human: ...") is
    dropped, and the last commitment is the answer: a self-correction counts, and a commitment to
    two letters at once ("the answer is B or D") is no answer.
@@ -26,45 +24,18 @@ import re
 import time
 from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from lie.errors import LieError
 from lie.grading import choice_cues as cues
+from lie.grading.choice_letters import Group
+from lie.grading.choice_letters import groups as letter_groups
 from lie.grading.choice_text import normalize, other_question_starts
 from lie.grading.choice_values import option_for_value
 from lie.grading.result import GradeResult
 
 LETTERS = "ABCDEFGHIJ"
 
-_TOKEN = re.compile(
-    r"⟦(?P<boxed>[A-J])⟧"
-    r"|(?<![A-Za-z0-9\\^_])[(\[]\s*(?P<bracketed>[A-Ja-j])\s*[)\]]"
-    r"|(?<![A-Za-z0-9\\{'’^_])(?<![A-Za-z0-9\\^_][(\[])(?P<bare>[A-Ja-j])(?![A-Za-z0-9'’^_])"
-)
-_CONNECTOR = re.compile(
-    r"[ \t,/&、*_]*(?:(?:and|or|nor|und|oder|et|ou|y|o|e|vs\.?|versus)(?![A-Za-z])|和|或|与|及)?"
-    r"[ \t*_]*(?:(?:option|choice)s?[ \t]*)?",
-    re.I,
-)
-# Words after "A" / "I" that make them letters ("A is wrong") rather than the article or pronoun.
-_LETTER_VERBS = (
-    "is was isn't wasn't and or nor but because since as vs versus fits fit matches seems looks gives "
-    "stands survives works alone also too correct incorrect wrong right true false option"
-).split()
-_A_FOLLOWERS = frozenset(
-    _LETTER_VERBS
-    + (
-        "has had would could does doesn't states says claims contradicts ignores uses assumes describes "
-        "violates mentions only here instead remains then therefore so for with being wins best not "
-        "appears must should will might may cannot can't confuses suggests implies lists shows requires "
-        "overstates understates misstates focuses refers makes it which if in on at by"
-    ).split()
-)
-_I_FOLLOWERS = frozenset(_LETTER_VERBS + ["it", "describes"])
-_WORD_AFTER = re.compile(r"[ \t]+([A-Za-z][A-Za-z']*)")
-_LOWER_OK_AFTER = re.compile(r"\s*(?:$|[.,;:!?)\]*](?![A-Za-z]))")
-_OPTION_NOUN_BEFORE = re.compile(
-    r"(?:option|choice|alternative|opción|opcion|alternativa|opzione|letter)\s+$", re.I
-)
 _SENTENCE_BREAK = re.compile(r"[.!?。！？;；](?=\s|$)")
 _VALUE = re.compile(r"⟪(\d+)⟫")
 _VALUE_AFTER_ANSWER = re.compile(
@@ -84,77 +55,6 @@ class Reading:
     letter: str | None
     outside: tuple[str, ...] = ()  # committed letters that are not among the item's options
     conflict: tuple[str, ...] = ()  # the last commitment named these letters at once
-
-
-@dataclass
-class _Group:
-    start: int
-    end: int
-    letters: list[str] = field(default_factory=list)
-    boxed: bool = False
-    marked: bool = False  # bracketed, boxed or after "option"/"choice": plainly an option letter
-    verdict: str = "mention"  # commit | also (one more letter) | reject | alone | mention
-
-
-def _tokens(text: str) -> list[tuple[int, int, str, bool, bool]]:
-    """(start, end, upper-case letter, boxed, marked) of every option letter standing alone."""
-    found = []
-    for match in _TOKEN.finditer(text):
-        letter = match.group("boxed") or match.group("bracketed") or match.group("bare")
-        if match.group("bare") and not _is_letter(text, match):
-            continue
-        if cues.NAME_BEFORE.search(text, max(0, match.start() - 24), match.start()):
-            continue
-        if letter == "I" and _roman(text, match):
-            continue
-        marked = not match.group("bare") or bool(
-            _OPTION_NOUN_BEFORE.search(text, max(0, match.start() - 20), match.start())
-        )
-        found.append((match.start(), match.end(), letter.upper(), bool(match.group("boxed")), marked))
-    return found
-
-
-def _is_letter(text: str, match: re.Match[str]) -> bool:
-    """False for a letter that reads as a word or a symbol: the article "a", the pronoun "I", the
-    Romance "e" before an ordinary word, and a lower-case letter in a formula ("b + c")."""
-    letter, end = match.group("bare"), match.end()
-    if letter.islower():
-        if _LOWER_OK_AFTER.match(text, end):
-            return True
-        if _OPTION_NOUN_BEFORE.search(text, max(0, match.start() - 20), match.start()):
-            return not _WORD_AFTER.match(text, end)
-        word = _WORD_AFTER.match(text, end)
-        if word is None:
-            return False  # an operator, a digit: a symbol in a formula
-        return letter not in "aie" or word.group(1).lower() in _A_FOLLOWERS
-    if letter in "AI":
-        word = _WORD_AFTER.match(text, end)
-        followers = _A_FOLLOWERS if letter == "A" else _I_FOLLOWERS
-        return word is None or word.group(1).lower() in followers
-    return True
-
-
-def _roman(text: str, match: re.Match[str]) -> bool:
-    """An "I" that is a Roman numeral: near II/III/IV, or after "statement" ("statement I is true")."""
-    start = match.start()
-    return bool(
-        cues.ROMAN_NEAR.search(text, max(0, start - 12), match.end() + 12)
-        or cues.ROMAN_NOUN_BEFORE.search(text, max(0, start - 16), start)
-    )
-
-
-def _groups(text: str) -> list[_Group]:
-    """Letters joined by "and", "or", "," or "/" on one line, as one group each (a repeat starts a new one)."""
-    groups: list[_Group] = []
-    for start, end, letter, boxed, marked in _tokens(text):
-        last = groups[-1] if groups else None
-        joined = last and letter not in last.letters and "\n" not in text[last.end : start]
-        if joined and _CONNECTOR.fullmatch(text, last.end, start):
-            last.end, last.boxed, last.marked = end, last.boxed or boxed, last.marked or marked
-            last.letters.append(letter)
-        else:
-            groups.append(_Group(start, end, [letter], boxed, marked))
-    return groups
 
 
 def _left(text: str, start: int, floor: int) -> str:
@@ -177,7 +77,7 @@ def _right(text: str, end: int, ceiling: int) -> str:
     return right[: stop.end()] if stop else right
 
 
-def _alone(text: str, group: _Group) -> bool:
+def _alone(text: str, group: Group) -> bool:
     """The group is its line's only content ("(C)", "**D.**", "b")."""
     floor = max(0, group.start - _SENTENCE_CHARS)
     line_start = text.rfind("\n", floor, group.start) + 1
@@ -193,7 +93,7 @@ def _alone(text: str, group: _Group) -> bool:
     )
 
 
-def _judge(text: str, groups: list[_Group]) -> None:
+def _judge(text: str, groups: list[Group]) -> None:
     """Set each group's verdict from its neighbours (see :mod:`lie.grading.choice_cues`)."""
     starts = [g.start for g in groups]
     for i, group in enumerate(groups):
@@ -211,9 +111,9 @@ def _judge(text: str, groups: list[_Group]) -> None:
 
 def _verdict(
     text: str,
-    groups: list[_Group],
+    groups: list[Group],
     starts: list[int],
-    group: _Group,
+    group: Group,
     left: str,
     right: str,
     after_rejection: bool,
@@ -244,7 +144,7 @@ def _verdict(
     return "mention"
 
 
-def _affirmed(text: str, groups: list[_Group], starts: list[int], group: _Group) -> bool:
+def _affirmed(text: str, groups: list[Group], starts: list[int], group: Group) -> bool:
     """The sentence names this option last and says it fits, without a hedge.
 
     Other options in the sentence may only be rejected ones or earlier ones that include it
@@ -260,7 +160,7 @@ def _affirmed(text: str, groups: list[_Group], starts: list[int], group: _Group)
     return bool(cues.AFFIRM.search(sentence)) and not cues.HEDGE.search(sentence)
 
 
-def _sentence_bounds(text: str, group: _Group) -> tuple[int, int]:
+def _sentence_bounds(text: str, group: Group) -> tuple[int, int]:
     """The sentence around a group, at most ``_SENTENCE_CHARS`` either side."""
     floor = max(0, group.start - _SENTENCE_CHARS)
     line_start = text.rfind("\n", floor, group.start) + 1 or floor
@@ -273,7 +173,7 @@ def _sentence_bounds(text: str, group: _Group) -> tuple[int, int]:
     return start, stop.end() if stop else line_end
 
 
-def _drop_letter_lists(text: str, groups: list[_Group]) -> None:
+def _drop_letter_lists(text: str, groups: list[Group]) -> None:
     """Letters alone on consecutive lines are a list of labels, not answers."""
     alone = [g for g in groups if g.verdict == "alone"]
     lines, line, pos = [], 0, 0
@@ -286,7 +186,7 @@ def _drop_letter_lists(text: str, groups: list[_Group]) -> None:
         group.verdict = "mention" if {number - 1, number + 1} & taken else "commit"
 
 
-def _letter_commitments(groups: list[_Group]) -> list[tuple[int, tuple[str, ...]]]:
+def _letter_commitments(groups: list[Group]) -> list[tuple[int, tuple[str, ...]]]:
     """(position, letters) of each commitment; "also X" adds X to the commitment before it."""
     found: list[tuple[int, tuple[str, ...]]] = []
     for group in groups:
@@ -315,9 +215,11 @@ def _value_commitments(text: str, values: list[str], options: Sequence[str], let
 def read_choice(response: str, letters: Sequence[str], options: Sequence[str] | None = None) -> Reading:
     """The option ``response`` commits to among ``letters`` (option texts ``options``, if known)."""
     allowed = [str(x).strip().upper() for x in letters]
+    if options is not None and len(options) != len(allowed):
+        raise LieError(f"options: {len(options)} option texts for the {len(allowed)} letters {allowed}")
     normalized = normalize(response, allowed)
     text = normalized.text
-    groups = _groups(text)
+    groups = letter_groups(text)
     _judge(text, groups)
     commitments = _letter_commitments(groups)
     if options:

@@ -41,7 +41,7 @@ ANSWER_WORD = (
 )
 COPULA = (
     r"(?:\bis\b|\bare\b|\bwould\s+be\b|\bwill\s+be\b|\bmust\s+be\b|\bshould\s+be\b|\bes\b|\best\b|\bist\b"
-    r"|\blautet\b|\bjest\b|\badalah\b|\blà\b|\bär\b|\ber\b|\bon\b|\bje\b|\beste\b|\bείναι\b|è|é|:|=|是|为|為|は|은|는)"
+    r"|\blautet\b|\bjest\b|\badalah\b|\blà\b|\bär\b|\bείναι\b|è|é|:|=|是|为|為|は|은|는)"
 )
 _CHOICE_NOUN = r"\b(?:option|choice|alternative|pick|selection|response|one|statement|answer|guess|bet)s?\b"
 _QUALIFIER = r"\b(?:correct|right|best|my|our|final|only|true|proper|appropriate|valid|accurate|likely)\b"
