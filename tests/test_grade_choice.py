@@ -8,11 +8,14 @@ pattern against their eval script (LINs-lab/LIE 1b3bb02, eval_scripts/generate_v
 
 from __future__ import annotations
 
+import json
+import re
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 import yaml
+from conftest import shared_file
 
 from lie.errors import LieError
 from lie.grading import (
@@ -94,6 +97,24 @@ def test_the_whole_set_agrees_at_least_95_percent():
     cases = labelled_cases()
     agree = sum(reads(case) == case["expected"] for case in cases)
     assert agree / len(cases) >= 0.95, f"{agree} of {len(cases)}"
+
+
+BOXED_LETTER = re.compile(r"\\boxed\{\s*(?:\\text(?:bf)?\{)?\s*\(?[A-E]\)?\s*\}")
+
+
+@pytest.mark.parametrize("name", ["math500", "olympiadbench"])
+def test_math_solutions_full_of_variables_read_no_letter(name):
+    """Real solutions name points, sets and constants A-E; only those that box a choice letter answer one."""
+    rows = [json.loads(line) for line in shared_file(f"qwen25-math-eval/{name}.jsonl").open(encoding="utf-8")]
+    solutions = ["\n".join(s) if isinstance(s, list) else s for s in (r.get("solution") for r in rows) if s]
+    read = [
+        s for s in solutions if read_choice(s, list("ABCDE")).letter or read_choice(s, list("ABCDE")).conflict
+    ]
+    false_reads = [s[-120:] for s in read if not BOXED_LETTER.search(s)]
+    assert len(solutions) > 400
+    assert len(false_reads) <= 0.005 * len(solutions), false_reads
+    boxed = [s for s in solutions if BOXED_LETTER.search(s)]
+    assert all(read_choice(s, list("ABCDE")).letter for s in boxed)
 
 
 @pytest.mark.parametrize(

@@ -133,6 +133,16 @@ def _verdict(
         return "commit"
     if cues.AFTER.match(right) and not cues.CONDITION.search(right) and not cues.EXPLORE.search(left):
         return "commit"
+    ends = bool(cues.SENTENCE_END.match(right))
+    if cues.EQUATE.search(left) and (group.marked or ends) and not cues.QUESTIONING.search(left):
+        return "commit"
+    verb = cues.AFTER_VERB.match(right)
+    if (
+        verb
+        and (group.marked or cues.AFTER_VERB_END.fullmatch(verb.group("rest")))
+        and not cues.EXPLORE.search(left)
+    ):
+        return "commit"
     if after_rejection and cues.CONTRAST.search(left):
         return "commit"
     if cues.CONCLUDE.search(left) and cues.SENTENCE_END.match(right) and not cues.HEDGE.search(left):

@@ -48,7 +48,7 @@ _QUALIFIER = r"\b(?:correct|right|best|my|our|final|only|true|proper|appropriate
 _VERB = (
     r"(?:\b(?:choose|chose|choosing|select|selecting|selected|pick|picking|picked|opt\s+for|opting\s+for"
     r"|go(?:ing)?\s+with|went\s+with|go(?:ing)?\s+for|settle\s+on|settling\s+on|stick(?:ing)?\s+with|guess"
-    r"|vote\s+for|lean(?:ing)?\s+towards?|mark|circle|elijo|escojo|elegir|wähle"
+    r"|vote\s+for|lean(?:ing)?\s+towards?|elijo|escojo|elegir|wähle"
     r"|choisis|choisir|scelgo|escolho)\b|选择|選擇|选|選)"
 )
 
@@ -65,12 +65,18 @@ LEAD = re.compile(
             r"\b(?:i|we)\b[^.\n]{0,16}?\bsay\b",
             r"\b(?:it|this|that)(?:'s|’s|\s+is|\s+must\s+be|\s+has\s+to\s+be|\s+should\s+be|\s+would\s+be"
             r"|\s+will\s+be|\s+seems\s+to\s+be)\b",
-            r"\b(?:ie|namely|correspond(?:s|ing)?\s+to|match(?:es|ing)?|equals?|described\s+by|which\s+is"
-            r"|leaves|leaving|left\s+with|best\s+fits|points?\s+to|pointing\s+to|suggests?|indicates?|favou?rs?)\b",
+            r"\b(?:leaves|leaving|left\s+with)\b",
             r"\bfinal(?:ly)?\b(?:\s+\w+){0,2}\s*(?:[:\-–—=]|→|⇒|=>)",
         ]
     )
     + rf"){FILLER}$",
+    re.I,
+)
+# Words that equate what precedes with the letter ("which corresponds to option (F)", "i.e. option H"):
+# a formula says the same of a symbol, so they count for a plain letter only at a sentence's end.
+EQUATE = re.compile(
+    r"\b(?:ie|namely|correspond(?:s|ing)?\s+to|match(?:es|ing)?|described\s+by|which\s+is|best\s+fits"
+    rf"|points?\s+to|pointing\s+to|suggests?|indicates?|favou?rs?)\b{FILLER}$",
     re.I,
 )
 # "not (A) but (C)": a letter right after a rejected one.
@@ -79,8 +85,9 @@ CONTRAST = re.compile(rf"^\s*[,;]?\s*(?:but|rather|instead)\b{FILLER}$", re.I)
 CONCLUDE = re.compile(
     r"(?:^|[,:;—–(]\s*|\s)(?:so|thus|hence|therefore|then|yes|ok|okay|clearly|final(?:ly)?|answer|ans|actually"
     r"|rather|instead|i\s+mean|scratch\s+that|make\s+that|correction|no\s+wait|wait|sorry|overall|ultimately"
-    r"|in\s+the\s+end|after\s+all|in\s+conclusion|on\s+reflection|on\s+second\s+thought)"
-    r"(?:\s*,?\s*[\w'’-]+){0,2}\s*[,:]?\s*$",  # "Actually, re-reading, D."
+    r"|in\s+the\s+end|after\s+all|in\s+conclusion|on\s+reflection|on\s+second\s+thought)\b"
+    r"(?:\s*,\s*[\w'’-]+(?:\s+[\w'’-]+)?\s*,)?"  # an aside: "Actually, re-reading, D."
+    r"\s*[,:]?\s*(?:(?:option|choice)\s*)?$",
     re.I,
 )
 SENTENCE_END = re.compile(r"^[\s*_)\]]*(?:[.!。]|$)")
@@ -106,7 +113,6 @@ AFTER = re.compile(
             r"\s*(?:it\s+is|it's|it’s)\b",
             rf"{_ASIDE}\s*is\s+the\s+only\b",
             r"[\s:.)\]*\-–—]*\s*(?:correct|right|true|✓|✔|正确|正確)(?![A-Za-z])",
-            rf"{_ASIDE}\s*(?:matches|fits|works|survives|stands|holds|wins|checks\s+out)\b",
             r"[^.\n!?]{0,25}?\b(?:that|this|it|which)(?:'s|\s+is)\s+(?:our|my|the)\s+(?:final\s+)?(?:answer|choice)\b",
         ]
     )
@@ -132,6 +138,14 @@ NEG_AFTER = re.compile(
     + ")",
     re.I,
 )
+# After the letter, verbs a formula also uses ("C holds", "A wins"): for a plain letter, only at the
+# sentence's end ("B stands.", "So C fits best.").
+AFTER_VERB = re.compile(
+    rf"{_ASIDE}\s*(?:matches|fits|works|survives|stands|holds|wins|checks\s+out)\b"
+    r"(?P<rest>[^.!?\n]*)",
+    re.I,
+)
+AFTER_VERB_END = re.compile(r"\s*(?:best|better|perfectly|exactly|here|all\s+\w+\s+\w+)?\s*(?:[.!]|$)", re.I)
 # "everything except B is wrong": a rejection of all the others.
 EXCEPT = re.compile(
     r"\b(?:everything|all|every\s+\w+|each\s+\w+|the\s+others?|all\s+(?:the\s+)?(?:other\s+)?(?:options|choices))"
@@ -166,7 +180,10 @@ EXPLORE = re.compile(
     re.I,
 )
 # Before a letter in a clause of its own: a question about it, not an answer ("If the answer were D").
-QUESTIONING = re.compile(r"\b(?:whether|if|suppose|supposing|assuming|unless|wonder)\b", re.I)
+QUESTIONING = re.compile(
+    r"\b(?:whether|if|suppose|supposing|assuming|unless|wonder|ways?\s+(?:to|of)|how\s+to|in\s+order\s+to)\b",
+    re.I,
+)
 # "Also D", "D is also correct": one more letter on top of the one already given.
 ALSO_BEFORE = re.compile(
     r"\b(?:also|and\s+also|as\s+well\s+as|plus)\s*(?:(?:option|choice)\s*)?[\s(\[]*$", re.I

@@ -28,13 +28,13 @@ _CONNECTOR = re.compile(
 # Words after "A" / "I" that make them letters ("A is wrong") rather than the article or pronoun.
 _LETTER_VERBS = (
     "is was isn't wasn't and or nor but because since as vs versus fits fit matches seems looks gives "
-    "stands survives works alone also too correct incorrect wrong right true false option"
+    "stands survives works alone also too option"
 ).split()
 _A_FOLLOWERS = frozenset(
     _LETTER_VERBS
     + (
         "has had would could does doesn't states says claims contradicts ignores uses assumes describes "
-        "violates mentions only here instead remains then therefore so for with being wins best not "
+        "violates mentions only here instead remains then therefore so for with being wins not "
         "appears must should will might may cannot can't confuses suggests implies lists shows requires "
         "overstates understates misstates focuses refers makes it which if in on at by"
     ).split()

@@ -1,12 +1,14 @@
 """A response rewritten so that an option letter looks the same however the model typed it.
 
 Full-width and look-alike letters become ASCII (Ｆ, Cyrillic С), LaTeX and markdown wrappers go
-(``\\text{B}``, ``$B$``, ``**B**``), a boxed letter becomes a marker ``⟦B⟧`` (a boxed answer is
+(``\\text{B}``, ``$B$``, ``**B**``), a letter inside a formula is a symbol and is masked
+(``$\\triangle ABC$``, ``$f(x) + C$``), a boxed letter becomes a marker ``⟦B⟧`` (a boxed answer is
 committed by its form), any other boxed content becomes ``⟪n⟫`` with its text kept aside (the
 stated value, matched against the option texts), and an ordinal ("the third option", "option
-3") becomes the letter it names ("option C"). The reader then works on one plain text.
+3") becomes the letter it names ("option C"), and a line wrapped in mid-sentence is joined again.
+The reader then works on one plain text.
 
-A line wrapped in mid-sentence is joined again. It also finds where a model stops answering the asked question and starts another one
+It also finds where a model stops answering the asked question and starts another one
 ("Question 2: ...", "Human: ...", a chat-template token): :func:`other_question_starts`.
 """
 
@@ -33,6 +35,15 @@ _LETTER_LIST = re.compile(
 )
 _LEADING_LETTER = re.compile(r"\s*[(\[]?\s*([A-Ja-j])\s*(?:[)\]]|[.:](?=\s|$)|\s*[-–—:](?=\s))")
 _MATH_DELIMITERS = re.compile(r"\\[()\[\]]|\$")
+_FIGURE = re.compile(r"\[asy\].*?\[/asy\]", re.S)
+_MATH_SPAN = re.compile(
+    r"\$\$(?P<a>.+?)\$\$|\$(?P<b>[^$]+?)\$|\\\((?P<c>.+?)\\\)|\\\[(?P<d>.+?)\\\]"
+    r"|\\begin\{(?P<env>[A-Za-z]+\*?)\}(?P<e>.+?)\\end\{(?P=env)\}",
+    re.S,
+)
+_ALONE_IN_MATH = re.compile(r"\s*[(\[]?\s*[A-Ja-j]\s*[)\]]?\s*[.,;:]?\s*")
+_SYMBOL = re.compile(r"(?<![A-Za-z⟦])[A-Ja-j](?![A-Za-z⟧])")
+_ANSWER_IN_MATH = re.compile(r"answer|final", re.I)
 _MARKDOWN = re.compile(r"\*\*|__|`")
 _SOFT_BREAK = re.compile(r"(?<=[A-Za-z0-9,)])[ \t]*\n(?=[ \t]*[a-z(])")  # a line wrapped mid-sentence
 _ORDINALS = (
@@ -97,12 +108,26 @@ def normalize(response: str, letters: Sequence[str]) -> Normalized:
     out = Normalized("")
     text = _replace_boxed(text, out.values)
     text = _BRACED_LETTER.sub(r"\1", _FONT_SWITCH.sub("", text))  # {\rm D}
+    text = _mask_formulas(text)
     text = _MATH_DELIMITERS.sub(" ", text)
     text = _MARKDOWN.sub("", text)
     text = _SOFT_BREAK.sub(" ", text)
     text = _name_ordinals(text, letters)
     out.text = text
     return out
+
+
+def _mask_formulas(text: str) -> str:
+    """Letters inside a formula are symbols ("$\\triangle A$", "$f(x)+C$") unless a span is just a
+    letter ("option $B$") or states the answer; figures (``[asy]``) go."""
+
+    def span(match: re.Match[str]) -> str:
+        inner = next(match.group(g) for g in "abcde" if match.group(g) is not None)
+        if _ALONE_IN_MATH.fullmatch(inner) or _ANSWER_IN_MATH.search(inner):
+            return f" {inner} "
+        return f" {_SYMBOL.sub('·', inner)} "
+
+    return _MATH_SPAN.sub(span, _FIGURE.sub(" ", text))
 
 
 def _replace_boxed(text: str, values: list[str]) -> str:
