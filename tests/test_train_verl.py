@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
+import time
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -51,7 +53,7 @@ def test_every_run_lands_in_verls_config(composed, run):
     # the reward: verl 0.9's `reward` group, our manager, the run's knobs
     manager = cfg.reward.reward_manager
     assert (manager.source, manager.name) == ("importlib", "LIERewardManager")
-    assert manager.module.path.endswith("lie/engines/verl_reward.py")
+    assert manager.module.path == "pkg://lie.engines.verl_reward"  # by package: picklable
     lie = cfg.reward.reward_kwargs.lie
     mode = spec["lie"]
     assert lie.length_term == (mode in ("on", "length-only"))
@@ -62,6 +64,9 @@ def test_every_run_lands_in_verls_config(composed, run):
     assert cfg.reward.custom_reward_function.path is None
     assert cfg.trainer.resume_mode == "auto" and cfg.trainer.total_epochs == spec["epochs"]
     assert list(cfg.trainer.logger) == ["console", "file"]
+    assert cfg.trainer.max_actor_ckpt_to_keep == 10
+    thinking = CONFIG["models"][spec["model"]]["enable_thinking"]
+    assert cfg.data.apply_chat_template_kwargs == ({} if thinking is None else {"enable_thinking": thinking})
     assert cfg.ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH == "/r/m.jsonl"
 
 
@@ -132,6 +137,13 @@ def tokenizer(dapo_rows):
     return build_tokenizer(corpus + ["The answer is \\boxed{42}. " * 3], vocab_size=400)
 
 
+def _load(cfg, tokenizer):
+    """The manager as verl's reward loop builds it: ``load_reward_manager`` on the composed config."""
+    from verl.trainer.ppo.reward import load_reward_manager
+
+    return load_reward_manager(cfg, tokenizer)
+
+
 def _manager(run: str, log_dir):
     """The composed verl config of ``run``, its rollout log redirected to ``log_dir``."""
     inputs = verl_train.VerlInputs("/d/t.parquet", ("/d/math500.parquet",), "/m")
@@ -172,13 +184,31 @@ def _item(tokenizer, row, response: str, data_source: str = "math_dapo", step: i
     ), len(resp)
 
 
+def _padded(data, prompt_width: int, response_width: int):
+    """One item left-padded to ``prompt_width`` and right-padded to ``response_width``, as verl batches."""
+    from tensordict import TensorDict
+    from verl import DataProto
+
+    prompt, response = data.batch["prompts"][0], data.batch["responses"][0]
+    p = torch.cat([torch.zeros(prompt_width - len(prompt), dtype=prompt.dtype), prompt])
+    r = torch.cat([response, torch.zeros(response_width - len(response), dtype=response.dtype)])
+    mask = torch.cat([(torch.arange(prompt_width) >= prompt_width - len(prompt)),
+                      (torch.arange(response_width) < len(response))]).long()  # fmt: skip
+    batch = TensorDict(
+        {"prompts": p[None], "responses": r[None], "attention_mask": mask[None],
+         "input_ids": torch.cat([p, r])[None], "position_ids": (mask.cumsum(0) - 1).clamp(min=0)[None]},
+        batch_size=1,
+    )  # fmt: skip
+    return DataProto(batch=batch, non_tensor_batch=data.non_tensor_batch)
+
+
 def test_reward_manager_matches_the_core_on_real_rows(tmp_path, tokenizer, dapo_rows):
-    from lie.engines.verl_reward import EXTRA_KEYS, LIERewardManager
+    from lie.engines.verl_reward import EXTRA_KEYS
     from lie.runs import ROLLOUT_FIELDS, read_rollouts
 
     run = "qwen3-4b-base_dapo_gspo_lie"  # extra_tokens 500
-    cfg = _manager(run, tmp_path / "rollouts")
-    manager = LIERewardManager(config=cfg, tokenizer=tokenizer, compute_score=None)
+    manager = _load(_manager(run, tmp_path / "rollouts"), tokenizer)
+    assert type(manager).__module__ == "lie.engines.verl_reward"
     knobs = RewardConfig.from_mapping(cfgmod.reward_settings(CONFIG, run))
     loop = " ".join(["so the next step is the same as before"] * 12)
     cases = []
@@ -209,36 +239,58 @@ def test_reward_manager_matches_the_core_on_real_rows(tmp_path, tokenizer, dapo_
 
 
 def test_validation_sources_and_baselines_score_accuracy_only(tmp_path, tokenizer, dapo_rows):
-    from lie.engines.verl_reward import LIERewardManager
-
     row = dapo_rows[0]
     gold = row["reward_model"]["ground_truth"]
     loop = " ".join(["so the next step is the same as before"] * 12) + f" \\boxed{{{gold}}}"
-    lie_run = LIERewardManager(
-        config=_manager("qwen3-4b-base_dapo_gspo_lie", tmp_path / "a"), tokenizer=tokenizer
-    )
+    lie_run = _load(_manager("qwen3-4b-base_dapo_gspo_lie", tmp_path / "a"), tokenizer)
     data, _ = _item(tokenizer, row, loop, data_source="math500")
     out = lie_run.loop.run_until_complete(lie_run.run_single(data))
     assert out["reward_score"] == 1.0 and out["reward_extra_info"]["r_red"] == 0.0
     assert not (tmp_path / "a").exists()  # validation samples are not training rollouts
-    baseline = LIERewardManager(
-        config=_manager("qwen3-4b-base_dapo_gspo", tmp_path / "b"), tokenizer=tokenizer
-    )
+    baseline = _load(_manager("qwen3-4b-base_dapo_gspo", tmp_path / "b"), tokenizer)
     data, _ = _item(tokenizer, row, loop)
     out = baseline.loop.run_until_complete(baseline.run_single(data))
     assert out["reward_score"] == 1.0 and out["reward_extra_info"]["max_ngram_count"] >= 10
 
 
 def test_training_row_without_reference_length_is_an_error(tmp_path, tokenizer, dapo_rows):
-    from lie.engines.verl_reward import LIERewardManager
     from lie.errors import LieError
 
     row = copy.deepcopy(dapo_rows[0])
     del row["reward_model"]["num_tokens"]
-    manager = LIERewardManager(config=_manager("qwen3-4b-base_dapo_gspo_lie", tmp_path), tokenizer=tokenizer)
+    manager = _load(_manager("qwen3-4b-base_dapo_gspo_lie", tmp_path), tokenizer)
     data, _ = _item(tokenizer, row, "text \\boxed{1}")
     with pytest.raises(LieError, match="without reward_model.num_tokens"):
         manager.loop.run_until_complete(manager.run_single(data))
+
+
+def test_verls_reward_loop_worker_scores_a_concurrent_batch_right_with_a_slow_item(
+    tmp_path, tokenizer, dapo_rows
+):
+    """The config `lie train --dry-run` composes, the manager built by verl's RewardLoopWorker (as its
+    Ray actor does) and a batch graded concurrently: a slow item costs only itself."""
+    from verl import DataProto
+    from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
+
+    model_dir = tmp_path / "tokenizer"
+    tokenizer.save_pretrained(model_dir)
+    inputs = verl_train.VerlInputs("/d/t.parquet", ("/d/math500.parquet",), str(model_dir))
+    overrides = verl_train.overrides(CONFIG, "qwen3-4b-base_dapo_gspo_lie", inputs, device="cpu")
+    overrides = [o for o in overrides if not o.startswith("+reward.reward_kwargs.log_dir=")]
+    cfg = verl_train.compose([*overrides, f"+reward.reward_kwargs.log_dir='{tmp_path / 'rollouts'}'"])
+    worker = RewardLoopWorker(cfg)
+    items, expected = [], []
+    for i, row in enumerate(dapo_rows * 2):
+        gold = row["reward_model"]["ground_truth"]
+        text = f"So the answer is \\boxed{{{gold}}}." if i != 3 else "So \\boxed{2^{2^{2^{2^{2^{2}}}}}}"
+        items.append(_item(tokenizer, row, text)[0])
+        expected.append(i != 3)
+    batch = DataProto.concat([_padded(item, 400, 60) for item in items])
+    started = time.monotonic()
+    outputs = worker.loop.run_until_complete(worker.compute_score_batch(batch))
+    assert time.monotonic() - started < 25  # the slow item ran beside the others, not before them
+    assert [bool(out["reward_extra_info"]["acc"]) for out in outputs] == expected
+    assert sys.modules["lie.engines.verl_reward"] is sys.modules[type(worker.reward_manager).__module__]
 
 
 def test_dry_run_prints_the_composed_sections(tmp_path, capsys):

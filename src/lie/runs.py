@@ -8,19 +8,27 @@
   (``ROLLOUT_FIELDS``);
 - ``checkpoints/``: the engine's checkpoints (``global_step_N/`` for verl, ``checkpoint-N/`` for TRL);
 - ``run.json``: the resolved settings and the command; ``final.json``: written last, names the
-  checkpoint to evaluate (the final one or a fixed step from config, never the best on a test set).
+  checkpoint to evaluate (the final one or a fixed step from config, never the best on a test set);
+- ``settings.sha256``: the digest of what the checkpoints were trained with (``lie.identity``); a
+  launch with other settings moves the old checkpoints, rollouts and metrics into
+  ``superseded/<time>/`` (never deleting them) and starts afresh;
+- ``verl_config.yaml``: verl's whole composed configuration of the last launch (verl runs).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from lie.errors import LieError
+
+log = logging.getLogger(__name__)
 
 ROLLOUT_FIELDS = (
     "step", "group", "uid", "prompt_index", "response", "reward", "acc", "r_len", "r_red",
@@ -54,6 +62,68 @@ class RunDir:
     @property
     def final_json(self) -> Path:
         return self.root / "final.json"
+
+    @property
+    def settings_file(self) -> Path:
+        return self.root / "settings.sha256"
+
+    @property
+    def verl_config(self) -> Path:
+        return self.root / "verl_config.yaml"
+
+    @property
+    def superseded(self) -> Path:
+        return self.root / "superseded"
+
+    def claim(self, digest: str) -> Path | None:
+        """Keep this run's outputs only if they were made with settings ``digest``.
+
+        Outputs of other (or unknown) settings move to ``superseded/<time>/``, which is returned;
+        then the digest is recorded. Nothing is deleted.
+        """
+        outputs = [p for p in (self.checkpoints, self.rollouts_dir, self.metrics_dir) if p.exists()]
+        old = self.settings_file.read_text(encoding="utf-8").strip() if self.settings_file.exists() else None
+        moved = None
+        if outputs and old != digest:
+            moved = self.superseded / time.strftime("%Y%m%d-%H%M%S")
+            moved.mkdir(parents=True, exist_ok=True)
+            for path in outputs:
+                shutil.move(str(path), str(moved / path.name))
+            log.warning(
+                "%s: its checkpoints were made with other settings (%s); moved them to %s and starting afresh",
+                self.run,
+                f"digest {old[:12]}" if old else "no settings digest",
+                moved,
+            )
+        if old != digest:
+            self.root.mkdir(parents=True, exist_ok=True)
+            from lie.jsonl import atomic_output
+
+            with atomic_output(self.settings_file) as out:
+                out.write(digest + "\n")
+        return moved
+
+    def set_aside(self, path: Path, why: str) -> Path:
+        """Move a torn checkpoint out of the engine's sight into ``superseded/torn/`` (never delete)."""
+        target = self.superseded / "torn" / f"{path.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(path), str(target))
+        log.warning("%s: %s is incomplete (%s); set aside as %s", self.run, path.name, why, target)
+        return target
+
+    def trim_rollouts_after(self, step: int) -> int:
+        """Drop rollout files of steps after ``step``: a resumed run redoes those steps."""
+        removed = 0
+        for later, paths in rollout_files(self).items():
+            if later > step:
+                for path in paths:
+                    path.unlink()
+                    removed += 1
+        if removed:
+            log.info(
+                "%s: removed %d rollout files of steps after %d (they are redone)", self.run, removed, step
+            )
+        return removed
 
     def new_metrics_file(self) -> Path:
         self.metrics_dir.mkdir(parents=True, exist_ok=True)

@@ -18,12 +18,15 @@ log = logging.getLogger(__name__)
 PAD, BOS_CHAT, EOS_CHAT = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
 SPECIAL_TOKENS = [PAD, BOS_CHAT, EOS_CHAT]
 
-# Qwen-style chat template (the user turn, then the assistant's generation prompt).
+# Qwen-style chat template (the user turn, then the assistant's generation prompt), with Qwen3's
+# rule for ``enable_thinking=False``: an empty think block opens the answer.
 CHAT_TEMPLATE = (
     "{%- for message in messages -%}"
     "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
     "{%- endfor -%}"
-    "{%- if add_generation_prompt -%}{{ '<|im_start|>assistant\\n' }}{%- endif -%}"
+    "{%- if add_generation_prompt -%}{{ '<|im_start|>assistant\\n' }}"
+    "{%- if enable_thinking is defined and enable_thinking is false -%}{{ '<think>\\n\\n</think>\\n\\n' }}{%- endif -%}"
+    "{%- endif -%}"
 )
 
 BASE_CORPUS = [

@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 from lie.errors import LieError
+from lie.runs import write_json
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +26,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default="config.yaml")
     parser.add_argument("--engine", choices=["verl", "trl"], help="default: engines.train of the config")
     parser.add_argument("--dry-run", action="store_true", help="compose and print the engine's settings only")
+    parser.add_argument(
+        "--device",
+        choices=["auto", "gpu", "cpu"],
+        default="auto",
+        help="verl: GPUs, or verl's CPU backend (lie.engines.verl_cpu); auto: cpu when no GPU is visible",
+    )
     parser.add_argument(
         "--train-file", help="training parquet with L_ref (default: the layout's reflen file)"
     )
@@ -50,19 +57,19 @@ def _config(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    from lie.identity import train_engine
+
     config = _config(args)
-    engine = args.engine or (config.get("engines") or {}).get("train", "verl")
+    engine = args.engine or train_engine(config, args.run)
     if engine == "verl":
         return _run_verl(config, args)
     return _run_trl(config, args)
 
 
 def _run_verl(config: dict, args: argparse.Namespace) -> int:
-    from omegaconf import OmegaConf
-
     from lie.config import outdir, run_settings
-    from lie.engines import verl_train
-    from lie.runs import RunDir, write_json
+    from lie.engines import verl_cpu, verl_train
+    from lie.runs import RunDir
 
     inputs = verl_train.inputs_for(config, args.run)
     inputs = verl_train.VerlInputs(
@@ -72,43 +79,66 @@ def _run_verl(config: dict, args: argparse.Namespace) -> int:
     )
     inputs = verl_train.absolute(inputs)
     rundir = RunDir(outdir(config), args.run)
+    device = args.device if args.device != "auto" else ("gpu" if verl_cpu.gpu_visible() else "cpu")
     if args.dry_run:
-        overrides = verl_train.overrides(
-            config, args.run, inputs, metrics_file=str(rundir.metrics_dir / "launch.jsonl")
-        )
-        composed = verl_train.compose(overrides)
-        verl_train.check_composed(composed)
-        print("# reward (verl 0.9 `reward` group, as composed)")
-        print(OmegaConf.to_yaml(composed.reward))
-        print("# actor_rollout_ref.actor")
-        print(OmegaConf.to_yaml(composed.actor_rollout_ref.actor))
-        print("# command")
-        print(" ".join(verl_train.command(overrides)))
-        return 0
+        return _print_verl_plan(config, args.run, inputs, rundir, device)
     for path in (inputs.train_file, *inputs.val_files):
         if not Path(path).exists():
             raise LieError(
                 f"run {args.run}: input {path} does not exist; run its `lie data`/`lie reflen` stage first"
             )
-    overrides = verl_train.overrides(
-        config, args.run, inputs, metrics_file=str(rundir.new_metrics_file().resolve())
-    )
-    cmd = verl_train.command(overrides)
-    write_json(
-        rundir.run_json,
-        {"engine": "verl", "run": args.run, "settings": run_settings(config, args.run), "command": cmd},
-    )
-    log.info("running verl: %s", " ".join(cmd[:4]) + " ...")
-    env = {**os.environ, "HYDRA_FULL_ERROR": "1"}
-    code = subprocess.run(cmd, env=env).returncode
-    if code != 0:
-        raise LieError(
-            f"run {args.run}: verl exited with status {code}; rerun to resume from the last checkpoint"
+    settings = run_settings(config, args.run)
+    if not verl_train.prepare_resume(config, args.run, rundir):
+        overrides = verl_train.overrides(
+            config, args.run, inputs, metrics_file=str(rundir.new_metrics_file().resolve()), device=device
         )
-    eval_step = run_settings(config, args.run).get("eval_step", "final")
-    checkpoint = verl_train.final_checkpoint(rundir, eval_step)
+        verl_train.write_composed(overrides, rundir.verl_config)
+        cmd = verl_train.command(overrides)
+        write_json(
+            rundir.run_json,
+            {"engine": "verl", "device": device, "run": args.run, "settings": settings, "command": cmd},
+        )
+        env = {**os.environ, "HYDRA_FULL_ERROR": "1"}
+        if device == "cpu":
+            env = verl_cpu.environment(env)
+        log.info("running verl (%s): %s", device, " ".join(cmd[:4]) + " ...")
+        code = subprocess.run(cmd, env=env).returncode
+        if code != 0:
+            raise LieError(
+                f"run {args.run}: verl exited with status {code}; rerun to resume from the last checkpoint"
+            )
+        verl_train.mark_complete(config, args.run, rundir)
+    checkpoint = verl_train.final_checkpoint(rundir, settings.get("eval_step", "final"))
     step = int(checkpoint.name.rsplit("_", 1)[1])
     write_json(rundir.final_json, {"engine": "verl", "checkpoint": str(checkpoint), "step": step})
+    return 0
+
+
+def _print_verl_plan(config: dict, run: str, inputs, rundir, device: str) -> int:
+    """verl's own config composed with this run's overrides and checked, then printed (nothing runs)."""
+    from omegaconf import OmegaConf
+
+    from lie.config import run_settings
+    from lie.engines import verl_cpu, verl_train
+
+    overrides = verl_train.overrides(
+        config, run, inputs, metrics_file=str(rundir.metrics_dir / "launch.jsonl"), device=device
+    )
+    composed = verl_train.compose(overrides)
+    verl_train.check_composed(composed)
+    print(f"# device: {device}")
+    if device == "cpu":
+        print("# the CPU backend's overrides (lie.engines.verl_cpu.overrides), on top of the cluster's")
+        for key, value in verl_cpu.overrides(run_settings(config, run)).items():
+            print(f"#   {key}={value}")
+    print("# reward (verl 0.9 `reward` group, as composed)")
+    print(OmegaConf.to_yaml(composed.reward))
+    print("# data")
+    print(OmegaConf.to_yaml(composed.data))
+    print("# actor_rollout_ref.actor")
+    print(OmegaConf.to_yaml(composed.actor_rollout_ref.actor))
+    print("# command")
+    print(" ".join(verl_train.command(overrides)))
     return 0
 
 

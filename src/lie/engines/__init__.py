@@ -1,12 +1,7 @@
 """Thin adapters over real libraries, each behind one small interface (DESIGN.md, layer 3).
 
-Generation: :mod:`lie.engines.generation` (vLLM on GPU, transformers ``generate`` on CPU).
-Training: verl 0.9 (GPU, Ray, multi-node) and TRL (CPU or one GPU); both call :mod:`lie.reward`.
+Generation: :mod:`lie.engines.generation` (vLLM on GPU, transformers on CPU).
+Training: verl 0.9 (:mod:`lie.engines.verl_train`, its reward manager :mod:`lie.engines.verl_reward`,
+its CPU backend :mod:`lie.engines.verl_cpu`) and TRL (:mod:`lie.engines.trl_train`); both call
+:mod:`lie.reward` and grade through :class:`lie.grading.GradingExecutor`.
 """
-
-from pathlib import Path
-
-
-def verl_reward_path() -> str:
-    """Absolute path of the verl reward-manager module (verl loads it by file path)."""
-    return str(Path(__file__).with_name("verl_reward.py").resolve())

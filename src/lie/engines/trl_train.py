@@ -25,6 +25,8 @@ from typing import Any
 
 from lie import config as cfgmod
 from lie.errors import LieError
+from lie.grading import DEFAULT_TIMEOUT_S, GradingExecutor
+from lie.identity import settings_hash
 from lie.reward import RewardConfig, score
 from lie.runs import RunDir, append_rollouts, rollout_record, write_json
 
@@ -116,24 +118,34 @@ class LIEReward:
 
     __name__ = "lie"
 
-    def __init__(self, reward_config: RewardConfig, tokenizer: Any, rundir: RunDir, schedule: Schedule):
+    def __init__(
+        self,
+        reward_config: RewardConfig,
+        tokenizer: Any,
+        rundir: RunDir,
+        schedule: Schedule,
+        grader: GradingExecutor,
+    ):
         self.config = reward_config
         self.tokenizer = tokenizer
         self.rundir = rundir
         self.schedule = schedule
+        self.grader = grader
 
     def __call__(
         self, prompts, completions, completion_ids, gold, ref_len, kind, letters, prompt_index, **kw
     ):
-        from lie.grading import grade_item
-
         state = kw.get("trainer_state")
         step = self.schedule.rollout_step(state.global_step) if state is not None else 0
+        texts = [self.tokenizer.decode(list(ids), skip_special_tokens=True) for ids in completion_ids]
+        items = [
+            {"response": text, "gold": gold[i], "kind": kind[i], "choices": letters[i] or None}
+            for i, text in enumerate(texts)
+        ]
+        grades = self.grader.grade_many(items, progress=False)
         records, rewards = [], []
-        for i, ids in enumerate(completion_ids):
+        for i, (ids, text, graded) in enumerate(zip(completion_ids, texts, grades)):
             ids = list(ids)
-            text = self.tokenizer.decode(ids, skip_special_tokens=True)
-            graded = grade_item({"response": text, "gold": gold[i], "kind": kind[i], "choices": letters[i]})
             ref = ref_len[i] if ref_len[i] >= 0 else None
             if ref is None and self.config.length_term:
                 raise LieError(
@@ -198,14 +210,21 @@ def _stop_callback(stop_after: int, sched: Schedule):
     return StopAfter()
 
 
-def _trim_after_resume(rundir: RunDir, done_step: int) -> None:
-    """Rollouts of steps after the checkpoint are redone by the resumed run: drop the old ones."""
-    from lie.runs import rollout_files
-
-    for step, paths in rollout_files(rundir).items():
-        if step > done_step:
-            for path in paths:
-                path.unlink()
+def latest_complete_checkpoint(rundir: RunDir) -> Path | None:
+    """The newest ``checkpoint-N`` with its ``trainer_state.json`` (the Trainer writes it last);
+    a newer one without it was torn by a kill while saving and is set aside."""
+    found = []
+    for path in rundir.checkpoints.glob("checkpoint-*") if rundir.checkpoints.is_dir() else []:
+        number = path.name.rsplit("-", 1)[1]
+        if path.is_dir() and number.isdigit():
+            found.append((int(number), path))
+    complete = None
+    for _, path in sorted(found, reverse=True):
+        if (path / "trainer_state.json").is_file():
+            complete = complete or path
+        elif complete is None:
+            rundir.set_aside(path, "no trainer_state.json")
+    return complete
 
 
 def grpo_config(settings: dict[str, Any], sched: Schedule, output_dir: Path, use_cpu: bool) -> Any:
@@ -253,6 +272,10 @@ def grpo_config(settings: dict[str, Any], sched: Schedule, output_dir: Path, use
         scale_rewards="group",
         save_strategy="steps" if save > 0 else "no",
         save_steps=max(save, 1) * sched.updates_per_step,
+        # keep the last few; a fixed eval_step must survive, so then everything is kept
+        save_total_limit=settings.get("keep_checkpoints")
+        if settings.get("eval_step", "final") == "final"
+        else None,
         remove_unused_columns=False,
     )
 
@@ -269,7 +292,6 @@ def train(
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.trainer_utils import get_last_checkpoint
     from trl import GRPOTrainer
 
     if threads:
@@ -286,18 +308,18 @@ def train(
     )
     sched = schedule(settings, len(rows))
 
-    rundir.root.mkdir(parents=True, exist_ok=True)
+    rundir.claim(settings_hash(config, run))
     output_dir = rundir.checkpoints
-    last = get_last_checkpoint(str(output_dir)) if output_dir.exists() else None
+    last = latest_complete_checkpoint(rundir)
     done = 0
     if last:
-        done = json.loads((Path(last) / "trainer_state.json").read_text())["global_step"]
+        done = json.loads((last / "trainer_state.json").read_text())["global_step"]
     if done >= sched.max_updates:
         log.info("%s: already trained (%d updates)", run, done)
     else:
         if last:
             log.info("%s: resuming from %s (step %d)", run, last, sched.rollout_step(done - 1))
-            _trim_after_resume(rundir, done // sched.updates_per_step)
+        rundir.trim_rollouts_after(done // sched.updates_per_step)
         args = grpo_config(settings, sched, output_dir, use_cpu=not torch.cuda.is_available())
         write_json(
             rundir.run_json,
@@ -309,15 +331,17 @@ def train(
         callbacks = [_metrics_callback(rundir.new_metrics_file(), sched)]
         if stop_after:
             callbacks.append(_stop_callback(stop_after, sched))
-        trainer = GRPOTrainer(
-            model=model,
-            reward_funcs=LIEReward(reward_config, tokenizer, rundir, sched),
-            args=args,
-            train_dataset=Dataset.from_list(rows),
-            processing_class=tokenizer,
-            callbacks=callbacks,
-        )
-        trainer.train(resume_from_checkpoint=last)
+        evaluation = config.get("evaluation") or {}
+        with GradingExecutor(evaluation.get("grade_timeout_s", DEFAULT_TIMEOUT_S), 1) as grader:
+            trainer = GRPOTrainer(
+                model=model,
+                reward_funcs=LIEReward(reward_config, tokenizer, rundir, sched, grader),
+                args=args,
+                train_dataset=Dataset.from_list(rows),
+                processing_class=tokenizer,
+                callbacks=callbacks,
+            )
+            trainer.train(resume_from_checkpoint=str(last) if last else None)
         done = trainer.state.global_step
         if not (output_dir / f"checkpoint-{done}").exists():
             trainer._save_checkpoint(trainer.model, trial=None)  # the final state, always kept

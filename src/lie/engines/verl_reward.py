@@ -1,7 +1,9 @@
 """verl 0.9 reward manager for LIE: grade, then call the core reward (``lie.reward.score``).
 
-Selected by ``lie train`` through verl's reward-loop keys (``reward.reward_manager.source=
-importlib``, ``.name=LIERewardManager``, ``.module.path=<this file>``); its knobs arrive as
+Selected by ``lie train`` through verl's reward-loop keys: ``reward.reward_manager.source=importlib``,
+``.name=LIERewardManager`` and ``.module.path=pkg://lie.engines.verl_reward``. verl imports a
+``pkg://`` module by its package name (a file path would load it under a throw-away module name,
+and nothing defined in it could then be pickled to a grading worker). Its knobs arrive as
 ``reward.reward_kwargs``:
 
 - ``lie``: the ``lie.reward.RewardConfig`` keys of the run (baselines: both terms off);
@@ -10,19 +12,16 @@ importlib``, ``.name=LIERewardManager``, ``.module.path=<this file>``); its knob
 - ``log_dir``: where every training sample's reward and state metrics go, one JSON line each
   (``<log_dir>/step-<N>.<host>-<pid>.jsonl``), because verl's own training dumps in 0.9 do not
   carry ``reward_extra_info``; the same schema as the TRL engine's rollouts;
-- ``grade_timeout_s``: hard limit per grading call.
+- ``grade_timeout_s``, ``grade_workers``: the grading executor's hard limit per item and size.
 
-verl calls ``run_single`` once per finished trajectory in its reward-loop workers (Ray actors,
-off the main thread); grading runs in a small process pool, where math-verify's own SIGALRM
-timeouts work, with a hard limit on top.
+verl calls ``run_single`` once per finished trajectory, concurrently, in its reward-loop workers
+(Ray actors, off the main thread); grading goes to the project's one grading executor
+(``lie.grading.GradingExecutor``), whose workers import math-verify and ``lie.grading`` only.
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import logging
-import multiprocessing
 import os
 import socket
 from pathlib import Path
@@ -31,11 +30,13 @@ from typing import Any
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from lie.errors import LieError
+from lie.grading import DEFAULT_TIMEOUT_S, GradingExecutor
 from lie.reward import RewardConfig, score
 from lie.runs import append_rollouts, rollout_record
 
 log = logging.getLogger(__name__)
 
+MODULE_PATH = "pkg://lie.engines.verl_reward"
 EXTRA_KEYS = (
     "acc",
     "r_len",
@@ -46,47 +47,6 @@ EXTRA_KEYS = (
     "num_tokens",
     "ref_len",
 )  # extra_info()
-
-
-def _grade(item: dict[str, Any]) -> tuple[bool, str | None, str]:
-    from lie.grading import grade_item
-
-    result = grade_item(item)
-    return bool(result.correct), result.pred, result.status
-
-
-class _Grader:
-    """A persistent process pool; a call past its limit counts as wrong and the pool is renewed."""
-
-    def __init__(self, workers: int, timeout_s: float):
-        self.workers = max(1, workers)
-        self.timeout_s = timeout_s
-        self.pool: concurrent.futures.ProcessPoolExecutor | None = None
-
-    def _pool(self) -> concurrent.futures.ProcessPoolExecutor:
-        if self.pool is None:
-            ctx = multiprocessing.get_context("spawn")
-            self.pool = concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=ctx)
-        return self.pool
-
-    def _renew(self) -> None:
-        pool, self.pool = self.pool, None
-        if pool is not None:
-            for proc in list(getattr(pool, "_processes", {}).values()):
-                proc.kill()
-            pool.shutdown(wait=False, cancel_futures=True)
-
-    async def grade(self, item: dict[str, Any]) -> tuple[bool, str | None, str]:
-        future = self._pool().submit(_grade, item)
-        try:
-            return await asyncio.wait_for(asyncio.wrap_future(future), self.timeout_s)
-        except TimeoutError:
-            log.warning("grading took over %.0f s; counted as wrong", self.timeout_s)
-            self._renew()
-            return False, None, "timeout"
-        except concurrent.futures.process.BrokenProcessPool:
-            self._renew()
-            return False, None, "error"
 
 
 class LIERewardManager(RewardManagerBase):
@@ -109,8 +69,8 @@ class LIERewardManager(RewardManagerBase):
         self.accuracy_only = self.reward_config.replace(length_term=False, redundancy_term=False)
         self.validation_sources = set(kwargs_cfg.get("validation_sources") or [])
         self.log_dir = Path(kwargs_cfg["log_dir"]) if kwargs_cfg.get("log_dir") else None
-        self.grader = _Grader(
-            int(kwargs_cfg.get("grade_workers", 2)), float(kwargs_cfg.get("grade_timeout_s", 10))
+        self.grader = GradingExecutor(
+            kwargs_cfg.get("grade_timeout_s", DEFAULT_TIMEOUT_S), int(kwargs_cfg.get("grade_workers", 2))
         )
         self._log_name = f"{socket.gethostname()}-{os.getpid()}"
 
@@ -127,7 +87,7 @@ class LIERewardManager(RewardManagerBase):
         if "ground_truth" not in reward_model:
             raise LieError(f"data source {source!r}: a row has no reward_model.ground_truth")
         kind = extra.get("kind") or "math"
-        correct, pred, status = await self.grader.grade(
+        graded = await self.grader.grade(
             {
                 "response": text,
                 "gold": str(reward_model["ground_truth"]),
@@ -135,6 +95,7 @@ class LIERewardManager(RewardManagerBase):
                 "choices": extra.get("letters"),
             }
         )
+        correct, status = bool(graded.correct), graded.status
         validating = source in self.validation_sources
         config = self.accuracy_only if validating else self.reward_config
         ref_len = reward_model.get("num_tokens")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lie import config as cfgmod
+from lie.grading.executor import DEFAULT_TIMEOUT_S
 from lie.runs import RunDir
 
 REWARD_MANAGER = "LIERewardManager"
@@ -43,16 +44,21 @@ def _q(value: Any) -> str:
     return f"'{text}'"
 
 
-def reward_manager_path() -> str:
-    from lie.engines import verl_reward_path
-
-    return verl_reward_path()
+REWARD_MODULE = "pkg://lie.engines.verl_reward"  # by package: its functions can be pickled
 
 
 def overrides(
-    config: dict[str, Any], run: str, inputs: VerlInputs, metrics_file: str | None = None
+    config: dict[str, Any],
+    run: str,
+    inputs: VerlInputs,
+    metrics_file: str | None = None,
+    device: str = "gpu",
 ) -> list[str]:
-    """The complete list of Hydra overrides for ``python -m verl.trainer.main_ppo``."""
+    """The complete list of Hydra overrides for ``python -m verl.trainer.main_ppo``.
+
+    ``device="cpu"`` adds what verl's CPU backend needs (``lie.engines.verl_cpu.overrides``) on top
+    of the cluster's settings, and nothing else.
+    """
     s = cfgmod.run_settings(config, run)
     rundir = RunDir(cfgmod.outdir(config), run)
     prompt_len, response_len = int(s["max_prompt_length"]), int(s["max_response_length"])
@@ -127,10 +133,10 @@ def overrides(
         # the LIE reward manager (verl 0.9: the `reward` group; legacy keys are ignored)
         "reward.reward_manager.source": "importlib",
         "reward.reward_manager.name": REWARD_MANAGER,
-        "reward.reward_manager.module.path": reward_manager_path(),
+        "reward.reward_manager.module.path": REWARD_MODULE,
         "+reward.reward_kwargs.validation_sources": val_sources,
         "+reward.reward_kwargs.log_dir": str(rundir.rollouts_dir.resolve()),
-        "+reward.reward_kwargs.grade_timeout_s": float(evaluation.get("grade_timeout_s", 10)),
+        "+reward.reward_kwargs.grade_timeout_s": float(evaluation.get("grade_timeout_s", DEFAULT_TIMEOUT_S)),
         # trainer
         "trainer.project_name": f"lie-{config.get('name', 'default')}",
         "trainer.experiment_name": run,
@@ -139,6 +145,8 @@ def overrides(
         "trainer.total_epochs": int(s["epochs"]),
         "trainer.total_training_steps": s.get("max_steps"),
         "trainer.save_freq": int(s["save_freq"]),
+        # verl prunes within a launch; a fixed eval_step must survive, so then nothing is pruned
+        "trainer.max_actor_ckpt_to_keep": s.get("keep_checkpoints") if _final_eval(s) else None,
         "trainer.test_freq": int(s["test_freq"]),
         "trainer.val_before_train": bool(s.get("val_before_train", False)),
         "trainer.resume_mode": "auto",
@@ -147,11 +155,67 @@ def overrides(
         "trainer.validation_data_dir": str((rundir.root / "validation").resolve()),
         "trainer.logger": logger,
     }
+    thinking = cfgmod.model_entry(config, cfgmod.experiment(config, run)["model"]).get("enable_thinking")
+    if thinking is not None:  # Qwen3-4B: thinking off, as the authors' +data.enable_thinking=False
+        o["+data.apply_chat_template_kwargs.enable_thinking"] = bool(thinking)
     for key, value in knobs.items():
         o[f"+reward.reward_kwargs.lie.{key}"] = value
+    if device == "cpu":
+        from lie.engines import verl_cpu
+
+        o.update(verl_cpu.overrides(s))
     if metrics_file is not None:
         o["+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH"] = metrics_file
     return [f"{k}={_q(v)}" for k, v in o.items()]
+
+
+def _final_eval(settings: dict[str, Any]) -> bool:
+    return settings.get("eval_step", "final") in (None, "final")
+
+
+COMPLETED = "lie_completed.json"  # in checkpoints/: training finished with these settings
+
+
+def prepare_resume(config: dict[str, Any], run: str, rundir: RunDir) -> bool:
+    """Before a launch: keep the run folder only for these settings, repair verl's checkpoints after
+    a kill, drop rollouts of the steps that will be redone. True when training already finished."""
+    import json
+
+    from lie.engines import verl_checkpoints
+    from lie.identity import settings_hash
+
+    digest = settings_hash(config, run)
+    rundir.claim(digest)
+    marker = rundir.checkpoints / COMPLETED
+    if marker.exists() and json.loads(marker.read_text(encoding="utf-8")).get("settings") == digest:
+        return True
+    s = cfgmod.run_settings(config, run)
+    protect = frozenset() if _final_eval(s) else frozenset({int(s["eval_step"])})
+    latest = verl_checkpoints.repair(rundir, s.get("keep_checkpoints"), protect)
+    rundir.trim_rollouts_after(latest or 0)
+    return False
+
+
+def mark_complete(config: dict[str, Any], run: str, rundir: RunDir) -> None:
+    """verl finished: record it, so that a rerun (e.g. for another eval_step) does not relaunch it."""
+    from lie.engines import verl_checkpoints
+    from lie.identity import settings_hash
+    from lie.runs import write_json
+
+    step = verl_checkpoints.tracked_step(rundir.checkpoints)
+    write_json(rundir.checkpoints / COMPLETED, {"settings": settings_hash(config, run), "step": step})
+
+
+def write_composed(override_list: list[str], path: Path) -> None:
+    """verl's whole configuration of this launch, as main_ppo will compose it, into the run folder."""
+    from omegaconf import OmegaConf
+
+    from lie.jsonl import atomic_output
+
+    composed = compose(override_list)
+    check_composed(composed)
+    with atomic_output(path) as out:
+        out.write(OmegaConf.to_yaml(composed))
 
 
 def compose(override_list: list[str]):

@@ -1,0 +1,95 @@
+"""verl's checkpoints of a run: which one is complete, and the repairs a kill can make necessary.
+
+verl (trainer/ppo/v1/trainer_base.py, ``_save_checkpoint``) writes ``global_step_N/actor/``, then
+``global_step_N/data.pt`` (the data loader's position), and last ``latest_checkpointed_iteration.txt``
+with a plain ``open(..., "w")``; on ``resume_mode=auto`` it reads that tracker and resumes from the
+folder it names, or silently starts from scratch when the folder is missing. A kill can leave:
+
+- a torn ``global_step_N`` newer than the tracker (killed while saving): set aside, so that no
+  later reader mistakes it for a checkpoint;
+- an empty or unreadable tracker (killed while writing it): verl would crash on every rerun;
+- a tracker naming a folder that is gone or has no ``data.pt``: verl would restart from step 0.
+
+:func:`repair` runs before every launch and leaves the tracker naming the newest complete
+checkpoint (or no tracker when there is none). verl applies ``max_actor_ckpt_to_keep`` only to the
+checkpoints of its current launch; :func:`repair` applies the same retention across launches.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+from pathlib import Path
+
+from lie.runs import RunDir
+
+log = logging.getLogger(__name__)
+
+TRACKER = "latest_checkpointed_iteration.txt"
+_STEP = re.compile(r"global_step_(\d+)$")
+
+
+def steps(folder: Path) -> dict[int, Path]:
+    """``global_step_N`` folders by N."""
+    out = {}
+    if folder.is_dir():
+        for path in folder.iterdir():
+            match = _STEP.match(path.name)
+            if match and path.is_dir():
+                out[int(match.group(1))] = path
+    return out
+
+
+def is_complete(path: Path) -> bool:
+    """verl wrote the actor state and then the data loader's position."""
+    return (path / "data.pt").is_file() and (path / "actor").is_dir() and any((path / "actor").iterdir())
+
+
+def tracked_step(folder: Path) -> int | None:
+    """The step the tracker names, or None when it is absent or unreadable."""
+    try:
+        return int((folder / TRACKER).read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return None
+
+
+def repair(rundir: RunDir, keep: int | None = None, protect: frozenset[int] = frozenset()) -> int | None:
+    """Make verl's resume see the newest complete checkpoint; return its step (None: start afresh).
+
+    Torn checkpoints are set aside; folders verl itself pruned (``data.pt`` left, ``actor/``
+    removed) are deleted; with ``keep``, only the newest ``keep`` complete checkpoints stay (verl
+    prunes within one launch only), and the steps in ``protect`` (a fixed ``eval_step``) are kept.
+    """
+    folder = rundir.checkpoints
+    tracked = tracked_step(folder)
+    complete = []
+    for step, path in sorted(steps(folder).items()):
+        if tracked is not None and step > tracked:  # verl writes the tracker last
+            rundir.set_aside(path, "saved after the last tracked checkpoint")
+        elif is_complete(path):
+            complete.append(step)
+        elif (path / "data.pt").is_file() and not (path / "actor").exists():
+            shutil.rmtree(path)  # verl's own retention removed its actor state
+        else:
+            rundir.set_aside(path, "no data.pt or actor state")
+    if keep:
+        for step in complete[:-keep]:
+            if step not in protect:
+                shutil.rmtree(steps(folder)[step])
+                log.info("%s: removed global_step_%d (training.keep_checkpoints=%d)", rundir.run, step, keep)
+        complete = [s for s in complete if s in complete[-keep:] or s in protect]
+    latest = max(complete, default=None)
+    if latest != tracked:
+        if latest is None:
+            (folder / TRACKER).unlink(missing_ok=True)
+            log.warning("%s: no complete verl checkpoint; training starts from the initial model", rundir.run)
+        else:
+            from lie.jsonl import atomic_output
+
+            with atomic_output(folder / TRACKER) as out:
+                out.write(str(latest))
+            log.warning(
+                "%s: the checkpoint tracker now names global_step_%d (was %s)", rundir.run, latest, tracked
+            )
+    return latest

@@ -1,0 +1,68 @@
+"""verl's real trainer on a CPU: the tests and ``make smoke`` run ``verl.trainer.main_ppo`` with it.
+
+Everything goes through verl's extension points, loaded in every verl process (Ray workers
+included) by ``VERL_USE_EXTERNAL_MODULES=lie.engines.verl_cpu.plugin``:
+
+- ``platform``: a ``cpu`` platform (``PlatformRegistry``; selected by ``VERL_PLATFORM=cpu``);
+- ``engines``: verl's own FSDP engines registered for device ``cpu`` (``EngineRegistry``);
+- ``rollout``: a batched transformers rollout server (``RolloutReplicaRegistry``), rollout name
+  ``transformers``, where the cluster runs vLLM;
+- ``patches``: two verl lines that cannot run on a CPU, each named, each with a test that fails
+  once verl fixes it.
+
+This package's top level imports nothing of verl or torch: ``lie train`` reads the CPU settings
+below without loading the backend, and on a GPU machine nothing of it is loaded at all.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+PLUGIN = "lie.engines.verl_cpu.plugin"
+ROLLOUT = "transformers"
+RAY_CPUS = 16  # Ray's logical CPUs for verl's many small actors (agent loop, reward, storage)
+
+
+def overrides(settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What a CPU run changes in the cluster's verl overrides, and nothing more (printed by --dry-run)."""
+    return {
+        "trainer.device": "cpu",
+        "trainer.nnodes": 1,  # one FSDP rank: a CPU box has no GPUs to spread over
+        "trainer.n_gpus_per_node": 1,
+        "actor_rollout_ref.rollout.name": ROLLOUT,  # vLLM needs a GPU
+        "actor_rollout_ref.actor.strategy": "fsdp2",  # FSDP1's sync_module_states needs GPU tensors
+        "actor_rollout_ref.ref.strategy": "fsdp2",
+        "+actor_rollout_ref.model.override_config.attn_implementation": "sdpa",  # no flash-attn on a CPU
+        "actor_rollout_ref.actor.use_torch_compile": False,
+        "+ray_kwargs.ray_init.num_gpus": 1,  # a fake GPU: verl's resource pools count GPU bundles
+        "+ray_kwargs.ray_init.num_cpus": RAY_CPUS,
+        "+ray_kwargs.ray_init.include_dashboard": False,
+        "transfer_queue.backend.SimpleStorage.num_data_storage_units": 1,  # 8 by default, a Ray CPU each
+        "actor_rollout_ref.rollout.agent.num_workers": 1,
+        "data.dataloader_num_workers": 0,  # no loader processes on a few cores
+        "reward.num_workers": 1,
+        "+reward.reward_kwargs.grade_workers": 1,
+    }
+
+
+def environment(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The process environment of a CPU run: the plugin in every verl process, no visible GPU."""
+    env = dict(os.environ if base is None else base)
+    env.pop("CUDA_VISIBLE_DEVICES", None)  # Ray refuses num_gpus when it is set but empty
+    modules = [m for m in env.get("VERL_USE_EXTERNAL_MODULES", "").split(",") if m and m != PLUGIN]
+    env.update(
+        VERL_PLATFORM="cpu",
+        VERL_USE_EXTERNAL_MODULES=",".join([*modules, PLUGIN]),
+        RAY_USAGE_STATS_ENABLED="0",
+        RAY_DEDUP_LOGS="0",
+        TOKENIZERS_PARALLELISM="false",
+    )
+    env.setdefault("OMP_NUM_THREADS", "1")
+    return env
+
+
+def gpu_visible() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())

@@ -1,0 +1,26 @@
+"""What ``VERL_USE_EXTERNAL_MODULES=lie.engines.verl_cpu.plugin`` loads in every verl process on a CPU.
+
+Importing it registers the CPU platform, verl's FSDP engines for device ``cpu`` and the
+transformers rollout (each module registers itself on import, the idiom of verl's own registries,
+so that a Ray worker that imports one of them first still gets all), and applies the two patches
+of ``patches.py``. ``lie train`` sets that variable only when no GPU is visible; on a GPU machine
+nothing of ``lie.engines.verl_cpu`` loads, and importing this module there is refused.
+"""
+
+from __future__ import annotations
+
+import torch
+
+if torch.cuda.is_available():
+    raise RuntimeError(
+        "lie.engines.verl_cpu is verl's CPU backend (tests, make smoke); a GPU is visible here: "
+        "unset VERL_USE_EXTERNAL_MODULES and VERL_PLATFORM to train on the GPUs"
+    )
+
+# The platform first: verl's engine modules ask for the platform when they are imported.
+import lie.engines.verl_cpu.platform  # noqa: E402, F401
+import lie.engines.verl_cpu.engines  # noqa: E402, F401, I001
+import lie.engines.verl_cpu.rollout  # noqa: E402, F401
+from lie.engines.verl_cpu import patches  # noqa: E402
+
+patches.apply()

@@ -1,0 +1,108 @@
+"""Batched token-in/token-out sampling with log-probs: what vLLM does for verl, in plain torch.
+
+Prompts of different lengths are left-padded into one batch and decoded together with a KV
+cache; each row keeps its own temperature, top-p, top-k, token budget and (optional) seed, and
+stops at an end-of-sequence token (kept in the output, as vLLM keeps it) or at its budget. The
+returned log-probs are those of the model's raw distribution (vLLM's default ``raw_logprobs``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class Request:
+    """One prompt and its sampling parameters (vLLM's meaning: ``top_k <= 0`` is off, temperature 0 greedy)."""
+
+    prompt_ids: Sequence[int]
+    max_tokens: int
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = -1
+    seed: int | None = None
+    ignore_eos: bool = False
+
+
+@dataclass
+class Sample:
+    token_ids: list[int]
+    log_probs: list[float]
+    finish_reason: str  # "stop" (end of sequence) or "length" (its budget)
+
+
+def _filtered_probs(logits: torch.Tensor, requests: Sequence[Request]) -> torch.Tensor:
+    """Per-row sampling distributions after temperature, top-k and top-p (rows with temperature 0 unused)."""
+    temps = torch.tensor([r.temperature if r.temperature > 0 else 1.0 for r in requests], dtype=logits.dtype)
+    scaled = logits / temps[:, None]
+    ordered, order = torch.sort(scaled, dim=-1, descending=True)
+    rank = torch.arange(ordered.shape[-1])[None, :]
+    top_k = torch.tensor([r.top_k if r.top_k > 0 else ordered.shape[-1] for r in requests])
+    ordered = ordered.masked_fill(rank >= top_k[:, None], float("-inf"))
+    probs = torch.softmax(ordered, dim=-1)
+    top_p = torch.tensor([r.top_p for r in requests], dtype=probs.dtype)
+    before = torch.cumsum(probs, dim=-1) - probs  # mass of the strictly more likely tokens
+    probs = probs.masked_fill(before >= top_p[:, None], 0.0)
+    probs = probs / probs.sum(dim=-1, keepdim=True)
+    return torch.zeros_like(probs).scatter(-1, order, probs)
+
+
+def _draw(
+    probs: torch.Tensor, logits: torch.Tensor, requests: Sequence[Request], generators: list
+) -> list[int]:
+    tokens = []
+    for row, request in enumerate(requests):
+        if request.temperature <= 0:
+            tokens.append(int(torch.argmax(logits[row])))
+        else:
+            tokens.append(int(torch.multinomial(probs[row], 1, generator=generators[row])))
+    return tokens
+
+
+@torch.no_grad()
+def sample_batch(
+    model: torch.nn.Module,
+    requests: Sequence[Request],
+    eos_ids: Sequence[int],
+    pad_id: int,
+    generator: torch.Generator | None = None,
+) -> list[Sample]:
+    """Decode ``requests`` together; rows without a seed draw from ``generator`` (or torch's default)."""
+    if not requests:
+        return []
+    width = max(len(r.prompt_ids) for r in requests)
+    ids = torch.full((len(requests), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(requests), width), dtype=torch.long)
+    for row, request in enumerate(requests):
+        ids[row, width - len(request.prompt_ids) :] = torch.tensor(list(request.prompt_ids), dtype=torch.long)
+        mask[row, width - len(request.prompt_ids) :] = 1
+    generators = [
+        torch.Generator().manual_seed(int(r.seed)) if r.seed is not None else generator for r in requests
+    ]
+    eos = set(int(e) for e in eos_ids)
+    out = [Sample([], [], "length") for _ in requests]
+    active = [r.max_tokens > 0 for r in requests]
+    past, step_ids = None, ids
+    while any(active):
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -step_ids.shape[1] :]
+        result = model(input_ids=step_ids, attention_mask=mask, position_ids=positions, past_key_values=past)
+        past = result.past_key_values
+        logits = result.logits[:, -1, :].float()
+        log_probs = torch.log_softmax(logits, dim=-1)
+        tokens = _draw(_filtered_probs(logits, requests), logits, requests, generators)
+        for row, token in enumerate(tokens):
+            if not active[row]:
+                continue
+            sample = out[row]
+            sample.token_ids.append(token)
+            sample.log_probs.append(float(log_probs[row, token]))
+            if token in eos and not requests[row].ignore_eos:
+                sample.finish_reason, active[row] = "stop", False
+            elif len(sample.token_ids) >= requests[row].max_tokens:
+                active[row] = False
+        step_ids = torch.tensor([[t if a else pad_id] for t, a in zip(tokens, active)], dtype=torch.long)
+        mask = torch.cat([mask, torch.tensor([[int(a)] for a in active], dtype=torch.long)], dim=1)
+    return out

@@ -1,0 +1,81 @@
+"""What a run *is*: the settings that change what it learns, apart from how it is executed.
+
+A change here must retrain (Snakemake's ``params`` of the train rule, and the settings hash kept
+beside a run's checkpoints so that a rerun never resumes from checkpoints of other settings); a
+change of an execution setting (nodes, GPUs per node, loggers, checkpoint cadence and retention,
+validation) must not. The reward knobs count only where the run uses them: a LIE-off baseline
+ignores every length and redundancy knob, so editing ``reward.beta`` does not retrain it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from lie import config as cfgmod
+
+# How a run executes or what it reports, not what it learns.
+EXECUTION_KEYS = frozenset(
+    {
+        "run",
+        "nnodes",
+        "n_gpus_per_node",
+        "logger",
+        "save_freq",
+        "keep_checkpoints",
+        "test_freq",
+        "val_sets",
+        "val_temperature",
+        "val_before_train",
+        "val_n",
+        "eval_step",
+        "walltime_min",
+        "retries",
+    }
+)
+LENGTH_KEYS = ("eta", "extra_tokens", "tolerance", "variant", "delta_l")
+REDUNDANCY_KEYS = ("theta", "theta_inclusive", "beta", "red_on_correct")
+
+
+def effective_reward(config: dict[str, Any], run: str) -> dict[str, Any]:
+    """The reward knobs ``run`` actually uses: those of a term it has turned off are dropped."""
+    knobs = cfgmod.reward_settings(config, run)
+    drop = set()
+    if not knobs["length_term"]:
+        drop.update(LENGTH_KEYS)
+    if not knobs["redundancy_term"]:
+        drop.update(REDUNDANCY_KEYS)
+    return {k: v for k, v in knobs.items() if k not in drop}
+
+
+def learning_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
+    """A run's resolved settings without the execution ones, plus its engine and effective reward."""
+    settings = cfgmod.run_settings(config, run)
+    kept = {k: v for k, v in settings.items() if k not in EXECUTION_KEYS}
+    kept["engine"] = train_engine(config, run)
+    kept["reward"] = effective_reward(config, run)
+    return kept
+
+
+def train_engine(config: dict[str, Any], run: str) -> str:
+    """The run's own ``engine``, else ``engines.train``."""
+    return cfgmod.experiment(config, run).get("engine") or (config.get("engines") or {}).get("train", "verl")
+
+
+def settings_hash(config: dict[str, Any], run: str) -> str:
+    """A digest of everything a run's checkpoints depend on: its learning settings, its base model,
+    its data set and reference lengths, the prompt template, and its parent's digest."""
+    spec = cfgmod.experiment(config, run)
+    _, data_entry = cfgmod.dataset_entry(config, spec["data"])
+    kind = data_entry.get("kind") or "math"
+    identity = {
+        "settings": learning_settings(config, run),
+        "model": cfgmod.model_entry(config, spec["model"]),
+        "data": data_entry,
+        "reflen": config.get("reflen"),
+        "prompt": (config.get("prompt") or {}).get(kind),
+        "parent": settings_hash(config, spec["parent"]) if spec.get("parent") else None,
+    }
+    text = json.dumps(identity, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

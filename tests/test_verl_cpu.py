@@ -1,0 +1,304 @@
+"""verl's real trainer on the CPU backend (lie.engines.verl_cpu): the sampler, the patches, and
+``python -m verl.trainer.main_ppo`` end to end through ``lie train --engine verl``, ``lie merge``."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+pytest.importorskip("verl")
+
+from small import arithmetic_rows, small_config, write_config, write_parquet  # noqa: E402
+
+from lie.engines.verl_cpu.sampling import Request, sample_batch  # noqa: E402
+from lie.runs import RunDir, read_metrics, read_rollouts  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> Path:
+    from lie.tiny import build_tiny
+
+    corpus = [r["prompt"][0]["content"] for r in arithmetic_rows(40)] + ["The answer is \\boxed{7}."] * 5
+    return build_tiny(tmp_path_factory.mktemp("tiny") / "model", corpus, seed=0, vocab_size=300)
+
+
+@pytest.fixture(scope="module")
+def model(tiny):
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(tiny, dtype=torch.float32, attn_implementation="sdpa").eval()
+
+
+PROMPTS = [[5, 9, 31, 44, 7], [12, 3], [8, 8, 8, 60, 61, 62, 63, 2, 9]]
+
+
+# ---- the batched sampler ------------------------------------------------------------------------
+
+
+def _forward_log_probs(model, prompt: list[int], response: list[int]) -> list[float]:
+    ids = torch.tensor([prompt + response])
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits[0].float()
+    log_probs = torch.log_softmax(logits, dim=-1)
+    return [float(log_probs[len(prompt) - 1 + i, tok]) for i, tok in enumerate(response)]
+
+
+def test_a_left_padded_batch_samples_what_each_prompt_alone_would(model):
+    """Log-probs equal a teacher-forced forward of each row alone; greedy rows equal argmax decoding."""
+    requests = [Request(p, max_tokens=12, temperature=1.0, seed=i) for i, p in enumerate(PROMPTS)]
+    requests.append(Request(PROMPTS[0], max_tokens=12, temperature=0.0))
+    samples = sample_batch(model, requests, eos_ids=[], pad_id=0)
+    for request, sample in zip(requests, samples):
+        assert len(sample.token_ids) == 12 and sample.finish_reason == "length"
+        expected = _forward_log_probs(model, list(request.prompt_ids), sample.token_ids)
+        assert sample.log_probs == pytest.approx(expected, abs=1e-4)
+    greedy, ids = samples[-1].token_ids, list(PROMPTS[0])
+    for token in greedy:
+        with torch.no_grad():
+            assert int(model(input_ids=torch.tensor([ids])).logits[0, -1].argmax()) == token
+        ids.append(token)
+
+
+def test_seeded_rows_do_not_depend_on_their_batch(model):
+    alone = sample_batch(model, [Request(PROMPTS[1], max_tokens=10, seed=7)], eos_ids=[], pad_id=0)
+    mixed = sample_batch(
+        model,
+        [Request(PROMPTS[2], max_tokens=4, seed=1), Request(PROMPTS[1], max_tokens=10, seed=7)],
+        eos_ids=[],
+        pad_id=0,
+    )
+    assert alone[0].token_ids == mixed[1].token_ids
+
+
+def test_top_k_one_and_a_tiny_top_p_are_greedy_and_temperature_matters(model):
+    greedy = sample_batch(model, [Request(PROMPTS[0], 10, temperature=0.0)], [], 0)[0].token_ids
+    for request in (Request(PROMPTS[0], 10, temperature=1.5, top_k=1, seed=3),
+                    Request(PROMPTS[0], 10, temperature=1.5, top_p=1e-6, seed=3)):  # fmt: skip
+        assert sample_batch(model, [request], [], 0)[0].token_ids == greedy
+    hot = [
+        sample_batch(model, [Request(PROMPTS[0], 10, temperature=5.0, seed=s)], [], 0)[0] for s in range(4)
+    ]
+    assert any(s.token_ids != greedy for s in hot)
+
+
+def test_end_of_sequence_stops_a_row_unless_ignored(model):
+    first = sample_batch(model, [Request(PROMPTS[2], 8, temperature=0.0)], [], 0)[0].token_ids[0]
+    rows = sample_batch(
+        model,
+        [Request(PROMPTS[2], 8, temperature=0.0), Request(PROMPTS[2], 8, temperature=0.0, ignore_eos=True)],
+        eos_ids=[first],
+        pad_id=0,
+    )
+    assert rows[0].token_ids == [first] and rows[0].finish_reason == "stop"  # the EOS is kept, as vLLM does
+    assert len(rows[1].token_ids) == 8 and rows[1].finish_reason == "length"
+
+
+# ---- the patches: each exists because a verl line still fails on a CPU ---------------------------
+
+
+def _python(code: str, **env: str) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("VERL_")}
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env={**clean, **env}
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_verls_default_process_group_backend_still_fails_on_a_cpu():
+    """If this fails, verl builds a valid CPU backend now: remove patches._init_process_group."""
+    code = (
+        "import lie.engines.verl_cpu.platform\n"
+        "import verl.utils.distributed as d\n"
+        "try:\n    d.initialize_global_process_group_ray()\n    print('RAN')\n"
+        "except Exception as e:\n    print('FAILED', e)\n"
+    )
+    out = _python(
+        code,
+        VERL_PLATFORM="cpu",
+        RANK="0",
+        WORLD_SIZE="1",
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(_free_port()),
+    )
+    assert "FAILED" in out.stdout and "Duplicate device type" in out.stdout, out.stdout + out.stderr
+
+
+def test_verls_trl_value_head_import_still_fails(tiny):
+    """If this fails, verl (or TRL) fixed the import: remove patches._no_value_head_patch."""
+    code = (
+        "from transformers import AutoModelForCausalLM\n"
+        "from verl.models.transformers.monkey_patch import apply_monkey_patch\n"
+        f"m = AutoModelForCausalLM.from_pretrained({str(tiny)!r})\n"
+        "try:\n    apply_monkey_patch(m, use_remove_padding=True)\n    print('RAN')\n"
+        "except ImportError as e:\n    print('FAILED', e)\n"
+    )
+    out = _python(code)
+    assert "FAILED" in out.stdout and "AutoModelForCausalLMWithValueHead" in out.stdout, (
+        out.stdout + out.stderr
+    )
+
+
+def test_the_backend_is_refused_where_a_gpu_is_visible():
+    from lie.engines import verl_cpu
+
+    env = verl_cpu.environment({"CUDA_VISIBLE_DEVICES": "", "VERL_USE_EXTERNAL_MODULES": "other"})
+    assert "CUDA_VISIBLE_DEVICES" not in env and env["VERL_PLATFORM"] == "cpu"
+    assert env["VERL_USE_EXTERNAL_MODULES"] == f"other,{verl_cpu.PLUGIN}"
+    source = (REPO / "src/lie/engines/verl_cpu/plugin.py").read_text()
+    assert "if torch.cuda.is_available():\n    raise RuntimeError" in source
+
+
+# ---- verl's main_ppo, end to end on the CPU -----------------------------------------------------
+
+
+def _setup(root: Path, tiny: Path, **training) -> Path:
+    """A two-run config on the tiny model (thinking off), an arithmetic training set and a validation set."""
+    settings = {
+        "save_freq": 1,
+        "max_steps": 2,
+        "val_sets": ["arith-val"],
+        "test_freq": 2,
+        "keep_checkpoints": 3,
+    }
+    config = small_config(root / "out", tiny, **{**settings, **training})
+    config["models"]["tiny"]["enable_thinking"] = False
+    config["datasets"]["eval"]["arith-val"] = copy.deepcopy(config["datasets"]["eval"]["math500"])
+    config["experiments"]["tiny_gspo_lie"]["extra_tokens"] = 8
+    config["reward"]["tolerance"] = 8  # L_ref 40 - 8 > the 24-token limit: every wrong answer gets R_len
+    write_parquet(root / "train.parquet", arithmetic_rows(8, ref_len=40))
+    val = arithmetic_rows(4)
+    for row in val:
+        row["data_source"] = "arith-val"
+        del row["reward_model"]["num_tokens"]
+    write_parquet(root / "val.parquet", val)
+    return write_config(root / "config.yaml", config)
+
+
+def _lie(*args: str, **kwargs) -> subprocess.Popen | subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "lie", *args], capture_output=True, text=True, **kwargs)
+
+
+def _train_args(root: Path, tiny: Path, run: str = "tiny_gspo_lie") -> list[str]:
+    return ["train", run, "--config", str(root / "config.yaml"), "--engine", "verl",
+            "--train-file", str(root / "train.parquet"), "--val-file", str(root / "val.parquet"),
+            "--model", str(tiny)]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, tiny) -> Path:
+    """Two GSPO+LIE steps of verl's main_ppo, validation at step 2, checkpoints at steps 1 and 2."""
+    root = tmp_path_factory.mktemp("verl")
+    _setup(root, tiny)
+    result = _lie(*_train_args(root, tiny), timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
+    return root
+
+
+def test_main_ppo_trains_with_our_manager_loaded_by_verl(trained):
+    rundir = RunDir(trained / "out", "tiny_gspo_lie")
+    final = json.loads(rundir.final_json.read_text())
+    assert final == {"engine": "verl", "checkpoint": str(rundir.checkpoints / "global_step_2"), "step": 2}
+    assert (rundir.checkpoints / "latest_checkpointed_iteration.txt").read_text().strip() == "2"
+    for step in (1, 2):
+        assert (rundir.checkpoints / f"global_step_{step}" / "actor").is_dir()
+    composed = yaml.safe_load(rundir.verl_config.read_text())
+    assert composed["reward"]["reward_manager"]["module"]["path"] == "pkg://lie.engines.verl_reward"
+    assert composed["actor_rollout_ref"]["rollout"]["name"] == "transformers"
+    assert composed["trainer"]["device"] == "cpu"
+    # our manager graded every training sample (2 prompts x 4 samples a step) and scored LIE's terms
+    rollouts = read_rollouts(rundir)
+    assert sorted({r["step"] for r in rollouts}) == [1, 2]
+    assert all(sum(r["step"] == s for r in rollouts) == 8 for s in (1, 2))
+    assert all(r["ref_len"] == 40 and r["grade_status"] in ("ok", "no_answer") for r in rollouts)
+    assert all(r["r_len"] < 0 for r in rollouts if r["acc"] == 0)  # wrong and short of L_ref - tolerance
+    metrics = read_metrics(rundir)
+    assert [m["step"] for m in metrics] == [1, 2]
+    assert "actor/pg_loss" in metrics[0] and "critic/score/mean" in metrics[0]
+
+
+def test_the_thinking_flag_reaches_verls_prompts(trained):
+    dump = trained / "out/runs/tiny_gspo_lie/verl_rollouts/1.jsonl"
+    inputs = [json.loads(line)["input"] for line in dump.read_text().splitlines()]
+    assert inputs and all(text.endswith("assistant\n<think>\n\n</think>\n\n") for text in inputs)
+
+
+def test_validation_rows_are_scored_by_accuracy_only(trained):
+    rundir = RunDir(trained / "out", "tiny_gspo_lie")
+    rows = [json.loads(line) for line in (rundir.root / "validation" / "2.jsonl").read_text().splitlines()]
+    assert len(rows) == 4
+    assert all(r["r_len"] == 0 and r["r_red"] == 0 and r["score"] == r["acc"] for r in rows)
+    assert all(r["num_tokens"] > 0 for r in rows)
+    metrics = read_metrics(rundir)[-1]
+    assert "val-core/arith-val/acc/mean@1" in metrics
+
+
+def test_the_merged_checkpoint_is_a_hugging_face_model_that_generates(trained):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    result = _lie("merge", "tiny_gspo_lie", "--config", str(trained / "config.yaml"), timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    merged = trained / "out/models/tiny_gspo_lie"
+    model = AutoModelForCausalLM.from_pretrained(merged)
+    tokenizer = AutoTokenizer.from_pretrained(merged)
+    ids = tokenizer("What is 2 + 3?", return_tensors="pt").input_ids
+    out = model.generate(ids, max_new_tokens=4, do_sample=False)
+    assert out.shape[1] == ids.shape[1] + 4
+    # the weights are the trained ones, not the initial model's
+    state = torch.load(trained / "out/runs/tiny_gspo_lie/checkpoints/global_step_2/actor/model_world_size_1_rank_0.pt",
+                       weights_only=False)  # fmt: skip
+    name = "model.embed_tokens.weight"
+    trained_weight = state[name].full_tensor() if hasattr(state[name], "full_tensor") else state[name]
+    assert torch.allclose(model.state_dict()[name].float(), trained_weight.float(), atol=1e-2)
+
+
+def test_a_rerun_with_the_same_settings_does_not_train_again(trained, tiny):
+    started = time.monotonic()
+    result = _lie(*_train_args(trained, tiny), timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert time.monotonic() - started < 60 and "running verl" not in result.stderr
+    assert json.loads((trained / "out/runs/tiny_gspo_lie/final.json").read_text())["step"] == 2
+
+
+@pytest.mark.slow
+def test_a_killed_run_resumes_from_its_last_complete_checkpoint(tmp_path, tiny):
+    """SIGKILL of the whole process group after step 1's checkpoint; the rerun finishes step 2 once."""
+    _setup(tmp_path, tiny, max_steps=3)
+    rundir = RunDir(tmp_path / "out", "tiny_gspo_lie")
+    tracker = rundir.checkpoints / "latest_checkpointed_iteration.txt"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lie", *_train_args(tmp_path, tiny)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 600
+    while not (tracker.exists() and tracker.read_text().strip() == "1"):
+        assert proc.poll() is None and time.monotonic() < deadline, "verl stopped before its first checkpoint"
+        time.sleep(0.5)
+    time.sleep(1.0)  # into step 2
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not rundir.final_json.exists()
+    result = _lie(*_train_args(tmp_path, tiny), timeout=900)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert "Resuming from" in result.stdout + result.stderr or "global_step_" in result.stderr
+    rollouts = read_rollouts(rundir)
+    assert [sum(r["step"] == s for r in rollouts) for s in (1, 2, 3)] == [8, 8, 8]  # nothing doubled
+    assert json.loads(rundir.final_json.read_text())["step"] == 3
+    assert [m["step"] for m in read_metrics(rundir)] == [1, 2, 3]
