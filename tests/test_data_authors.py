@@ -183,3 +183,18 @@ def test_authors_rows_parse_without_their_instruction():
     assert item.prompt == row["prompt"][0]["content"]
     bare = parse({**row, "prompt": [{"role": "user", "content": "What is 1+1?"}]}, Context("x", 0))
     assert bare.question == bare.prompt == "What is 1+1?"
+
+
+def test_octothinker_keys_read_the_bare_files():
+    from lie.data.spec import bare_questions, eval_data_file
+
+    config = repo_config()
+    root = eval_data_file(config, "qwen3-4b-base", "aime24").parent
+    assert eval_data_file(config, "qwen3-4b-base_dapo_gspo_lie", "aime24") == root / "aime24.parquet"
+    for key in ("octothinker-3b", "octothinker-3b_deepmath-5k_gspo_lie"):
+        assert (
+            bare_questions(config, key)
+            and eval_data_file(config, key, "amc") == root / "bare" / "amc.parquet"
+        )
+    config["evaluation"]["bare_questions"] = []
+    assert eval_data_file(config, "octothinker-3b", "amc") == root / "amc.parquet"

@@ -44,7 +44,7 @@ def test_every_declared_output_is_written_and_nothing_else_is_left(report):
     from matplotlib.image import imread
 
     for name, shape in (
-        ("tts.png", (462, 1210)),
+        ("tts.png", (506, 1210)),
         ("dynamics.png", (1100, 1430)),
         ("lengths.png", (242, 924)),
     ):

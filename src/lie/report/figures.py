@@ -84,14 +84,16 @@ def _budget_label(budget: int) -> str:
 
 def tts_figure(data: ReportData, path: Path) -> None:
     """Domain averages against the token budget, one line per key; the paper's curves dashed."""
-    fig = _figure(11, 4.2)
-    axes = fig.subplots(1, 2)
-    colour = colours(data)
-    styles = line_styles(data)
     budgets = sorted({int(b) for s in data.summaries.values() for b in s["budgets"]})
     curves = data.paper.tts_curves()
     paper_budgets = sorted({b for _, bs, _ in curves.values() for b in bs})
     show_paper = max(budgets) >= min(paper_budgets)
+    entries = len(data.keys) + (len(curves) if show_paper else 0)
+    ncol = 3 if entries > 8 else 2
+    fig = _figure(11, 4.2 + 0.2 * math.ceil(entries / ncol))  # the legend goes below the panels
+    axes = fig.subplots(1, 2)
+    colour = colours(data)
+    styles = line_styles(data)
     for ax, domain in zip(axes, DOMAINS):
         for key in data.keys:
             entry = data.summaries[key][domain]["budgets"]
@@ -126,7 +128,11 @@ def tts_figure(data: ReportData, path: Path) -> None:
                      fontsize=9)  # fmt: skip
         ax.grid(alpha=0.3)
         _min_span(ax, 5.0, floor=0.0)
-        ax.legend(fontsize=7, loc="best")
+    legend: dict[str, Any] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            legend.setdefault(label, handle)
+    fig.legend(list(legend.values()), list(legend), loc="outside lower center", ncol=ncol, fontsize=7)
     fig.suptitle("Test-time scaling: accuracy against the token budget", fontsize=11)
     fig.savefig(path)
 
@@ -197,7 +203,9 @@ def dynamics_figure(data: ReportData, path: Path) -> None:
 
 def lengths_figure(data: ReportData, rows: Sequence[dict[str, Any]], path: Path) -> None:
     """Mean response length at evaluation: one panel per benchmark, one bar per key (figure of lengths.md)."""
-    benches = list(data.benchmarks)
+    from lie.report.tables import result_columns
+
+    benches = [c for c in result_columns(data) if c not in DOMAINS]  # the paper's order
     value = {(r["key"], r["bench"]): r.get("mean_tokens") for r in rows if r.get("budget") == data.budget}
     cols = min(3, len(benches))
     nrows = math.ceil(len(benches) / cols)

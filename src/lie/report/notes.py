@@ -40,6 +40,10 @@ def _spec(data: ReportData, run: str) -> dict[str, Any]:
     return cfgmod.experiment(data.config, run)
 
 
+def _epochs(count: int) -> str:
+    return f"{count} epoch{'' if int(count) == 1 else 's'}"
+
+
 def checkpoint(data: ReportData, keys: list[str]) -> list[Note]:
     if not _runs(data, keys):
         return []
@@ -74,7 +78,7 @@ def higher_clip(data: ReportData, keys: list[str]) -> list[Note]:
             notes.append(
                 Note(
                     f"{spec['algorithm']}: clip_ratio_high {high} (low {low}), DAPO's value; the authors ship no "
-                    f"script for this run, so this value and its {spec['epochs']} epochs are ours.",
+                    f"script for this run, so this value and its {_epochs(spec['epochs'])} are ours.",
                     (run,),
                 )
             )
@@ -91,7 +95,7 @@ def continual(data: ReportData, keys: list[str]) -> list[Note]:
         limit = cfgmod.run_settings(data.config, run)["max_response_length"]
         notes.append(
             Note(
-                f"continual stage: {spec['epochs']} epochs from {spec['parent']}'s final model with a {limit}-token "
+                f"continual stage: {_epochs(spec['epochs'])} from {spec['parent']}'s final model with a {limit}-token "
                 f"response limit; its L_ref are {spec['model']}'s on {spec['data']} (reflen.max_tokens "
                 f"{reflen.get('max_tokens')}, cap {reflen.get('cap')}), not recomputed for the longer limit. The "
                 "paper gives neither the epochs nor the L_ref of this stage.",
