@@ -80,7 +80,7 @@ def pipeline_config(root: Path, tiny: Path, loopy: Path) -> dict[str, Any]:
                   "synthetic": {"task": "arithmetic", "count": 4, "seed": 3, "min_depth": 1, "max_depth": 2}},
     }  # fmt: skip
     config["training"].update(train_batch_size=2, ppo_mini_batch_size=2, rollout_n=4, max_steps=3,
-                              max_response_length=24, save_freq=3)  # fmt: skip
+                              max_response_length=24, save_freq=3, val_sets=[])  # fmt: skip
     base = {"data": "arith", "epochs": 1, "parent": None, "max_response_length": None, "extra_tokens": 0}
     config["experiments"] = {
         RUNS[0]: {**base, "model": BASE, "algorithm": "grpo", "lie": "off"},
