@@ -21,7 +21,7 @@ pytest.importorskip("verl")
 
 from small import arithmetic_rows, small_config, write_config, write_parquet  # noqa: E402
 
-from lie.engines.verl_cpu.sampling import Request, sample_batch  # noqa: E402
+from lie.engines.sampling import Request, sample_batch  # noqa: E402
 from lie.runs import RunDir, read_metrics, read_rollouts  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

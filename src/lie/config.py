@@ -225,3 +225,18 @@ def dataset_entry(config: dict[str, Any], name: str) -> tuple[str, dict[str, Any
 
 def outdir(config: dict[str, Any]) -> Path:
     return Path(config.get("outdir") or f"results/{config.get('name', 'default')}")
+
+
+def write_effective_config(config: dict[str, Any], path: str | Path) -> None:
+    """The config a Snakemake invocation runs with, as the file its jobs read (atomically, kept when equal)."""
+    import yaml
+
+    from lie.jsonl import atomic_output
+
+    path = Path(path)
+    text = yaml.safe_dump(config, sort_keys=False)
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return
+    with atomic_output(path) as out:
+        out.write(text)
+

@@ -7,6 +7,7 @@ import yaml
 from snakemake.utils import validate
 
 from lie import config as lie_config
+from lie import identity
 from lie.layout import Layout
 
 if not workflow.overwrite_configfiles:  # no --configfile: the paper's matrix (--config still applies)
@@ -30,22 +31,21 @@ EVALUATED = RUNS + BASE_MODELS
 IMAGE = config.get("image") or ""
 
 
-def _effective_config() -> str:
-    """The configuration the `lie` commands read: this run's config (with --config changes) as a file.
-
-    Written only when its content changes, so that reruns and remote jobs leave it alone.
-    """
-    path = Path(OUT) / "config.yaml"
-    text = yaml.safe_dump(config, sort_keys=False)
-    if not path.exists() or path.read_text(encoding="utf-8") != text:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".yaml.partial")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    return str(path)
+# Downloads run where Snakemake runs (a login node with network), not on compute nodes.
+localrules:
+    data,
+    data_bare,
+    base_model,
 
 
-CONFIG = _effective_config()
+# The configuration the `lie` commands read: this invocation's config (with --config changes) as a
+# file. Written once, atomically, by an invocation that runs jobs (onstart), never while planning
+# (-n, --lint, --rulegraph): a dry run with another config must not change what running jobs read.
+CONFIG = str(Path(OUT) / "config.yaml")
+
+
+onstart:
+    lie_config.write_effective_config(config, CONFIG)
 
 
 def _alternatives(names) -> str:
@@ -82,7 +82,7 @@ def get_train_inputs(wildcards) -> dict[str, str]:
         "data": str(LAYOUT.reflen_file(spec["data"], spec["model"])),
         "model": str(LAYOUT.init_model(wildcards.run)),
     }
-    if config["engines"]["train"] == "verl":
+    if identity.train_engine(config, wildcards.run) == "verl":
         for name in config["training"]["val_sets"]:
             inputs[f"val_{name}"] = str(LAYOUT.dataset_file(name))
     return inputs
@@ -108,26 +108,45 @@ def get_generations(wildcards) -> list[str]:
 
 
 def get_run_settings(wildcards) -> str:
-    """A run's resolved settings and reward knobs: when they change, the run is redone."""
-    settings = lie_config.run_settings(config, wildcards.run)
-    reward = lie_config.reward_settings(config, wildcards.run)
-    return json.dumps({"settings": settings, "reward": reward}, sort_keys=True)
+    """What a run learns (lie.identity: no execution settings, only the reward knobs it uses) and the
+    checkpoint it names for evaluation: a change retrains (or, for eval_step, rewrites final.json)."""
+    settings = identity.learning_settings(config, wildcards.run)
+    eval_step = lie_config.run_settings(config, wildcards.run).get("eval_step")
+    return json.dumps({"learning": settings, "eval_step": eval_step}, sort_keys=True)
+
+
+def train_engine(wildcards) -> str:
+    return identity.train_engine(config, wildcards.run)
 
 
 def train_resources(run: str) -> dict:
+    """Slurm: nodes, GPUs per node (gres) and CPUs per task; `gpus` is the total, for a local GPU box."""
     settings = lie_config.run_settings(config, run)
-    if config["engines"]["train"] == "trl":
-        return {"nodes": 1, "gres": "", "cpus": 2}
+    if identity.train_engine(config, run) == "trl":
+        return {"nodes": 1, "gres": "", "cpus": 2, "gpus": 0}
+    per_node = int(settings["n_gpus_per_node"])
     return {
         "nodes": int(settings["nnodes"]),
-        "gres": f"gpu:{int(settings['n_gpus_per_node'])}",
-        "cpus": 8 * int(settings["n_gpus_per_node"]),
+        "gres": f"gpu:{per_node}",
+        "cpus": 8 * per_node,  # Ray, the FSDP workers, vLLM and the graders
+        "gpus": int(settings["nnodes"]) * per_node,
     }
 
 
 def gpu_gres() -> str:
     """One GPU for generation and reference lengths when vLLM generates; none on a CPU."""
     return "gpu:1" if config["engines"]["generate"] == "vllm" else ""
+
+
+def gpu_count() -> int:
+    """The same as a number: the local GPU profile schedules on it (--resources gpus=N)."""
+    return 1 if config["engines"]["generate"] == "vllm" else 0
+
+
+def data_prompt(wildcards) -> str:
+    """The template a data set's rows are rendered with: only its own kind's."""
+    kind = lie_config.dataset_entry(config, wildcards.dataset)[1].get("kind") or "math"
+    return json.dumps((config.get("prompt") or {}).get(kind))
 
 
 def report_outputs() -> list[str]:

@@ -9,7 +9,7 @@ rule data:
     params:
         config=CONFIG,
         entry=lambda w: json.dumps(lie_config.dataset_entry(config, w.dataset)[1], sort_keys=True),
-        prompt=lambda w: json.dumps(config["prompt"], sort_keys=True),
+        prompt=data_prompt,
     threads: 1
     resources:
         mem_mb=16000,
@@ -57,7 +57,8 @@ rule reflen:
         mem_mb=64000,
         runtime=24 * 60,
         gres=gpu_gres(),
+        gpus=gpu_count(),
     container: IMAGE or None
     shell:
-        "lie reflen --config {params.config} --model {input.model} --data {input.data} --out {output}"
+        "workflow/scripts/gpu_slots.sh {resources.gpus} lie reflen --config {params.config} --model {input.model} --data {input.data} --out {output}"
         " --engine {params.engine} {params.thinking} > {log} 2>&1"

@@ -42,9 +42,10 @@ rule generate:
         mem_mb=64000,
         runtime=12 * 60,
         gres=gpu_gres(),
+        gpus=gpu_count(),
     container: IMAGE or None
     shell:
-        "lie generate --config {params.config} --model {input.model} --bench {wildcards.bench} --data {input.data}"
+        "workflow/scripts/gpu_slots.sh {resources.gpus} lie generate --config {params.config} --model {input.model} --bench {wildcards.bench} --data {input.data}"
         " --out {output} --engine {params.engine} {params.limit} {params.thinking} > {log} 2>&1"
 
 

@@ -12,14 +12,18 @@ rule train:
         config=CONFIG,
         settings=get_run_settings,
         val=get_val_args,
-        engine=config["engines"]["train"],
+        engine=train_engine,
         image=IMAGE,
     threads: lambda w: train_resources(w.run)["cpus"]
+    # A job past its walltime resumes in the next attempt from its last checkpoint (Slurm does not
+    # requeue a TIMEOUT): training.walltime_min under the partition's limit, training.retries attempts.
+    retries: config["training"]["retries"]
     resources:
         nodes=lambda w: train_resources(w.run)["nodes"],
         gres=lambda w: train_resources(w.run)["gres"],
-        mem_mb=lambda w: 2000 if config["engines"]["train"] == "trl" else 480000,
-        runtime=lambda w: 30 if config["engines"]["train"] == "trl" else 7 * 24 * 60,
+        gpus=lambda w: train_resources(w.run)["gpus"],
+        mem_mb=lambda w: 2000 if train_engine(w) == "trl" else 480000,
+        runtime=config["training"]["walltime_min"],
     # A `run:` block, not containerised by Snakemake: verl starts its Ray processes inside the image
     # itself (workflow/scripts/train_job.sh), spanning several nodes through srun, which a job
     # inside a container could not call. TRL runs in the environment Snakemake runs in.

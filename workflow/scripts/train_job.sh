@@ -12,7 +12,7 @@ if [[ "$engine" == verl && -n "${SLURM_JOB_NODELIST:-}" ]]; then
   exec "$here/ray_on_slurm.sh" lie train "$run" --engine verl --nnodes "${SLURM_JOB_NUM_NODES:-1}" "$@"
 fi
 if [[ "$engine" == verl && -n "${LIE_IMAGE:-}" ]]; then
-  read -r -a apptainer_args <<< "${LIE_APPTAINER_ARGS:---nv}"
+  read -r -a apptainer_args <<< "${LIE_APPTAINER_ARGS:---nv --bind $PWD --bind ${HF_HOME:-$HOME}}"
   exec apptainer exec "${apptainer_args[@]}" "$LIE_IMAGE" lie train "$run" --engine verl "$@"
 fi
 exec lie train "$run" --engine "$engine" "$@"

@@ -88,12 +88,16 @@ def _run_verl(config: dict, args: argparse.Namespace) -> int:
                 f"run {args.run}: input {path} does not exist; run its `lie data`/`lie reflen` stage first"
             )
     settings = run_settings(config, args.run)
+    if device == "gpu":
+        from lie.engines.gpu_env import check_driver
+
+        check_driver()
     if not verl_train.prepare_resume(config, args.run, rundir):
         overrides = verl_train.overrides(
             config, args.run, inputs, metrics_file=str(rundir.new_metrics_file().resolve()), device=device
         )
         verl_train.write_composed(overrides, rundir.verl_config)
-        cmd = verl_train.command(overrides)
+        cmd = verl_train.command(overrides, hydra_dir=(rundir.root / "hydra").resolve())
         write_json(
             rundir.run_json,
             {"engine": "verl", "device": device, "run": args.run, "settings": settings, "command": cmd},

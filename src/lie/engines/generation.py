@@ -1,6 +1,7 @@
 """Sampling completions: one small interface, two engines.
 
-- ``hf``: transformers ``generate`` on the CPU (or one GPU): the smoke run, tests, tiny models;
+- ``hf``: a transformers model sampled in batches (``lie.engines.sampling``) on the CPU (or one GPU): the
+  smoke run, the study, tests, tiny models;
 - ``vllm``: vLLM on GPUs (the paper's scale), installed only in the GPU image.
 
 Both take prompts as token ids and return, for every prompt, ``n`` completions with their token
@@ -37,7 +38,7 @@ SEED_RULE = "sample_seed(sample_seed(base, problem, sample), 0); sample_seed = b
 # vLLM 0.24 (sampling_params.py): temperatures in [0, 2]; below 1e-5 greedy, which refuses n > 1;
 # between that and 0.01 raised to 0.01 with a warning.
 MAX_TEMPERATURE, MIN_SAMPLING_TEMPERATURE, GREEDY_BELOW = 2.0, 0.01, 1e-5
-HF_ENGINE_ARGS = ("device", "dtype", "max_model_len")
+HF_ENGINE_ARGS = ("device", "dtype", "max_model_len", "batch_size")
 
 
 @dataclass(frozen=True)
@@ -172,15 +173,20 @@ def load_tokenizer(model_path: str, trust_remote_code: bool = False, revision: s
 
 
 class HFEngine:
-    """transformers ``generate``, one sample at a time with its own seed (small models, CPU)."""
+    """A transformers model sampled in batches (``lie.engines.sampling``), each sample with its own seed.
+
+    Small models, mostly on a CPU (the smoke run, the study, tests); float32 there, since bfloat16
+    matrix products are slow on most CPUs.
+    """
 
     def __init__(
         self,
         model_path: str,
         trust_remote_code: bool = False,
         device: str | None = None,
-        dtype: str = "auto",
+        dtype: str | None = None,
         max_model_len: int | None = None,
+        batch_size: int = 64,
     ):
         import torch
         from transformers import AutoModelForCausalLM
@@ -188,6 +194,8 @@ class HFEngine:
         self.torch = torch
         self.tokenizer = load_tokenizer(model_path, trust_remote_code)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        dtype = dtype or ("auto" if self.device != "cpu" else "float32")
+        self.batch_size = int(batch_size)
         try:
             self.model = AutoModelForCausalLM.from_pretrained(
                 model_path, trust_remote_code=trust_remote_code, dtype=dtype
@@ -203,34 +211,32 @@ class HFEngine:
     def generate(
         self, prompts: Sequence[Sequence[int]], settings: SamplingSettings, seeds: Sequence[int]
     ) -> list[list[Completion]]:
-        requests = plan_requests(prompts, settings, seeds, self.max_model_len)
-        done = [self._sample(prompts[r.prompt], settings, r) for r in requests]
-        return group_by_prompt(requests, done, len(prompts))
+        from lie.engines.sampling import Request, sample_batch
 
-    def _sample(self, ids: Sequence[int], settings: SamplingSettings, request: SampleRequest) -> Completion:
-        torch = self.torch
-        torch.manual_seed(request.seed)
-        input_ids = torch.tensor([list(ids)], device=self.device)
-        sample = settings.temperature >= GREEDY_BELOW
-        with torch.no_grad():
-            generated = self.model.generate(
-                input_ids,
-                attention_mask=torch.ones_like(input_ids),
-                do_sample=sample,
-                temperature=settings.temperature if sample else None,
-                top_p=settings.top_p if sample else None,
-                top_k=0 if sample else None,
-                max_new_tokens=request.max_tokens,
-                eos_token_id=self.eos_ids,
-                pad_token_id=self.pad_id,
+        requests = plan_requests(prompts, settings, seeds, self.max_model_len)
+        greedy = settings.temperature < GREEDY_BELOW
+        rows = [
+            Request(
+                prompt_ids=list(prompts[r.prompt]),
+                max_tokens=r.max_tokens,
+                temperature=0.0 if greedy else settings.temperature,
+                top_p=settings.top_p,
+                seed=r.seed,
             )
-        row = generated[0, input_ids.shape[1] :].tolist()
-        stop = next((i for i, tok in enumerate(row) if tok in self.eos_ids), None)
-        ids_out = row if stop is None else row[: stop + 1]
-        text = self.tokenizer.decode(ids_out, skip_special_tokens=True)
-        return Completion(
-            ids_out, text, "length" if stop is None else "stop", request.max_tokens, request.seed
-        )
+            for r in requests
+        ]
+        done = []
+        for start in range(0, len(rows), self.batch_size):
+            batch = rows[start : start + self.batch_size]
+            for request, sample in zip(
+                requests[start : start + self.batch_size],
+                sample_batch(self.model, batch, self.eos_ids, self.pad_id),
+            ):
+                text = self.tokenizer.decode(sample.token_ids, skip_special_tokens=True)
+                done.append(
+                    Completion(sample.token_ids, text, sample.finish_reason, request.max_tokens, request.seed)
+                )
+        return group_by_prompt(requests, done, len(prompts))
 
 
 class VLLMEngine:
@@ -256,6 +262,9 @@ class VLLMEngine:
                 "engine 'vllm' needs vLLM, which lives in the GPU image (containers/); "
                 "on a CPU use engine 'hf'"
             ) from None
+        from lie.engines.gpu_env import check_driver
+
+        check_driver()  # an old driver otherwise fails deep inside vLLM's engine start
         self.llm = LLM(model=model_path, trust_remote_code=trust_remote_code, **engine_kwargs)
         self.tokenizer = self.llm.get_tokenizer()
         # after start-up: vLLM may have fitted max_model_len to the KV cache (core_client.py)

@@ -239,8 +239,11 @@ def check_composed(cfg: Any) -> None:
     validate_config(cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
 
 
-def command(override_list: list[str], python: str | None = None) -> list[str]:
-    return [python or sys.executable, "-m", "verl.trainer.main_ppo", *override_list]
+def command(override_list: list[str], python: str | None = None, hydra_dir: Path | None = None) -> list[str]:
+    """``python -m verl.trainer.main_ppo`` with the overrides; Hydra's own log and config copy go to
+    ``hydra_dir`` (the run folder) instead of ``./outputs/<date>`` of wherever the job started."""
+    hydra = [f"hydra.run.dir={_q(str(hydra_dir))}"] if hydra_dir is not None else []
+    return [python or sys.executable, "-m", "verl.trainer.main_ppo", *override_list, *hydra]
 
 
 def inputs_for(config: dict[str, Any], run: str) -> VerlInputs:

@@ -15,7 +15,10 @@ BACKENDS = ["fsdp", "fsdp2"]
 
 def register() -> None:
     """Idempotent: a Ray worker may import this module again after a failed first attempt."""
-    for model_type, engine in (("language_model", FSDPEngineWithLMHead), ("value_model", FSDPEngineWithValueHead)):
+    for model_type, engine in (
+        ("language_model", FSDPEngineWithLMHead),
+        ("value_model", FSDPEngineWithValueHead),
+    ):
         for backend in BACKENDS:
             if "cpu" not in EngineRegistry._engines.get(model_type, {}).get(backend, {}):
                 EngineRegistry.register(model_type=model_type, backend=backend, device="cpu")(engine)

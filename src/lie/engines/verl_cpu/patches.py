@@ -10,7 +10,9 @@ import verl.models.transformers.monkey_patch as monkey_patch
 import verl.utils.distributed as distributed
 
 ORIGINAL_INIT_PROCESS_GROUP = getattr(
-    distributed.initialize_global_process_group_ray, "__wrapped__", distributed.initialize_global_process_group_ray
+    distributed.initialize_global_process_group_ray,
+    "__wrapped__",
+    distributed.initialize_global_process_group_ray,
 )
 
 

@@ -18,8 +18,8 @@ if torch.cuda.is_available():
     )
 
 # The platform first: verl's engine modules ask for the platform when they are imported.
-import lie.engines.verl_cpu.platform  # noqa: E402, F401
 import lie.engines.verl_cpu.engines  # noqa: E402, F401, I001
+import lie.engines.verl_cpu.platform  # noqa: E402, F401
 import lie.engines.verl_cpu.rollout  # noqa: E402, F401
 from lie.engines.verl_cpu import patches  # noqa: E402
 

@@ -22,7 +22,7 @@ from verl.workers.rollout import base as rollout_base
 from verl.workers.rollout.base import BaseRollout
 from verl.workers.rollout.replica import RolloutReplica, RolloutReplicaRegistry, TokenOutput
 
-from lie.engines.verl_cpu.sampling import Request, sample_batch
+from lie.engines.sampling import Request, sample_batch
 
 log = logging.getLogger(__name__)
 

@@ -1,9 +1,11 @@
-"""Batched token-in/token-out sampling with log-probs: what vLLM does for verl, in plain torch.
+"""Batched token-in/token-out sampling with log-probs, in plain torch: vLLM's job where vLLM cannot run.
 
-Prompts of different lengths are left-padded into one batch and decoded together with a KV
-cache; each row keeps its own temperature, top-p, top-k, token budget and (optional) seed, and
+Used by the ``hf`` generation engine (``lie generate``, ``lie reflen`` on a CPU) and by verl's CPU
+rollout (``lie.engines.verl_cpu.rollout``). Prompts of different lengths are left-padded into one
+batch and decoded together with a KV cache; each row keeps its own temperature, top-p, top-k,
+token budget and seed (a seeded row draws the same tokens whatever else is in its batch), and
 stops at an end-of-sequence token (kept in the output, as vLLM keeps it) or at its budget. The
-returned log-probs are those of the model's raw distribution (vLLM's default ``raw_logprobs``).
+log-probs are those of the model's raw distribution (vLLM's default ``raw_logprobs``).
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ def sample_batch(
     """Decode ``requests`` together; rows without a seed draw from ``generator`` (or torch's default)."""
     if not requests:
         return []
+    device = next(model.parameters()).device
     width = max(len(r.prompt_ids) for r in requests)
     ids = torch.full((len(requests), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(requests), width), dtype=torch.long)
@@ -88,7 +91,12 @@ def sample_batch(
     past, step_ids = None, ids
     while any(active):
         positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -step_ids.shape[1] :]
-        result = model(input_ids=step_ids, attention_mask=mask, position_ids=positions, past_key_values=past)
+        result = model(
+            input_ids=step_ids.to(device),
+            attention_mask=mask.to(device),
+            position_ids=positions.to(device),
+            past_key_values=past,
+        )
         past = result.past_key_values
         logits = result.logits[:, -1, :].float()
         log_probs = torch.log_softmax(logits, dim=-1)
