@@ -96,6 +96,7 @@ def sample_batch(
             attention_mask=mask.to(device),
             position_ids=positions.to(device),
             past_key_values=past,
+            use_cache=True,  # a checkpoint saved by a trainer may say use_cache: false in its config
         )
         past = result.past_key_values
         logits = result.logits[:, -1, :].float()
