@@ -1,10 +1,12 @@
 """A real, shrunken run of the CPU study for its tests: every stage through the code ``make study`` runs.
 
 ``workflow/configs/study.yaml`` with fewer supervised steps, problems, training steps and samples:
-``lie data`` (synthetic arithmetic), ``lie base-model`` (tiny model + supervised stage),
-``lie reflen``, one TRL step per run (arms GRPO with two seeds, GRPO + length term, GRPO + LIE),
-``lie merge``, ``lie generate`` and ``lie evaluate``. Built once per test process in a temporary
-folder removed at exit; the study report tests read its files.
+``lie data`` (synthetic arithmetic chains), ``lie base-model`` (tiny model + supervised stage, one
+per condition), ``lie study-probe`` + ``lie evaluate`` + ``lie study-responses`` on each supervised
+model, ``lie reflen``, two TRL steps per run (strong: GRPO and GRPO + LIE with two seeds, GRPO +
+length term with one; weak: GRPO and GRPO + LIE with one), ``lie merge``, ``lie generate``, ``lie
+evaluate`` and ``lie study-responses``. Built once per test process in a temporary folder removed
+at exit; the study's tests read its files.
 """
 
 from __future__ import annotations
@@ -22,43 +24,99 @@ import yaml
 from small import REPO, write_config
 
 STUDY = REPO / "workflow" / "configs" / "study.yaml"
-RUNS = ("study_grpo_s0", "study_grpo_s1", "study_grpo-len_s0", "study_grpo-lie_s0")
 ARMS = {
-    "grpo": ("study_grpo_s0", "study_grpo_s1"),
-    "grpo-len": ("study_grpo-len_s0",),
-    "grpo-lie": ("study_grpo-lie_s0",),
+    "strong": {
+        "grpo": ("study_strong_grpo_s0", "study_strong_grpo_s1"),
+        "grpo-len": ("study_strong_grpo-len_s0",),
+        "grpo-lie": ("study_strong_grpo-lie_s0", "study_strong_grpo-lie_s1"),
+    },
+    "weak": {"grpo": ("study_weak_grpo_s0",), "grpo-lie": ("study_weak_grpo-lie_s0",)},
 }
+RUNS = tuple(run for arms in ARMS.values() for runs in arms.values() for run in runs)
+BASES = ("tiny-strong", "tiny-weak")
 
 
 def study_config() -> dict[str, Any]:
     return yaml.safe_load(STUDY.read_text(encoding="utf-8"))
 
 
-def small_study_config(outdir: Path, sft_steps: int = 250) -> dict[str, Any]:
+def small_study_config(outdir: Path, sft_steps: int = 300) -> dict[str, Any]:
     """The study's config, shrunk to run in seconds (same keys, same reward, same arms)."""
     config = copy.deepcopy(study_config())
     config["name"], config["outdir"] = "study-test", str(outdir)
-    config["models"]["tiny"]["sft"].update(problems=400, steps=sft_steps, batch_size=16, warmup_steps=20)
-    config["datasets"]["train"]["arith-train"].update(
-        expected_rows=8,
-        synthetic={"task": "arithmetic", "count": 8, "seed": 11, "min_depth": 2, "max_depth": 5},
-    )
-    config["datasets"]["eval"]["arith-test"].update(
-        expected_rows=4,
+    for model in BASES:
+        config["models"][model]["sft"].update(
+            problems=400, steps=sft_steps, full_steps=2 * sft_steps // 3, batch_size=16, warmup_steps=20
+        )
+    for name, seed, low, high in (("chain-strong-train", 11, 5, 7), ("chain-weak-train", 13, 2, 5)):
+        config["datasets"]["train"][name].update(
+            expected_rows=8,
+            synthetic={"task": "chain", "count": 8, "seed": seed, "min_depth": low, "max_depth": high},
+        )
+    config["datasets"]["eval"]["chain-test"].update(
+        expected_rows=10,
         n=2,
-        synthetic={"task": "arithmetic", "count": 4, "seed": 12, "min_depth": 3, "max_depth": 5},
+        synthetic={"task": "chain", "count": 10, "seed": 12, "min_depth": 3, "max_depth": 7},
     )
     config["reflen"].update(shard_size=8)
     config["training"].update(
         train_batch_size=2, ppo_mini_batch_size=2, rollout_n=4, max_steps=2, save_freq=2
     )
     config["experiments"] = {run: config["experiments"][run] for run in RUNS}
-    config["evaluation"].update(budgets=[8, 24, 48], max_tokens=48, shard_size=4)
-    config["study"]["arms"] = {
-        name: {"label": config["study"]["arms"][name]["label"], "runs": list(runs)}
-        for name, runs in ARMS.items()
-    }
+    config["evaluation"].update(budgets=[8, 24, 64], max_tokens=64, shard_size=10)
+    config["study"]["probe"] = {"n": 4, "seed": 1}
+    for name, arms in ARMS.items():
+        condition = config["study"]["conditions"][name]
+        condition["arms"] = {
+            arm: {"label": condition["arms"][arm]["label"], "runs": list(runs)} for arm, runs in arms.items()
+        }
     return config
+
+
+def _evaluate(cfg: Path, layout: Any, key: str) -> None:
+    from lie.cli import main
+    from lie.study.paths import StudyPaths
+
+    model, gen, data = (
+        layout.model_for(key),
+        layout.generations(key, "chain-test"),
+        layout.dataset_file("chain-test"),
+    )
+    argv = [
+        "generate",
+        "--config",
+        str(cfg),
+        "--model",
+        str(model),
+        "--bench",
+        "chain-test",
+        "--data",
+        str(data),
+    ]
+    assert main([*argv, "--out", str(gen), "--no-progress"]) == 0
+    scores = layout.scores(key, "scores")
+    argv = ["evaluate", "--config", str(cfg), "--gen", str(gen), "--tokenizer", str(model)]
+    argv += ["--out-scores", str(scores), "--out-summary", str(layout.summary(key))]
+    assert main([*argv, "--no-progress"]) == 0
+    argv = ["study-responses", "--config", str(cfg), "--gen", str(gen), "--scores", str(scores)]
+    argv += ["--data", str(data), "--tokenizer", str(model), "--out", str(StudyPaths(layout).responses(key))]
+    assert main(argv) == 0
+
+
+def _probe(cfg: Path, layout: Any, model: str) -> None:
+    from lie.cli import main
+    from lie.study.paths import StudyPaths
+
+    paths, base, data = StudyPaths(layout), layout.base_model(model), layout.dataset_file("chain-test")
+    gen, scores = paths.probe_generations(model), paths.probe_scores(model)
+    argv = ["study-probe", "--config", str(cfg), "--model", str(base), "--data", str(data), "--out", str(gen)]
+    assert main([*argv, "--no-progress"]) == 0
+    argv = ["evaluate", "--config", str(cfg), "--gen", str(gen), "--tokenizer", str(base)]
+    argv += ["--out-scores", str(scores), "--out-summary", str(paths.probe_summary(model)), "--no-progress"]
+    assert main(argv) == 0
+    argv = ["study-responses", "--config", str(cfg), "--gen", str(gen), "--scores", str(scores)]
+    argv += ["--data", str(data), "--tokenizer", str(base), "--out", str(paths.probe_responses(model))]
+    assert main(argv) == 0
 
 
 def _build(root: Path) -> SimpleNamespace:
@@ -70,35 +128,33 @@ def _build(root: Path) -> SimpleNamespace:
     cfg = write_config(root / "config.yaml", small_study_config(root / "out"))
     config = load_config(cfg)
     layout = Layout(config)
-    for name in ("arith-train", "arith-test"):
+    datasets = ("chain-strong-train", "chain-weak-train", "chain-test")
+    for name in datasets:
         out = str(layout.dataset_file(name))
         assert main(["data", "--config", str(cfg), "--set-name", name, "--out", out, "--no-progress"]) == 0
-    corpus = [f"--corpus={layout.dataset_file(n)}" for n in ("arith-train", "arith-test")]
-    assert main(["base-model", "--config", str(cfg), "--name", "tiny", *corpus]) == 0
-    base = layout.base_model("tiny")
-    reflen = layout.reflen_file("arith-train", "tiny")
-    argv = [
-        "reflen",
-        "--config",
-        str(cfg),
-        "--model",
-        str(base),
-        "--data",
-        str(layout.dataset_file("arith-train")),
-    ]
-    assert main([*argv, "--out", str(reflen), "--no-progress"]) == 0
+    corpus = [f"--corpus={layout.dataset_file(n)}" for n in datasets]
+    for model in BASES:
+        assert main(["base-model", "--config", str(cfg), "--name", model, *corpus]) == 0
+        _probe(cfg, layout, model)
     for run in RUNS:
+        spec = config["experiments"][run]
+        reflen, base = layout.reflen_file(spec["data"], spec["model"]), layout.base_model(spec["model"])
+        if not reflen.exists():
+            argv = [
+                "reflen",
+                "--config",
+                str(cfg),
+                "--model",
+                str(base),
+                "--data",
+                str(layout.dataset_file(spec["data"])),
+            ]
+            assert main([*argv, "--out", str(reflen), "--no-progress"]) == 0
         trl_train.train(config, run, reflen, base, threads=1)
         assert main(["merge", run, "--config", str(cfg)]) == 0
-    for key in [*RUNS, "tiny"]:
-        model, gen = layout.model_for(key), layout.generations(key, "arith-test")
-        argv = ["generate", "--config", str(cfg), "--model", str(model), "--bench", "arith-test"]
-        argv += ["--data", str(layout.dataset_file("arith-test")), "--out", str(gen), "--no-progress"]
-        assert main(argv) == 0
-        argv = ["evaluate", "--config", str(cfg), "--gen", str(gen), "--tokenizer", str(model)]
-        argv += ["--out-scores", str(layout.scores(key, "scores")), "--out-summary", str(layout.summary(key))]
-        assert main([*argv, "--no-progress"]) == 0
-    return SimpleNamespace(root=root, cfg=cfg, config=config, layout=layout, base=base, reflen=reflen)
+    for key in [*RUNS, *BASES]:
+        _evaluate(cfg, layout, key)
+    return SimpleNamespace(root=root, cfg=cfg, config=config, layout=layout)
 
 
 @functools.cache

@@ -1,19 +1,22 @@
-"""The CPU study end to end on a shrunken run (tests/study_pipeline.py): the supervised stage leaves a
-shallow policy, one RL step of each arm rewards as lie.reward says, the report reads real files."""
+"""The CPU study end to end on a shrunken run (tests/study_pipeline.py): the supervised stage, the probe
+and gates, two RL steps of each arm rewarded as lie.reward says, per-response columns that copy the
+grades, and a report that reads real files; `make study` is two targets of the same DAG."""
 
 from __future__ import annotations
 
 import copy
+import csv
 import json
 import os
 import re
 import subprocess
 import sys
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
 import yaml
-from study_pipeline import ARMS, RUNS, pipeline, study_config
+from study_pipeline import ARMS, BASES, RUNS, pipeline, study_config
 
 from lie.errors import LieError
 from lie.reward import RewardConfig, length_reward
@@ -21,52 +24,69 @@ from lie.runs import RunDir, read_rollouts
 
 pytestmark = pytest.mark.slow
 
-STEP = re.compile(r"\d+ [+*-] \d+ = \d+\.")
-ARM_OF = {run: arm for arm, runs in ARMS.items() for run in runs}
+ARM_OF = {run: arm for arms in ARMS.values() for arm, runs in arms.items() for run in runs}
 
 
 def test_the_supervised_stage_is_recorded():
     p = pipeline()
-    source = json.loads((p.base / "lie_source.json").read_text())
-    sft = source["sft"]
-    assert sft["settings"] == p.config["models"]["tiny"]["sft"]
-    assert sft["examples"] == sft["settings"]["steps"] * sft["settings"]["batch_size"]
-    # full solutions: (1 - stop_prob)^k on average over depths 1..6
-    stop = sft["settings"]["stop_prob"]
-    expected = sum((1 - stop) ** k for k in range(1, 7)) / 6
-    assert sft["full_solution_share"] == pytest.approx(expected, abs=0.06)
-    assert sft["loss"][-1]["loss"] < sft["loss"][0]["loss"] / 3
-    assert source["tiny"] == p.config["models"]["tiny"]["tiny"]
+    for model in BASES:
+        source = json.loads((p.layout.base_model(model) / "lie_source.json").read_text())
+        sft = source["sft"]
+        settings = sft["settings"]
+        assert settings == p.config["models"][model]["sft"]
+        shallow = sft["shallow_phase"]
+        assert shallow["examples"] == (settings["steps"] - settings["full_steps"]) * settings["batch_size"]
+        # full solutions in the shallow phase: (1 - stop_prob)^k on average over depths 1..7
+        expected = sum((1 - settings["stop_prob"]) ** k for k in range(1, 8)) / 7
+        assert shallow["full_solution_share"] == pytest.approx(expected, abs=0.06)
+        assert 0 < shallow["padded_share"] < settings["pad_prob"]  # only examples that wrote a step pad
+        assert sft["loss"][-1]["loss"] < sft["loss"][0]["loss"] / 2
+        assert source["tiny"] == p.config["models"][model]["tiny"]
 
 
-def test_the_supervised_stage_leaves_a_shallow_policy():
-    """Sampled at the rollout temperature on deep problems: well-formed, shorter than needed, mostly wrong."""
-    from lie.engines.generation import SamplingSettings, load_engine
-    from lie.prompts import chat_messages, prompt_token_ids, render_question
-    from lie.tasks import arithmetic as A
+def test_the_probe_samples_the_supervised_models_as_the_rollouts_do():
+    from lie.study.paths import StudyPaths
 
     p = pipeline()
-    engine = load_engine("hf", str(p.base))
-    problems = A.generate(24, 99, 4, 5)
-    template = p.config["prompt"]["math"]
-    prompts = [
-        prompt_token_ids(engine.tokenizer, chat_messages(render_question(template, q.question())))
-        for q in problems
-    ]
-    outs = engine.generate(
-        prompts, SamplingSettings(n=4, max_tokens=64, temperature=1.0), list(range(len(problems)))
-    )
-    samples = [(q, c) for q, comps in zip(problems, outs) for c in comps]
-    needed = [
-        len(engine.tokenizer(q.solution(), add_special_tokens=False)["input_ids"]) + 1 for q, _ in samples
-    ]
-    lengths = [len(c.token_ids) for _, c in samples]
-    boxed = [A.boxed_answer(c.text) is not None and c.finish_reason == "stop" for _, c in samples]
-    right = [A.check(c.text, q.answer) for q, c in samples]
-    assert sum(boxed) / len(samples) > 0.8  # it learned the format: stops after a boxed answer
-    assert any(STEP.search(c.text) for _, c in samples)  # and to write steps
-    assert sum(lengths) / len(lengths) < 0.7 * sum(needed) / len(needed)  # shallow
-    assert sum(right) / len(samples) < 0.3  # mostly wrong on deep problems
+    paths, training = StudyPaths(p.layout), p.config["training"]
+    for model in BASES:
+        lines = [json.loads(x) for x in paths.probe_generations(model).read_text().splitlines()]
+        per_problem = defaultdict(int)
+        for line in lines:
+            per_problem[line["index"]] += 1
+            assert line["num_tokens"] <= training["max_response_length"]
+        assert set(per_problem.values()) == {p.config["study"]["probe"]["n"]}
+        assert len(per_problem) == p.config["datasets"]["eval"]["chain-test"]["expected_rows"]
+
+
+def test_the_responses_copy_the_grades_and_read_depth_from_the_generations():
+    from lie.study.paths import StudyPaths
+    from lie.tasks import chain
+
+    p = pipeline()
+    key = "study_strong_grpo-lie_s0"
+    rows = [json.loads(x) for x in StudyPaths(p.layout).responses(key).read_text().splitlines()]
+    scores = {
+        (s["index"], s["sample"]): s
+        for s in map(json.loads, p.layout.scores(key, "scores").read_text().splitlines())
+    }
+    gens = {
+        (g["index"], g["sample"]): g
+        for g in map(json.loads, p.layout.generations(key, "chain-test").read_text().splitlines())
+    }
+    questions = chain.generate(10, 12, 3, 7)  # the test set's own seed and depths (study_pipeline)
+    assert len(rows) == len(scores) == len(gens)
+    for row in rows:
+        k = (row["index"], row["sample"])
+        assert row["correct"] == {b: g["correct"] for b, g in scores[k]["grades"].items()}
+        problem = questions[row["index"]]
+        t = chain.trace(problem, gens[k]["text"])
+        assert (row["depth_needed"], row["depth_written"], row["depth_reached"]) == (
+            problem.depth,
+            t.depth_written,
+            t.depth_reached,
+        )
+        assert row["num_tokens"] == gens[k]["num_tokens"]
 
 
 def _arm_config(config, run) -> RewardConfig:
@@ -76,8 +96,8 @@ def _arm_config(config, run) -> RewardConfig:
 
 
 @pytest.mark.parametrize("run", RUNS)
-def test_one_rl_step_of_each_arm_rewards_as_lie_reward_says(run):
-    from lie.study.inputs import loop_config, loop_test
+def test_two_rl_steps_of_each_arm_reward_as_lie_reward_says(run):
+    from lie.study.responses import loop_config, loop_test
 
     p = pipeline()
     arm = ARM_OF[run]
@@ -97,9 +117,6 @@ def test_one_rl_step_of_each_arm_rewards_as_lie_reward_says(run):
             assert r["r_red"] == 0.0
         else:
             assert r["r_red"] == (-0.6 if loop_test(r["max_ngram_count"], r["num_tokens"], loops) else 0.0)
-    if reward.length_term:  # wrong answers shorter than one sample + 8 - 4 tokens exist: the term acts
-        assert any(r["r_len"] < 0 for r in rollouts)
-        assert all(r["r_len"] == 0 for r in rollouts if r["acc"])
     settings = json.loads(rundir.run_json.read_text())
     seed = p.config["experiments"][run]["seed"]
     assert settings["settings"]["seed"] == seed and settings["grpo_config"]["seed"] == seed
@@ -107,56 +124,79 @@ def test_one_rl_step_of_each_arm_rewards_as_lie_reward_says(run):
 
 def test_seeds_change_the_samples():
     p = pipeline()
-    first = [r["response"] for r in read_rollouts(RunDir(p.layout.root, "study_grpo_s0"), step=1)]
-    other = [r["response"] for r in read_rollouts(RunDir(p.layout.root, "study_grpo_s1"), step=1)]
+    first = [r["response"] for r in read_rollouts(RunDir(p.layout.root, "study_strong_grpo_s0"), step=1)]
+    other = [r["response"] for r in read_rollouts(RunDir(p.layout.root, "study_strong_grpo_s1"), step=1)]
     assert first != other
 
 
 @pytest.mark.parametrize(
-    "arm_run",
-    ["study_grpo_s0", "study_grpo-len_s0", "study_grpo-lie_s0", "study_gspo_s0", "study_gspo-lie_s0"],
+    "arm_run", ["study_strong_grpo_s0", "study_strong_grpo-len_s0", "study_strong_grpo-lie_s0"]
 )
 def test_the_arms_reward_crafted_answers(tmp_path, arm_run):
-    """The engine's reward function on a full solution, a short guess and a loop, per arm of study.yaml."""
+    """The engine's reward function on a full solution, a short wrong answer and a loop, per arm of study.yaml."""
     from transformers import AutoTokenizer
 
     from lie.engines.trl_train import LIEReward, Schedule
+    from lie.grading import GradingExecutor
     from lie.tasks import arithmetic as A
 
     p = pipeline()
-    tok = AutoTokenizer.from_pretrained(p.base)
+    tok = AutoTokenizer.from_pretrained(p.layout.base_model("tiny-strong"))
     problem = A.Problem(7, (("+", 5), ("*", 2), ("-", 3)))
     texts = [
-        problem.solution(),  # right, 4 steps' worth of tokens
-        A.truncated_solution(problem, 0),  # a short wrong guess
-        "7 + 5 = 12. " * 4 + "The answer is \\boxed{12}.",  # a wrong loop: one step four times
-        "7 + 5 = 12. " * 4 + problem.solution(),  # a right answer after a loop
+        problem.solution(),  # right
+        A.written_solution(problem, 0),  # a short wrong answer
+        A.written_solution(problem, 1, repeats=3),  # the padding channel: one step four times, wrong
+        "7 + 5 = 12. " * 3 + problem.solution(),  # a right answer after a loop
     ]
     ids = [tok(t, add_special_tokens=False)["input_ids"] + [tok.eos_token_id] for t in texts]
     config = study_config()
-    reward = LIEReward(_arm_config(config, arm_run), tok, RunDir(tmp_path, arm_run), Schedule(1, 1, 1))
-    ref = 60  # target 60 - 4 tokens: every answer here is shorter
-    got = reward(
-        prompts=["q"] * 4, completions=texts, completion_ids=ids, gold=["21"] * 4, ref_len=[ref] * 4,
-        kind=["math"] * 4, letters=[[]] * 4, prompt_index=[0] * 4,
-    )  # fmt: skip
-    eta, extra = config["reward"]["eta"], config["experiments"][arm_run]["extra_tokens"]
-    short = [-eta * (1 + extra / ref) * (ref - 4 - len(i)) for i in ids]
+    ref = 70  # target 70 - 4 tokens: every answer here is shorter
+    with GradingExecutor(config["evaluation"]["grade_timeout_s"], 1) as grader:
+        reward = LIEReward(
+            _arm_config(config, arm_run), tok, RunDir(tmp_path, arm_run), Schedule(1, 1, 1), grader
+        )
+        got = reward(
+            prompts=["q"] * 4, completions=texts, completion_ids=ids, gold=["21"] * 4, ref_len=[ref] * 4,
+            kind=["math"] * 4, letters=[[]] * 4, prompt_index=[0] * 4,
+        )  # fmt: skip
+    eta = config["reward"]["eta"]
+    short = [-eta * (ref - 4 - len(i)) for i in ids]
     expected = {
-        "study_grpo_s0": [1.0, 0.0, 0.0, 1.0],
-        "study_grpo-len_s0": [1.0, short[1], short[2], 1.0],
-        "study_grpo-lie_s0": [1.0, short[1], short[2] - 0.6, 1.0 - 0.6],
-        "study_gspo_s0": [1.0, 0.0, 0.0, 1.0],
-        "study_gspo-lie_s0": [1.0, short[1], short[2] - 0.6, 1.0 - 0.6],
+        "study_strong_grpo_s0": [1.0, 0.0, 0.0, 1.0],
+        "study_strong_grpo-len_s0": [1.0, short[1], short[2], 1.0],
+        "study_strong_grpo-lie_s0": [1.0, short[1], short[2] - 0.6, 1.0 - 0.6],
     }[arm_run]
-    assert short[1] < short[2] < 0  # a longer wrong answer is penalised less
+    assert short[1] < short[2] < 0  # padding pays the length term, and only LIE's R_red takes it back
     assert got == pytest.approx(expected, rel=1e-9)
 
 
-def test_the_study_report_reads_the_files_of_a_real_run(tmp_path):
-    import csv
+def test_the_gates_read_the_probes_and_stop_with_the_failed_ones(tmp_path, capsys):
+    from small import write_config
 
     from lie.cli import main
+    from lie.study.paths import StudyPaths
+
+    p = pipeline()
+    config = copy.deepcopy(p.config)
+    config["study"]["gates"].update(step_accuracy=0.0, full_depth_accuracy=0.0, full_depth_samples=1)
+    for condition in config["study"]["conditions"].values():
+        condition["trap_index"] = [0.0, 1.0]
+    assert main(["study-gates", "--config", str(write_config(tmp_path / "open.yaml", config))]) == 0
+    table = StudyPaths(p.layout).gates[0].read_text()
+    assert table.count("| pass |") == 2 and "tiny-strong" in table and "tiny-weak" in table
+    config["study"]["gates"]["full_depth_samples"] = 10**6
+    assert main(["study-gates", "--config", str(write_config(tmp_path / "closed.yaml", config))]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "a gate on the supervised models failed (change only the supervised stage): strong: accuracy given full depth"
+        in err
+    )
+
+
+def test_the_study_report_reads_the_files_of_a_real_run():
+    from lie.cli import main
+    from lie.study.paths import StudyPaths
     from lie.study.report import study_paths
 
     p = pipeline()
@@ -167,27 +207,49 @@ def test_the_study_report_reads_the_files_of_a_real_run(tmp_path):
     for path in paths[:3]:
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     steps = list(csv.DictReader(paths[3].open()))
-    assert len(steps) == len(RUNS) * 2 and {r["arm"] for r in steps} == set(ARMS)
-    assert {(r["run"], r["seed"]) for r in steps} == {
-        (run, str(p.config["experiments"][run]["seed"])) for run in RUNS
+    assert len(steps) == len(RUNS) * 2 and {(r["condition"], r["arm"]) for r in steps} == {
+        (c, a) for c, arms in ARMS.items() for a in arms
     }
-    rollouts = read_rollouts(RunDir(p.layout.root, "study_grpo-lie_s0"), step=2)
-    row = next(r for r in steps if r["run"] == "study_grpo-lie_s0" and r["step"] == "2")
-    assert float(row["accuracy"]) == pytest.approx(sum(r["acc"] for r in rollouts) / len(rollouts))
+    # the trap index of a step: groups of the rollouts whose samples all got the same grade
+    run = "study_strong_grpo-lie_s0"
+    rollouts = read_rollouts(RunDir(p.layout.root, run), step=2)
+    groups = defaultdict(set)
+    for r in rollouts:
+        groups[r["group"]].add(r["acc"])
+    row = next(r for r in steps if r["run"] == run and r["step"] == "2")
+    assert float(row["trap_index"]) == pytest.approx(sum(len(g) == 1 for g in groups.values()) / len(groups))
     assert float(row["response_length"]) == pytest.approx(
         sum(r["num_tokens"] for r in rollouts) / len(rollouts)
     )
+    # accuracy at a budget: the condition's test problems in the responses (grades copied from lie evaluate)
     budgets = list(csv.DictReader(paths[4].open()))
-    assert len(budgets) == (len(RUNS) + 1) * 3
-    summary = {r["arm"]: r for r in csv.DictReader(paths[5].open())}
-    assert list(summary) == ["base", *ARMS]
-    per_seed = [json.loads(p.layout.summary(run).read_text())["benchmarks"]["arith-test"]["budgets"]["48"]["avg@n:n=2"]
-                for run in ARMS["grpo"]]  # fmt: skip
-    assert float(summary["grpo"]["acc_max_budget_mean"]) == pytest.approx(sum(per_seed) / 2)
-    assert float(summary["grpo"]["acc_max_budget_min"]) == pytest.approx(min(per_seed))
-    assert summary["grpo"]["seeds"] == "2"
-    text = paths[6].read_text()
-    assert "| GRPO + LIE | 1 |" in text and "supervised base (step 0)" in text and "full solution" in text
+    responses = [json.loads(x) for x in StudyPaths(p.layout).responses(run).read_text().splitlines()]
+    strong = [r for r in responses if 5 <= r["depth_needed"] <= 7]
+    row = next(r for r in budgets if r["key"] == run and r["budget"] == "64")
+    assert row["condition"] == "strong"
+    assert float(row["accuracy"]) == pytest.approx(sum(r["correct"]["64"] for r in strong) / len(strong))
+    # paired differences: arm minus GRPO with the same seed
+    summary = list(csv.DictReader(paths[5].open()))
+    assert [(r["condition"], r["arm"]) for r in summary] == [
+        ("strong", "base"), ("strong", "grpo"), ("strong", "grpo-len"), ("strong", "grpo-lie"),
+        ("weak", "base"), ("weak", "grpo"), ("weak", "grpo-lie"),
+    ]  # fmt: skip
+    by_seed = {}
+    for r in budgets:
+        if r["condition"] == "strong" and r["budget"] == "64" and r["key"] != "tiny-strong":
+            by_seed[(r["arm"], p.config["experiments"][r["key"]]["seed"])] = float(r["accuracy"])
+    paired_rows = list(csv.DictReader(paths[6].open()))
+    primary = next(r for r in paired_rows if r["condition"] == "strong" and r["registered"] == "primary")
+    diffs = [by_seed[("grpo-lie", s)] - by_seed[("grpo", s)] for s in (0, 1)]
+    assert [float(d) for d in primary["diffs"].split()] == pytest.approx(diffs, abs=1e-4)
+    assert float(primary["mean"]) == pytest.approx(sum(diffs) / 2)
+    assert primary["verdict"] in ("supported", "not supported") and primary["prediction"] == "positive"
+    weak = next(r for r in paired_rows if r["condition"] == "weak" and r["registered"] == "primary")
+    assert weak["prediction"] == "zero" and weak["verdict"] in ("as predicted", "not as predicted")
+    text = paths[7].read_text()
+    for heading in ("## The pre-registered comparison", "## Gates on the supervised models", "(condition `strong`)",
+                    "(condition `weak`)", "| GRPO + LIE | 2 |", "supervised model (step 0)"):  # fmt: skip
+        assert heading in text
 
 
 def test_the_study_report_names_what_is_missing(tmp_path):
@@ -195,11 +257,13 @@ def test_the_study_report_names_what_is_missing(tmp_path):
 
     config = copy.deepcopy(pipeline().config)
     config["outdir"] = str(tmp_path / "empty")
-    with pytest.raises(LieError, match=r"run study_grpo_s0: no rollouts in .*empty/runs/study_grpo_s0"):
+    with pytest.raises(
+        LieError, match=r"run study_strong_grpo_s0: no rollouts in .*empty/runs/study_strong_grpo_s0"
+    ):
         build_study(config)
 
 
-def test_make_study_is_one_snakemake_target_of_the_same_dag(tmp_path):
+def test_make_study_is_two_snakemake_targets_of_the_same_dag(tmp_path):
     repo = Path(__file__).resolve().parents[1]
     for name in ("Snakefile", "workflow"):  # a work folder of its own: no lock shared with a real run
         os.symlink(repo / name, tmp_path / name)
@@ -209,25 +273,32 @@ def test_make_study_is_one_snakemake_target_of_the_same_dag(tmp_path):
     cfg.write_text(yaml.safe_dump(config, sort_keys=False))
     make = (repo / "Makefile").read_text()
     threads = re.search(r"^STUDY_THREADS := (.*)$", make, re.M).group(1).split()
-    assert "workflow/configs/study.yaml --profile profiles/local $(STUDY_THREADS) --cores 2 study" in make
+    assert "workflow/configs/study.yaml --profile profiles/local $(STUDY_THREADS) --cores 2" in make
+    assert re.search(r"^\t\$\(STUDY_SMK\) study_gates\n\t\$\(STUDY_SMK\) study$", make, re.M)  # gates first
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-n",
-        "--configfile",
-        str(cfg),
-        *threads,
-        "--cores",
-        "2",
-        "study",
-    ]
-    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    table = proc.stdout.split("Job stats:", 1)[1]
-    counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
-    runs = len(config["experiments"])
-    assert counts == {"data": 2, "base_model": 1, "reflen": 1, "train": runs, "merge": runs,
-                      "generate": runs + 1, "evaluate": runs + 1, "study": 1, "total": 4 * runs + 7}  # fmt: skip
-    assert "threads: 2" not in proc.stdout  # every job one thread: two jobs share the 2 cores
+
+    def dry_run(target: str) -> dict[str, int]:
+        cmd = [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-n",
+            "--configfile",
+            str(cfg),
+            *threads,
+            "--cores",
+            "2",
+            target,
+        ]
+        proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert "threads: 2" not in proc.stdout  # every job one thread: two jobs share the 2 cores
+        table = proc.stdout.split("Job stats:", 1)[1]
+        return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
+
+    runs, bases = len(config["experiments"]), len(config["evaluation"]["base_models"])
+    gates = {"data": 3, "base_model": bases, "study_probe": bases, "study_gates": 1}
+    assert dry_run("study_gates") == {**gates, "total": sum(gates.values())}
+    per_model = {"generate": runs + bases, "evaluate": runs + bases, "study_responses": runs + bases}
+    study = {**gates, "reflen": 2, "train": runs, "merge": runs, **per_model, "study": 1}
+    assert dry_run("study") == {**study, "total": sum(study.values())}

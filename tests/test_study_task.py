@@ -1,5 +1,6 @@
-"""The study's task (multi-step arithmetic): depth, values, determinism, shallow guesses, exact grading;
-and the config checks of the supervised stage and the study section."""
+"""The study's task (arithmetic chains: an early answer is wrong by construction), the arithmetic task
+it is drawn from, shallow and padded examples, reading responses back (depth), and the config checks
+of the supervised stage and the study section."""
 
 from __future__ import annotations
 
@@ -10,10 +11,15 @@ import pytest
 from lie.errors import LieError
 from lie.grading import grade_math
 from lie.tasks import arithmetic as A
+from lie.tasks import chain as C
+from lie.tasks import pointer as P
+from lie.tasks import shallow, task_module
+
+EXAMPLE = A.Problem(7, (("+", 5), ("*", 2), ("-", 3)))
 
 
 def test_a_problem_needs_its_depth_in_steps():
-    p = A.Problem(7, (("+", 5), ("*", 2), ("-", 3)))
+    p = EXAMPLE
     assert p.depth == 3 and p.values() == [12, 24, 21] and p.answer == 21
     assert p.question() == "Start with 7. Add 5, then multiply by 2, then subtract 3. What number do you get?"
     # the smoke data's format, unchanged
@@ -21,44 +27,48 @@ def test_a_problem_needs_its_depth_in_steps():
     assert A.check(p.solution(), 21) and not A.check(p.solution(), 24)
 
 
-@pytest.mark.parametrize("depth", [1, 3, 6])
+@pytest.mark.parametrize("depth", [1, 3, 7])
 def test_generated_problems_have_their_depth_and_values_in_range(depth):
     rng = random.Random(depth)
     for _ in range(200):
-        p = A.make_problem(rng, depth)
+        p = C.make_distinct_problem(rng, depth)
         assert p.depth == depth and len(p.steps()) == depth
         assert all(0 <= v <= A.MAX_VALUE for v in [p.start, *p.values()])
         assert p.solution().count("=") == depth and A.boxed_answer(p.solution()) == p.answer
 
 
 def test_generation_is_deterministic_for_a_seed():
-    assert A.generate(50, 7, 2, 5) == A.generate(50, 7, 2, 5)
-    assert A.generate(50, 7, 2, 5) != A.generate(50, 8, 2, 5)
-    assert {p.depth for p in A.generate(200, 7, 2, 5)} == {2, 3, 4, 5}
+    for task in (A, C, P):
+        assert task.generate(50, 7, 2, 5) == task.generate(50, 7, 2, 5)
+        assert task.generate(50, 7, 2, 5) != task.generate(50, 8, 2, 5)
+        assert {p.depth for p in task.generate(200, 7, 2, 5)} == {2, 3, 4, 5}
+    assert task_module("chain") is C
+    with pytest.raises(LieError, match="unknown synthetic task 'nope'"):
+        task_module("nope")
 
 
-def test_truncated_solutions_jump_to_the_running_value():
-    p = A.Problem(7, (("+", 5), ("*", 2), ("-", 3)))
-    assert A.truncated_solution(p, 0) == "The answer is \\boxed{7}."
-    assert A.truncated_solution(p, 2) == "7 + 5 = 12. 12 * 2 = 24. The answer is \\boxed{24}."
-    assert A.truncated_solution(p, 3) == p.solution()
-    assert [A.guess(p, k) for k in range(4)] == [7, 12, 24, 21]
-    with pytest.raises(ValueError, match="keep_steps"):
-        A.guess(p, 4)
+def test_an_early_answer_is_wrong_by_construction_in_a_chain_and_only_mostly_in_plain_arithmetic():
+    """Stop after j < k steps and box the value reached: never right in the chain task."""
+    chains, plain = C.generate(3000, 3, 1, 7), A.generate(3000, 3, 1, 7)
+    for p in chains:
+        assert all(not A.check(A.written_solution(p, j), p.answer) for j in range(p.depth))
+        assert A.check(p.solution(), p.answer)
+    lucky = sum(A.check(A.written_solution(p, j), p.answer) for p in plain for j in range(p.depth))
+    assert lucky > 0  # what the chain task rules out: skipped operations that cancel
 
 
-def test_a_shallow_guess_is_mostly_wrong_from_depth_3_and_the_full_solution_always_right():
-    problems = A.generate(600, 3, 3, 6)
-    rng = random.Random(0)
-    guesses = [A.truncated_solution(p, rng.randrange(p.depth)) for p in problems]
-    right = sum(A.check(g, p.answer) for g, p in zip(guesses, problems))
-    assert right / len(problems) < 0.1  # only when the skipped operations cancel out
-    assert all(A.check(p.solution(), p.answer) for p in problems)
+def test_chains_are_the_arithmetic_problems_that_have_a_distinct_answer():
+    rng = random.Random(5)
+    plain = [A.make_problem(rng, 4) for _ in range(500)]
+    kept = [p for p in plain if C.distinct(p)]
+    assert 0 < len(kept) < len(plain)
+    assert not C.distinct(A.Problem(5, (("+", 2), ("-", 2))))  # back to the start
+    assert not C.distinct(A.Problem(4, (("*", 2), ("+", 1), ("-", 1))))  # back to a value on the way
 
 
 def test_the_pipelines_math_grader_agrees_on_boxed_integers():
     """Training and evaluation grade with lie.grading's math path: boxed integers are exact there."""
-    p = A.Problem(7, (("+", 5), ("*", 2), ("-", 3)))
+    p = EXAMPLE
     assert grade_math(p.solution(), "21").correct
     for keep in range(3):
         assert not grade_math(A.truncated_solution(p, keep), "21").correct
@@ -67,21 +77,85 @@ def test_the_pipelines_math_grader_agrees_on_boxed_integers():
     assert grade_math(cut, "21").correct and not A.check(cut, 21)
 
 
+def test_a_chain_question_is_read_back_from_its_text():
+    for p in C.generate(300, 9, 1, 7):
+        prompt = f"{p.question()} Let's think step by step and output the final answer within \\boxed{{}}."
+        assert C.parse_question(prompt) == p
+    with pytest.raises(ValueError, match="no arithmetic-chain question"):
+        C.parse_question("What is 2 + 2?")
+    with pytest.raises(ValueError, match="bad operation 'divide by 2'"):
+        C.parse_question("Start with 4. Add 1, then divide by 2. What number do you get?")
+
+
+def test_trace_counts_steps_written_reached_right_and_repeated():
+    p = EXAMPLE
+    full = C.trace(p, p.solution())
+    assert (full.depth_needed, full.depth_written, full.depth_reached, full.steps_right, full.repeats) == (
+        3,
+        3,
+        3,
+        3,
+        0,
+    )
+    assert full.boxed == 21
+    padded = C.trace(p, A.written_solution(p, 1, repeats=3))
+    assert (padded.depth_written, padded.depth_reached, padded.steps_right, padded.repeats, padded.boxed) == (
+        1,
+        1,
+        1,
+        3,
+        12,
+    )
+    # a wrong second step breaks the path; the third applies its operation right to the wrong value
+    slip = C.trace(p, "7 + 5 = 12. 12 * 2 = 25. 25 - 3 = 22. The answer is \\boxed{22}.")
+    assert (slip.depth_written, slip.depth_reached, slip.steps_right) == (3, 1, 2)
+    # a step with the wrong operation (skipping one) is wrong, and so is a step beyond the depth
+    skip = C.trace(p, "7 + 5 = 12. 12 - 3 = 9. 9 + 1 = 10.")
+    assert (skip.depth_written, skip.depth_reached, skip.steps_right, skip.boxed) == (3, 1, 1, None)
+    assert C.trace(p, "The answer is \\boxed{7}.") == C.Trace(3, 0, 0, 0, 0, 7)
+
+
+def test_pointer_problems_visit_distinct_nodes_and_read_back():
+    for p in P.generate(200, 4, 1, 7):
+        nodes = [p.start, *p.values()]
+        assert len(set(nodes)) == len(nodes) and len(p.pointers) == P.TABLE_SIZE
+        assert P.parse_question(p.question()) == p
+        assert all(not P.check(P.written_solution(p, j), p.answer) for j in range(p.depth))
+        assert P.trace(p, p.solution()).depth_reached == p.depth
+    with pytest.raises(ValueError, match="depth must be in 1..7"):
+        P.make_problem(random.Random(0), P.TABLE_SIZE)
+
+
 def test_stopping_after_each_step_gives_a_geometric_number_of_steps():
     rng = random.Random(0)
-    keeps = [A.sampled_steps(8, rng, 0.35) for _ in range(20000)]
+    keeps = [shallow.sampled_steps(8, rng, 0.35) for _ in range(20000)]
     for j in range(1, 6):
         share = sum(k >= j for k in keeps) / len(keeps)
         assert share == pytest.approx(0.65**j, abs=0.015)
-    assert A.sampled_steps(5, rng, 0.0) == 5 and A.sampled_steps(5, rng, 1.0) == 0
-    text, keep = A.sampled_solution(A.Problem(3, (("+", 1), ("+", 1))), random.Random(1), 0.0)
-    assert keep == 2 and text.endswith("\\boxed{5}.")
+    assert shallow.sampled_steps(5, rng, 0.0) == 5 and shallow.sampled_steps(5, rng, 1.0) == 0
     with pytest.raises(ValueError, match="stop_prob"):
-        A.sampled_steps(3, rng, 1.5)
+        shallow.sampled_steps(3, rng, 1.5)
 
 
-SFT = {"seed": 0, "problems": 10, "min_depth": 1, "max_depth": 3, "stop_prob": 0.3, "steps": 5,
-       "batch_size": 4, "lr": 1e-3, "warmup_steps": 1}  # fmt: skip
+def test_a_share_of_the_examples_with_a_step_pad_it():
+    rng = random.Random(2)
+    problem = C.generate(1, 1, 6, 6)[0]
+    examples = [shallow.shallow_example(C, problem, rng, 0.5, 0.2, 3) for _ in range(20000)]
+    with_step = [e for e in examples if e.keep]
+    padded = [e for e in with_step if e.repeats]
+    assert len(padded) / len(with_step) == pytest.approx(0.2, abs=0.015)
+    assert all(e.repeats == 0 for e in examples if not e.keep)  # nothing to repeat
+    for e in padded[:50]:
+        t = C.trace(problem, e.text)
+        assert (t.depth_written, t.repeats) == (e.keep, 3)
+        assert C.check(e.text, problem.answer) == (e.keep == problem.depth)  # padding adds no depth
+    full = shallow.shallow_example(C, problem, rng, 0.0, 0.0, 3)
+    assert full.text == problem.solution() and full.keep == problem.depth
+
+
+SFT = {"task": "chain", "seed": 0, "problems": 10, "min_depth": 1, "max_depth": 3, "stop_prob": 0.3,
+       "pad_prob": 0.1, "pad_repeats": 3, "steps": 5, "full_steps": 2, "batch_size": 4, "lr": 1e-3,
+       "warmup_steps": 1}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -89,6 +163,10 @@ SFT = {"seed": 0, "problems": 10, "min_depth": 1, "max_depth": 3, "stop_prob": 0
     [
         ({"steps": None}, "models.tiny.sft.steps must be an integer"),
         ({"stop_prob": 1.5}, r"models.tiny.sft.stop_prob must be in \[0, 1\]"),
+        ({"pad_prob": -0.1}, r"models.tiny.sft.pad_prob must be in \[0, 1\]"),
+        ({"pad_repeats": -1}, "models.tiny.sft.pad_repeats must be >= 0"),
+        ({"full_steps": 5}, "models.tiny.sft.full_steps must be in 0..steps-1"),
+        ({"task": "sudoku"}, "models.tiny.sft.task must be one of arithmetic, chain, pointer"),
         ({"max_depth": 0}, "models.tiny.sft.max_depth must be >= min_depth"),
         ({"lr": 0}, "models.tiny.sft.lr must be > 0"),
         ({"epochs": 3}, r"unknown key\(s\) \['epochs'\]"),
@@ -105,6 +183,21 @@ def test_a_bad_supervised_stage_key_is_named(change, message):
         SFTSettings.from_mapping(missing, "models.tiny.sft")
 
 
+def test_the_supervised_stage_teaches_full_solutions_then_the_shallow_habit():
+    """A few real steps on a tiny model: the record counts the shallow phase only."""
+    from lie.sft import SFTSettings, run_sft
+    from lie.tiny import build_model, build_tokenizer
+
+    settings = SFTSettings.from_mapping({**SFT, "steps": 6, "full_steps": 3, "stop_prob": 1.0}, "sft")
+    tok = build_tokenizer([p.solution() for p in C.generate(50, 0, 1, 3)], 300)
+    model = build_model(len(tok), tok.eos_token_id, tok.pad_token_id, 0, 16, 1)
+    record = run_sft(model, tok, settings, "{question}")
+    shallow_phase = record["shallow_phase"]
+    assert shallow_phase["examples"] == 3 * 4  # the last 3 steps of 4 examples
+    assert shallow_phase["steps_kept"] == {"0": 12}  # stop_prob 1: every shallow example stops at once
+    assert shallow_phase["full_solution_share"] == 0.0 and len(record["loss"]) == 1
+
+
 def test_the_study_config_is_valid_and_its_study_section_is_checked():
     from study_pipeline import study_config
 
@@ -114,14 +207,29 @@ def test_the_study_config_is_valid_and_its_study_section_is_checked():
     config = study_config()
     validate_config(config, "study.yaml")
     spec = study_spec(config)
-    assert [a.name for a in spec.arms] == ["grpo", "grpo-len", "grpo-lie", "gspo", "gspo-lie"]
-    assert all(len(a.runs) >= 3 for a in spec.arms)
-    arm_of = {r: a.name for a in spec.arms for r in a.runs}
-    expected = {"grpo": ("grpo", "off"), "grpo-len": ("grpo", "length-only"), "grpo-lie": ("grpo", "on"),
-                "gspo": ("gspo", "off"), "gspo-lie": ("gspo", "on")}  # fmt: skip
-    for run, arm in arm_of.items():
-        assert (config["experiments"][run]["algorithm"], config["experiments"][run]["lie"]) == expected[arm]
-    # same budget for every arm: the runs differ only in algorithm, LIE mode and seed
+    assert [c.name for c in spec.conditions] == ["strong", "weak"]
+    strong, weak = spec.conditions
+    assert [a.name for a in strong.arms] == ["grpo", "grpo-len", "grpo-lie"] and all(
+        len(a.runs) >= 4 for a in strong.arms
+    )
+    assert [a.name for a in weak.arms] == ["grpo", "grpo-lie"] and all(len(a.runs) >= 3 for a in weak.arms)
+    expected = {"grpo": "off", "grpo-len": "length-only", "grpo-lie": "on"}
+    for c in spec.conditions:
+        for arm in c.arms:
+            for run in arm.runs:
+                assert (config["experiments"][run]["algorithm"], config["experiments"][run]["lie"]) == (
+                    "grpo",
+                    expected[arm.name],
+                )
+                assert config["experiments"][run]["model"] == c.base_model
+        seeds = [sorted(run_settings(config, r)["seed"] for r in arm.runs) for arm in c.arms]
+        assert all(s == seeds[0] for s in seeds)  # every arm has the same seeds: pairs by seed
+    # the conditions differ in the supervised stage's stop probability only
+    sft = {c.name: dict(config["models"][c.base_model]["sft"]) for c in spec.conditions}
+    assert (sft["strong"].pop("stop_prob"), sft["weak"].pop("stop_prob")) == (0.5, 0.35) and sft[
+        "strong"
+    ] == sft["weak"]
+    # same budget for every arm: the runs differ only in algorithm, LIE mode, data, model and seed
     settings = [run_settings(config, r) for r in spec.runs]
     for key in (
         "max_steps",
@@ -132,13 +240,16 @@ def test_the_study_config_is_valid_and_its_study_section_is_checked():
         "max_response_length",
     ):
         assert len({str(s[key]) for s in settings}) == 1, key
-    for arm in spec.arms:
-        assert sorted(run_settings(config, r)["seed"] for r in arm.runs) == [0, 1, 2]
     for change, message in [
         ({"bench": "nope"}, "study.bench 'nope' is not in evaluation.benchmarks"),
-        ({"base_model": "nope"}, "study.base_model 'nope' is not in evaluation.base_models"),
-        ({"arms": {"x": {"label": "X", "runs": ["nope"]}}}, "study.arms.x.runs names 'nope'"),
-    ]:
+        ({"baseline": "nope"}, "study.baseline 'nope' is not an arm of study.conditions.strong"),
+        ({"conditions": {"x": {**config["study"]["conditions"]["strong"], "base_model": "nope"}}},
+         "study.conditions.x.base_model 'nope' is not in evaluation.base_models"),
+        ({"conditions": {"x": {**config["study"]["conditions"]["strong"], "arms": {"a": {"label": "A", "runs": ["nope"]}}}}},
+         "study.conditions.x.arms.a.runs names 'nope'"),
+        ({"conditions": {"x": {**config["study"]["conditions"]["weak"], "base_model": "tiny-strong"}}},
+         "study.conditions.x: run study_weak_grpo_s0 starts from 'tiny-weak', not 'tiny-strong'"),
+    ]:  # fmt: skip
         broken = {**config, "study": {**config["study"], **change}}
         with pytest.raises(LieError, match=message):
             study_spec(broken)
@@ -156,8 +267,8 @@ def test_the_supervised_stage_is_for_tiny_models_only(tmp_path, capsys):
 
     config = study_config()
     config["outdir"] = str(tmp_path / "out")
-    config["models"]["tiny"]["tiny"] = None
+    config["models"]["tiny-strong"]["tiny"] = None
     cfg = write_config(tmp_path / "c.yaml", config)
-    assert main(["base-model", "--config", str(cfg), "--name", "tiny"]) == 2
-    assert "models.tiny.sft: the supervised stage is for tiny models" in capsys.readouterr().err
-    assert not (tmp_path / "out" / "base" / "tiny").exists()
+    assert main(["base-model", "--config", str(cfg), "--name", "tiny-strong"]) == 2
+    assert "models.tiny-strong.sft: the supervised stage is for tiny models" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "base" / "tiny-strong").exists()

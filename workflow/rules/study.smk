@@ -1,7 +1,94 @@
-# The CPU study of the Shallow Exploration Trap (`make study`, docs/study.md): its figures and tables,
-# from the files of its runs (rollouts), evaluations (summaries, generations) and base model only.
-# A config without `study:` stops when the target is asked for, with the fix in the message.
+# The CPU study of the Shallow Exploration Trap (`make study`, docs/study/preregistration.md): the
+# supervised models probed as RL samples them and gated before any RL run (study_gates), per-response
+# columns of every evaluation (depth needed and reached, n-gram states), and the report (study), all
+# from files. A config without `study:` stops when a target is asked for, with the fix in the message.
+from lie.study.paths import StudyPaths
 from lie.study.report import study_inputs, study_paths
+
+STUDY = StudyPaths(LAYOUT)
+
+
+def get_study_gate_inputs(wildcards) -> list[str]:
+    from lie.study.spec import study_spec
+
+    return [str(STUDY.probe_responses(m)) for m in study_spec(config).base_models]
+
+
+def study_bench() -> str:
+    return str((config.get("study") or {}).get("bench", ""))
+
+
+rule study_probe:
+    input:
+        model=lambda w: get_model_dir(w.model),
+        data=lambda w: str(LAYOUT.dataset_file(study_bench())),
+    output:
+        gen=f"{OUT}/study/probe/{{model}}/generations.jsonl",
+        scores=f"{OUT}/study/probe/{{model}}/scores.jsonl",
+        summary=f"{OUT}/study/probe/{{model}}/summary.json",
+        responses=f"{OUT}/study/probe/{{model}}/responses.jsonl",
+    log:
+        f"{OUT}/logs/study/probe/{{model}}.log",
+    params:
+        config=CONFIG,
+        settings=lambda w: json.dumps(
+            {"study": config.get("study"), "training": config["training"], "evaluation": config["evaluation"]},
+            sort_keys=True,
+        ),
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    container: IMAGE or None
+    shell:
+        "(lie study-probe --config {params.config} --model {input.model} --data {input.data} --out {output.gen}"
+        " --no-progress"
+        " && lie evaluate --config {params.config} --gen {output.gen} --tokenizer {input.model}"
+        " --out-scores {output.scores} --out-summary {output.summary} --no-progress"
+        " && lie study-responses --config {params.config} --gen {output.gen} --scores {output.scores}"
+        " --data {input.data} --tokenizer {input.model} --out {output.responses}) > {log} 2>&1"
+
+
+rule study_responses:
+    input:
+        gen=lambda w: str(LAYOUT.generations(w.key, study_bench())),
+        scores=f"{OUT}/scores/{{key}}/scores.jsonl",
+        data=lambda w: str(LAYOUT.dataset_file(study_bench())),
+        model=get_evaluated_model,
+    output:
+        f"{OUT}/study/responses/{{key}}.jsonl",
+    log:
+        f"{OUT}/logs/study/responses/{{key}}.log",
+    params:
+        config=CONFIG,
+        reward=lambda w: json.dumps(config["reward"], sort_keys=True),
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    container: IMAGE or None
+    shell:
+        "lie study-responses --config {params.config} --gen {input.gen} --scores {input.scores}"
+        " --data {input.data} --tokenizer {input.model} --out {output} > {log} 2>&1"
+
+
+rule study_gates:
+    input:
+        get_study_gate_inputs,
+    output:
+        [str(p) for p in STUDY.gates],
+    log:
+        f"{OUT}/logs/study/gates.log",
+    params:
+        config=CONFIG,
+        settings=lambda w: json.dumps({"study": config.get("study"), "models": config["models"]}, sort_keys=True),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    container: IMAGE or None
+    shell:
+        "lie study-gates --config {params.config} > {log} 2>&1"
 
 
 rule study:

@@ -1,32 +1,41 @@
-"""What the study reads, from files only: rollouts, evaluation summaries, generations, the base model.
+"""What the study report reads, from files only: the runs' rollouts and the per-response columns.
 
 - :func:`run_curve`: per training step of one run (``runs/<run>/rollouts/``, one line per sample):
-  accuracy, response length (tokens), ``C_context``, ``R_context``, and the share of looping
-  responses, i.e. the share ``R_red``'s test flags (:func:`loop_test`). The test is applied with
-  the config's ``reward:`` knobs to every arm alike: a baseline's applied ``r_red`` is always 0 and
-  would say nothing about how often it loops.
-- :func:`budget_accuracy`: ``avg@n`` of the benchmark at every budget (``scores/<key>/summary.json``).
-- :func:`generation_stats`: the same per-response statistics on the evaluation generations, plus the
-  accuracy of the strict checker (the last ``\\boxed{}`` integer, :func:`lie.tasks.arithmetic.check`)
-  beside the pipeline's math-verify grade, which also accepts an unboxed last number.
-- :func:`needed_tokens`: tokens of a full solution of each benchmark problem (the synthetic task's
-  own generator and the base model's tokenizer, end-of-turn token included): the depth needed.
+  accuracy, response length (tokens), ``C_context``, ``R_context``, the share of looping responses
+  (``R_red``'s test with the config's ``reward:`` knobs, applied to every arm alike: a baseline's
+  applied ``r_red`` is always 0 and would say nothing about how often it loops), the shares of
+  samples whose applied ``R_len`` / ``R_red`` were negative, and the *trap index*: the share of
+  prompt groups (the rollout records' ``group``) whose samples all got the same grade, so that
+  GRPO's advantage from accuracy is zero there.
+- :func:`eval_summary`: one evaluated model on one condition's test problems, from the lines of
+  ``lie study-responses`` (grades copied from ``lie evaluate``, depth columns): accuracy at every
+  budget, depth written and reached, n-gram states, looping.
 """
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 from lie import config as cfgmod
 from lie.errors import LieError
-from lie.layout import Layout
-from lie.ngrams import NgramStats, ngram_stats, split_words
-from lie.reward import RewardConfig, c_context, r_context, redundancy_penalty
 from lie.runs import RunDir, read_rollouts
+from lie.study.responses import loop_config, loop_test, units
+from lie.study.trap import trap_index
+
+ROLLOUT_FIELDS = (
+    "step",
+    "group",
+    "acc",
+    "num_tokens",
+    "c_context",
+    "r_context",
+    "max_ngram_count",
+    "r_len",
+    "r_red",
+)
 
 
 @dataclass(frozen=True)
@@ -35,35 +44,48 @@ class StepPoint:
 
     step: int
     samples: int
+    groups: int
     accuracy: float
+    trap_index: float
     response_length: float
     c_context: float
     r_context: float
     loop_share: float
     len_applied: float  # share of samples whose R_len was negative (0 when the term is off)
+    red_applied: float  # share of samples whose R_red was negative (0 when the term is off)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def loop_config(config: dict[str, Any]) -> RewardConfig:
-    """The config's reward knobs with ``R_red`` on for correct and wrong answers: the loop test."""
-    knobs = dict(config.get("reward") or {})
-    knobs.update(redundancy_term=True, red_on_correct=True, length_term=False)
-    return RewardConfig.from_mapping(knobs, source="reward (study loop test)")
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)
 
 
-def loop_test(max_count: int, num_units: int, reward: RewardConfig) -> bool:
-    """Would ``R_red`` fire on a response with this most repeated n-gram count and this many units?"""
-    windows = max(0, num_units - reward.n + 1)
-    stats = NgramStats(num_units=num_units, num_ngrams=windows, distinct=0, max_count=max_count)
-    return redundancy_penalty(stats, True, reward) < 0
-
-
-def _units(record: dict[str, Any], reward: RewardConfig) -> int:
-    if reward.unit == "word":
-        return len(split_words(record["response"]))
-    return int(record["num_tokens"])
+def step_point(step: int, group: Sequence[dict[str, Any]], reward: Any) -> StepPoint:
+    by_prompt: dict[str, list[bool]] = defaultdict(list)
+    for r in group:
+        by_prompt[str(r["group"])].append(bool(r["acc"]))
+    return StepPoint(
+        step=step,
+        samples=len(group),
+        groups=len(by_prompt),
+        accuracy=_mean([float(r["acc"]) for r in group]),
+        trap_index=trap_index(by_prompt.values()),
+        response_length=_mean([int(r["num_tokens"]) for r in group]),
+        c_context=_mean([float(r["c_context"]) for r in group]),
+        r_context=_mean([float(r["r_context"]) for r in group]),
+        loop_share=_mean(
+            [
+                loop_test(
+                    int(r["max_ngram_count"]), units(r["response"], int(r["num_tokens"]), reward), reward
+                )
+                for r in group
+            ]
+        ),  # fmt: skip
+        len_applied=_mean([float(r["r_len"]) < 0 for r in group]),
+        red_applied=_mean([float(r["r_red"]) < 0 for r in group]),
+    )
 
 
 def run_curve(config: dict[str, Any], run: str) -> list[StepPoint]:
@@ -77,106 +99,56 @@ def run_curve(config: dict[str, Any], run: str) -> list[StepPoint]:
     reward = loop_config(config)
     by_step: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for i, record in enumerate(records):
-        for key in ("step", "acc", "num_tokens", "c_context", "r_context", "max_ngram_count", "r_len"):
+        for key in (*ROLLOUT_FIELDS, "response"):
             if key not in record:
                 raise LieError(f"run {run}: rollout record {i} has no field {key!r}")
         by_step[int(record["step"])].append(record)
-    points = []
-    for step in sorted(by_step):
-        group = by_step[step]
-        size = len(group)
-        points.append(
-            StepPoint(
-                step=step,
-                samples=size,
-                accuracy=sum(float(r["acc"]) for r in group) / size,
-                response_length=sum(int(r["num_tokens"]) for r in group) / size,
-                c_context=sum(float(r["c_context"]) for r in group) / size,
-                r_context=sum(float(r["r_context"]) for r in group) / size,
-                loop_share=sum(loop_test(int(r["max_ngram_count"]), _units(r, reward), reward) for r in group)
-                / size,
-                len_applied=sum(float(r["r_len"]) < 0 for r in group) / size,
-            )
-        )
-    return points
-
-
-def budget_accuracy(config: dict[str, Any], key: str, bench: str) -> dict[int, float]:
-    """``avg@n`` of ``bench`` at every budget of ``key``'s evaluation summary."""
-    path = Layout(config).summary(key)
-    if not path.exists():
-        raise LieError(f"{path} is missing; evaluate {key} first (snakemake ... study)")
-    summary = json.loads(path.read_text(encoding="utf-8"))
-    entry = (summary.get("benchmarks") or {}).get(bench)
-    if entry is None:
-        raise LieError(
-            f"{path}: no benchmark {bench!r} (study.bench); it has {sorted(summary.get('benchmarks') or {})}"
-        )
-    metric = entry["avg@n"]
-    return {int(budget): float(values[metric]) for budget, values in entry["budgets"].items()}
+    return [step_point(step, by_step[step], reward) for step in sorted(by_step)]
 
 
 @dataclass(frozen=True)
-class GenerationStats:
+class EvalSummary:
+    """One model's responses to one condition's test problems (means over samples)."""
+
     samples: int
-    response_length: float
-    accuracy_boxed: float  # strict: the last \boxed{} integer equals the answer
+    accuracy: dict[int, float]  # budget -> share graded correct (the pipeline's grade)
+    strict: float  # the last boxed integer is the answer (whole responses)
+    length: float
+    tokens_needed: float
+    depth_needed: float
+    depth_written: float
+    depth_reached: float
+    full_written: float  # share that wrote at least the steps needed
+    full_reached: float  # share whose steps were all right, to the full depth
     c_context: float
     r_context: float
     loop_share: float
-    stopped: float  # share that ended with the end-of-turn token within max_tokens
+    repeats: float
 
 
-def generation_stats(config: dict[str, Any], key: str, bench: str) -> GenerationStats:
-    """Per-response statistics of ``key``'s generations on ``bench`` (its whole responses)."""
-    from lie.jsonl import read_jsonl
-    from lie.tasks.arithmetic import check
+def eval_summary(rows: Sequence[dict[str, Any]], depths: tuple[int, int], where: str) -> EvalSummary:
+    """Means over the rows whose depth needed is in ``depths`` (inclusive)."""
+    mine = [r for r in rows if depths[0] <= r["depth_needed"] <= depths[1]]
+    if not mine:
+        raise LieError(f"{where}: no responses to problems of depth {depths[0]}-{depths[1]}")
+    budgets = sorted({int(b) for b in mine[0]["correct"]})
 
-    path = Layout(config).generations(key, bench)
-    if not path.exists():
-        raise LieError(f"{path} is missing; generate with {key} first (snakemake ... study)")
-    reward = loop_config(config)
-    rows = []
-    for lineno, obj in read_jsonl(path):
-        try:
-            text, ids, gold = obj["text"], obj["token_ids"], obj["gold"]
-        except KeyError as exc:
-            raise LieError(f"{path} line {lineno}: missing field {exc}") from None
-        stats = ngram_stats(text, ids, n=reward.n, unit=reward.unit)
-        try:
-            correct = check(text, int(gold))
-        except ValueError:
-            raise LieError(
-                f"{path} line {lineno}: gold {gold!r} is not an integer (arithmetic task?)"
-            ) from None
-        rows.append(
-            (
-                len(ids),
-                correct,
-                c_context(stats, reward),
-                r_context(stats),
-                redundancy_penalty(stats, True, reward) < 0,
-                obj.get("finish_reason") == "stop",
-            )
-        )
-    if not rows:
-        raise LieError(f"{path}: no generations")
-    size = len(rows)
-    columns = list(zip(*rows))
-    return GenerationStats(size, *(sum(float(v) for v in column) / size for column in columns))
+    def mean(column: str) -> float:
+        return _mean([float(r[column]) for r in mine])
 
-
-def needed_tokens(config: dict[str, Any], bench: str, tokenizer_dir: str | Path) -> dict[str, float] | None:
-    """Full-solution tokens of ``bench``'s problems (mean, min, max), or None when it is not synthetic."""
-    from lie.data.spec import dataset_spec
-    from lie.engines.generation import load_tokenizer
-    from lie.tasks.arithmetic import generate
-
-    spec = dataset_spec(config, bench)
-    if not spec.synthetic:
-        return None
-    s = spec.synthetic
-    problems = generate(s["count"], s["seed"], s["min_depth"], s["max_depth"])
-    tokenizer = load_tokenizer(str(tokenizer_dir))
-    lengths = [len(tokenizer(p.solution(), add_special_tokens=False)["input_ids"]) + 1 for p in problems]
-    return {"mean": sum(lengths) / len(lengths), "min": float(min(lengths)), "max": float(max(lengths))}
+    return EvalSummary(
+        samples=len(mine),
+        accuracy={b: _mean([float(r["correct"][str(b)]) for r in mine]) for b in budgets},
+        strict=mean("strict"),
+        length=mean("num_tokens"),
+        tokens_needed=mean("tokens_needed"),
+        depth_needed=mean("depth_needed"),
+        depth_written=mean("depth_written"),
+        depth_reached=mean("depth_reached"),
+        full_written=_mean([float(r["depth_written"] >= r["depth_needed"]) for r in mine]),
+        full_reached=_mean([float(r["depth_reached"] >= r["depth_needed"]) for r in mine]),
+        c_context=mean("c_context"),
+        r_context=mean("r_context"),
+        loop_share=mean("loop"),
+        repeats=mean("repeats"),
+    )

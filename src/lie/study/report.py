@@ -1,13 +1,18 @@
-"""The study's figures and tables: every arm's seeds aggregated (mean, min, max), from files only.
+"""The study's figures and tables, per condition, from files only (``lie study-report``).
 
-Outputs under the config's ``outdir`` (:func:`study_paths`):
-- ``figures/study_dynamics.png``: accuracy, response length, ``C_context``, ``R_context`` and the
-  share of looping responses against the training step, one mean line and a min-max band over
-  seeds per arm (a running mean over :data:`SMOOTH` steps, drawn; the CSV keeps raw steps);
-- ``figures/study_budget.png``: accuracy against the test-time budget per arm (mean, min-max over
-  seeds) with the supervised base model; ``figures/study.png``: both, one figure for the README;
-- ``tables/study_steps.csv`` (per run and step), ``tables/study_budget.csv`` (per run and budget),
-  ``tables/study_summary.{md,csv}`` (per arm).
+Reads the runs' rollouts, the per-response columns of every evaluation (``lie study-responses``)
+and of the probes (``lie study-probe``); writes under the config's ``outdir`` (:func:`study_paths`):
+
+- ``figures/study_dynamics.png``: per condition (rows), accuracy, trap index, response length,
+  ``C_context``, ``R_context`` and the looping share against the training step, a mean line and a
+  min-max band over seeds per arm (drawn as a running mean over :data:`SMOOTH` steps);
+- ``figures/study_budget.png``: per condition, accuracy against the test-time budget per arm, with
+  the supervised model; ``figures/study.png``: both, one figure for the README;
+- ``tables/study_steps.csv`` (per run and step), ``tables/study_budget.csv`` (per model, condition
+  and budget), ``tables/study_summary.csv`` (per condition and arm: mean, min, max over seeds),
+  ``tables/study_paired.csv`` (arm minus baseline by seed, mean and 95% interval, verdicts) and
+  ``tables/study_summary.md``: the pre-registered comparison, the gates, then per condition the
+  arms and their paired differences.
 """
 
 from __future__ import annotations
@@ -21,17 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from lie import config as cfgmod
-from lie.errors import LieError
 from lie.layout import Layout
-from lie.study.inputs import (
-    GenerationStats,
-    StepPoint,
-    budget_accuracy,
-    generation_stats,
-    needed_tokens,
-    run_curve,
-)
-from lie.study.spec import StudySpec, study_spec
+from lie.study.gates import GateResult, gates_markdown, measure_all
+from lie.study.inputs import EvalSummary, StepPoint, eval_summary, run_curve
+from lie.study.paired import Paired, paired, verdict
+from lie.study.paths import StudyPaths
+from lie.study.responses import read_rows
+from lie.study.spec import Condition, StudySpec, study_spec
 
 log = logging.getLogger(__name__)
 
@@ -39,14 +40,84 @@ SMOOTH = 5  # steps of the running mean drawn in the dynamics panels
 EDGE_STEPS = 5  # "first" and "last" training steps averaged in the summary table
 PANELS = (
     ("accuracy", "accuracy (training samples)", "share correct"),
+    ("trap_index", "trap index (groups all same grade)", "share of groups"),
     ("response_length", "response length", "tokens (mean)"),
     ("c_context", "C_context (distinct n-grams)", "mean per response"),
     ("r_context", "R_context (distinct / all n-grams)", "mean per response"),
-    ("loop_share", "looping responses (R_red's test fires)", "share of responses"),
+    ("loop_share", "looping responses (R_red's test)", "share of responses"),
 )
 # Smallest y ranges drawn (low, high): a share that moves by 0.002 must not fill its panel.
-MIN_RANGE = {"accuracy": (0.0, 0.5), "r_context": (0.9, 1.0), "loop_share": (0.0, 0.1)}
+MIN_RANGE = {
+    "accuracy": (0.0, 0.5),
+    "trap_index": (0.0, 1.0),
+    "r_context": (0.9, 1.0),
+    "loop_share": (0.0, 0.1),
+}
 COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
+
+# (column, title, digits): per model and condition; "train_" columns are runs only.
+SUMMARY_COLUMNS = (
+    ("acc_limit", "accuracy @ training limit", 3),
+    ("acc_max", "accuracy @ largest budget", 3),
+    ("strict", "strict boxed accuracy", 3),
+    ("depth_reached", "depth reached (test)", 2),
+    ("full_reached", "share reaching full depth (test)", 3),
+    ("eval_length", "eval length (tokens)", 1),
+    ("eval_c_context", "eval C_context", 1),
+    ("eval_r_context", "eval R_context", 3),
+    ("eval_loop", "eval looping share", 3),
+    ("train_acc_last", f"train accuracy, last {EDGE_STEPS} steps", 3),
+    ("train_trap_first", f"trap index, first {EDGE_STEPS} steps", 2),
+    ("train_trap_last", f"trap index, last {EDGE_STEPS} steps", 2),
+    ("train_trap_mean", "trap index, all steps", 3),
+    ("train_len_first", f"train length, first {EDGE_STEPS} steps", 1),
+    ("train_len_last", f"train length, last {EDGE_STEPS} steps", 1),
+    ("train_loop_last", f"train looping share, last {EDGE_STEPS} steps", 3),
+    ("train_red_applied", "share of samples R_red penalised", 4),
+)
+DIGITS = {c: d for c, _, d in SUMMARY_COLUMNS}
+TITLES = {c: t for c, t, _ in SUMMARY_COLUMNS}
+# Paired differences (arm minus baseline, same seed) reported for every arm.
+PAIRED_COLUMNS = (
+    "acc_limit", "acc_max", "depth_reached", "full_reached", "eval_length", "eval_loop",
+    "train_trap_mean", "train_loop_last",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A pre-registered comparison (docs/study/preregistration.md): ``minuend - subtrahend`` on ``column``."""
+
+    name: str
+    text: str
+    minuend: str  # arm name, resolved from the spec
+    subtrahend: str
+    column: str
+    prediction: str  # "positive" or "zero"
+
+
+def predictions(spec: StudySpec, condition: Condition) -> list[Prediction]:
+    """The primary comparison of ``condition``, and in a "positive" condition the secondary ones."""
+    out = [
+        Prediction("primary", "GRPO + LIE minus GRPO, test accuracy at the training limit", spec.primary,
+                   spec.baseline, "acc_limit", condition.prediction)
+    ]  # fmt: skip
+    if condition.prediction != "positive":
+        return out
+    if condition.arm(spec.length_only) is not None:
+        out += [
+            Prediction("S1", "length-only arm loops more than LIE (test)", spec.length_only, spec.primary,
+                       "eval_loop", "positive"),
+            Prediction("S1b", "length-only arm loops more than LIE (training, last steps)", spec.length_only,
+                       spec.primary, "train_loop_last", "positive"),
+        ]  # fmt: skip
+    out += [
+        Prediction("S2", "LIE lowers the trap index (training, all steps): GRPO minus LIE", spec.baseline,
+                   spec.primary, "train_trap_mean", "positive"),
+        Prediction("S3", "LIE reaches deeper at test: depth reached, LIE minus GRPO", spec.primary,
+                   spec.baseline, "depth_reached", "positive"),
+    ]  # fmt: skip
+    return out
 
 
 def study_paths(layout: Layout) -> list[Path]:
@@ -58,6 +129,7 @@ def study_paths(layout: Layout) -> list[Path]:
         tables / "study_steps.csv",
         tables / "study_budget.csv",
         tables / "study_summary.csv",
+        tables / "study_paired.csv",
         tables / "study_summary.md",
     ]
 
@@ -65,12 +137,13 @@ def study_paths(layout: Layout) -> list[Path]:
 def study_inputs(config: dict[str, Any], layout: Layout) -> dict[str, list[str]]:
     """Every file :func:`build_study` reads (the ``study`` rule's inputs), by kind."""
     spec = study_spec(config)
-    keys = [*spec.runs, spec.base_model]
+    paths = StudyPaths(layout)
+    keys = [*spec.runs, *spec.base_models]
     return {
         "runs": [str(layout.run_dir(run).final_json) for run in spec.runs],
-        "summaries": [str(layout.summary(key)) for key in keys],
-        "generations": [str(layout.generations(key, spec.bench)) for key in keys],
-        "base": [str(layout.base_model(spec.base_model))],
+        "responses": [str(paths.responses(key)) for key in keys],
+        "probes": [str(paths.probe_responses(m)) for m in spec.base_models],
+        "gates": [str(p) for p in paths.gates],
     }
 
 
@@ -88,12 +161,7 @@ def band(series: Sequence[dict[int, float]]) -> Band:
     """Aggregate per-seed ``{x: value}`` on the x values common to all seeds."""
     common = sorted(set.intersection(*(set(s) for s in series))) if series else []
     values = [[s[x] for s in series] for x in common]
-    return Band(
-        common,
-        [sum(v) / len(v) for v in values],
-        [min(v) for v in values],
-        [max(v) for v in values],
-    )
+    return Band(common, [sum(v) / len(v) for v in values], [min(v) for v in values], [max(v) for v in values])
 
 
 def running_mean(values: Sequence[float], window: int) -> list[float]:
@@ -109,141 +177,34 @@ def running_mean(values: Sequence[float], window: int) -> list[float]:
 class StudyData:
     spec: StudySpec
     curves: dict[str, list[StepPoint]]  # run -> steps
-    budgets: dict[str, dict[int, float]]  # run or base model -> budget -> accuracy
-    generations: dict[str, GenerationStats]  # run or base model -> statistics of its generations
-    needed: dict[str, float] | None
+    evals: dict[tuple[str, str], EvalSummary]  # (condition, run or base model) -> test responses
+    gates: list[GateResult]
     train_limit: int
-    seeds: dict[str, Any]
+    seeds: dict[str, int]
 
     def arm_band(self, arm_runs: Sequence[str], metric: str) -> Band:
         return band([{p.step: getattr(p, metric) for p in self.curves[run]} for run in arm_runs])
 
-    def budget_band(self, keys: Sequence[str]) -> Band:
-        return band([self.budgets[key] for key in keys])
+    def budget_band(self, condition: str, keys: Sequence[str]) -> Band:
+        return band([self.evals[(condition, key)].accuracy for key in keys])
 
 
 def collect(config: dict[str, Any]) -> StudyData:
     """Everything the figures and tables need, read from the files of a finished study."""
     spec = study_spec(config)
-    layout = Layout(config)
-    keys = [*spec.runs, spec.base_model]
+    paths = StudyPaths(Layout(config))
     curves = {run: run_curve(config, run) for run in spec.runs}
-    budgets = {key: budget_accuracy(config, key, spec.bench) for key in keys}
-    gens = {key: generation_stats(config, key, spec.bench) for key in keys}
-    base_dir = layout.base_model(spec.base_model)
-    if not base_dir.exists():
-        raise LieError(f"{base_dir} is missing; build study.base_model {spec.base_model!r} first")
-    needed = needed_tokens(config, spec.bench, base_dir)
+    evals = {}
+    for c in spec.conditions:
+        for key in [*c.runs, c.base_model]:
+            where = str(paths.responses(key))
+            evals[(c.name, key)] = eval_summary(read_rows(paths.responses(key)), c.depths, where)
     limit = int((config.get("training") or {}).get("max_response_length") or 0)
-    seeds = {run: cfgmod.run_settings(config, run).get("seed") for run in spec.runs}
-    return StudyData(spec, curves, budgets, gens, needed, limit, seeds)
+    seeds = {run: int(cfgmod.run_settings(config, run).get("seed") or 0) for run in spec.runs}
+    return StudyData(spec, curves, evals, measure_all(config), limit, seeds)
 
 
-def _figure(width: float, height: float) -> Any:
-    from matplotlib.figure import Figure
-
-    return Figure(figsize=(width, height), dpi=100, layout="constrained")
-
-
-def _draw_band(ax: Any, b: Band, colour: str, label: str, smooth: int = 1) -> None:
-    mean = running_mean(b.mean, smooth)
-    low, high = running_mean(b.low, smooth), running_mean(b.high, smooth)
-    ax.plot(b.x, mean, color=colour, label=label, linewidth=1.8)
-    ax.fill_between(b.x, low, high, color=colour, alpha=0.18, linewidth=0)
-
-
-def _dynamics_panels(data: StudyData, axes: Sequence[Any]) -> None:
-    for ax, (metric, title, ylabel) in zip(axes, PANELS):
-        for i, arm in enumerate(data.spec.arms):
-            b = data.arm_band(arm.runs, metric)
-            _draw_band(ax, b, COLOURS[i % len(COLOURS)], f"{arm.label} (n={len(arm.runs)})", SMOOTH)
-        if metric == "response_length" and data.needed:
-            ax.axhline(data.needed["mean"], color="0.3", linestyle="--", linewidth=1)
-            ax.text(
-                ax.get_xlim()[0], data.needed["mean"], " full solution (test set)", va="bottom", fontsize=7
-            )
-        if metric in MIN_RANGE:
-            low, high = ax.get_ylim()
-            ax.set_ylim(min(low, MIN_RANGE[metric][0]), max(high, MIN_RANGE[metric][1]))
-        ax.set_title(title, fontsize=9)
-        ax.set_xlabel("training step", fontsize=8)
-        ax.set_ylabel(ylabel, fontsize=8)
-        ax.tick_params(labelsize=7)
-        ax.grid(alpha=0.3)
-
-
-def _budget_panel(data: StudyData, ax: Any) -> None:
-    for i, arm in enumerate(data.spec.arms):
-        b = data.budget_band(arm.runs)
-        colour = COLOURS[i % len(COLOURS)]
-        ax.plot(b.x, b.mean, color=colour, marker="o", markersize=3, label=arm.label, linewidth=1.8)
-        ax.fill_between(b.x, b.low, b.high, color=colour, alpha=0.18, linewidth=0)
-    base = data.budgets[data.spec.base_model]
-    xs = sorted(base)
-    ax.plot(
-        xs, [base[x] for x in xs], color="0.4", linestyle=":", marker=".", label="supervised base (step 0)"
-    )
-    if data.needed:
-        ax.axvline(data.needed["mean"], color="0.3", linestyle="--", linewidth=1)
-    if data.train_limit:
-        ax.axvline(data.train_limit, color="0.6", linestyle="-.", linewidth=1)
-    low, high = ax.get_ylim()
-    ax.set_ylim(min(low, 0.0), max(high, 0.5))
-    ax.set_title(f"accuracy vs test-time budget ({data.spec.bench})", fontsize=9)
-    ax.set_xlabel("budget (tokens); -- full solution, -. training limit", fontsize=8)
-    ax.set_ylabel("avg@n", fontsize=8)
-    ax.tick_params(labelsize=7)
-    ax.grid(alpha=0.3)
-
-
-def dynamics_figure(data: StudyData, path: Path) -> None:
-    fig = _figure(15, 3.2)
-    axes = fig.subplots(1, len(PANELS))
-    _dynamics_panels(data, axes)
-    axes[0].legend(fontsize=7, loc="best")
-    fig.suptitle(f"training dynamics: mean over seeds (line, {SMOOTH}-step running mean) and min-max (band)")
-    fig.savefig(path)
-
-
-def budget_figure(data: StudyData, path: Path) -> None:
-    fig = _figure(5.5, 4)
-    ax = fig.subplots()
-    _budget_panel(data, ax)
-    ax.legend(fontsize=7, loc="best")
-    fig.savefig(path)
-
-
-def combined_figure(data: StudyData, path: Path) -> None:
-    fig = _figure(12, 6.6)
-    axes = fig.subplots(2, 3).ravel()
-    _dynamics_panels(data, axes[:5])
-    _budget_panel(data, axes[5])
-    axes[5].legend(fontsize=7, loc="best")  # one legend: every arm and the base model
-    fig.suptitle(
-        "Shallow Exploration Trap, CPU study: mean over seeds (line) and min-max (band); "
-        f"dynamics drawn as a {SMOOTH}-step running mean",
-        fontsize=10,
-    )
-    fig.savefig(path, dpi=72)
-
-
-def step_rows(data: StudyData) -> list[dict[str, Any]]:
-    rows = []
-    for arm in data.spec.arms:
-        for run in arm.runs:
-            for point in data.curves[run]:
-                rows.append({"arm": arm.name, "run": run, "seed": data.seeds[run], **point.as_dict()})
-    return rows
-
-
-def budget_rows(data: StudyData) -> list[dict[str, Any]]:
-    rows = []
-    groups = [(arm.name, arm.runs) for arm in data.spec.arms] + [("base", (data.spec.base_model,))]
-    for name, keys in groups:
-        for key in keys:
-            for budget, accuracy in sorted(data.budgets[key].items()):
-                rows.append({"arm": name, "key": key, "budget": budget, "accuracy": accuracy})
-    return rows
+# ---- tables
 
 
 def _edge(points: Sequence[StepPoint], metric: str, last: bool) -> float:
@@ -251,133 +212,259 @@ def _edge(points: Sequence[StepPoint], metric: str, last: bool) -> float:
     return sum(getattr(p, metric) for p in chosen) / len(chosen)
 
 
-SUMMARY_COLUMNS = (
-    ("acc_train_limit", "accuracy @ training limit"),
-    ("acc_max_budget", "accuracy @ largest budget"),
-    ("acc_boxed", "strict boxed accuracy"),
-    ("eval_length", "eval length (tokens)"),
-    ("eval_c_context", "eval C_context"),
-    ("eval_r_context", "eval R_context"),
-    ("eval_loop_share", "eval looping share"),
-    ("train_acc_first", f"train accuracy, first {EDGE_STEPS} steps"),
-    ("train_acc_last", f"train accuracy, last {EDGE_STEPS} steps"),
-    ("train_length_first", f"train length, first {EDGE_STEPS} steps"),
-    ("train_length_last", f"train length, last {EDGE_STEPS} steps"),
-    ("train_loop_last", f"train looping share, last {EDGE_STEPS} steps"),
-)
-
-
-def _key_summary(data: StudyData, key: str) -> dict[str, float | None]:
-    budgets = data.budgets[key]
-    limit = data.train_limit if data.train_limit in budgets else None
-    gen = data.generations[key]
+def key_summary(data: StudyData, condition: str, key: str) -> dict[str, float | None]:
+    """Every summary column of one model (a run, or the supervised base model) in one condition."""
+    e = data.evals[(condition, key)]
     out: dict[str, float | None] = {
-        "acc_train_limit": budgets[limit] if limit is not None else None,
-        "acc_max_budget": budgets[max(budgets)],
-        "acc_boxed": gen.accuracy_boxed,
-        "eval_length": gen.response_length,
-        "eval_c_context": gen.c_context,
-        "eval_r_context": gen.r_context,
-        "eval_loop_share": gen.loop_share,
+        "acc_limit": e.accuracy.get(data.train_limit),
+        "acc_max": e.accuracy[max(e.accuracy)],
+        "strict": e.strict,
+        "depth_reached": e.depth_reached,
+        "full_reached": e.full_reached,
+        "eval_length": e.length,
+        "eval_c_context": e.c_context,
+        "eval_r_context": e.r_context,
+        "eval_loop": e.loop_share,
     }
     points = data.curves.get(key)
     for name, metric, last in (
-        ("train_acc_first", "accuracy", False),
         ("train_acc_last", "accuracy", True),
-        ("train_length_first", "response_length", False),
-        ("train_length_last", "response_length", True),
+        ("train_trap_first", "trap_index", False),
+        ("train_trap_last", "trap_index", True),
+        ("train_len_first", "response_length", False),
+        ("train_len_last", "response_length", True),
         ("train_loop_last", "loop_share", True),
     ):
         out[name] = _edge(points, metric, last) if points else None
+    out["train_trap_mean"] = sum(p.trap_index for p in points) / len(points) if points else None
+    out["train_red_applied"] = (
+        sum(p.red_applied * p.samples for p in points) / sum(p.samples for p in points) if points else None
+    )
     return out
 
 
 def summary_rows(data: StudyData) -> list[dict[str, Any]]:
-    """Per arm: mean, min and max over seeds of every summary column; the base model as one row."""
+    """Per condition: the supervised model, then each arm (mean, min and max over seeds)."""
     rows = []
-    base = _key_summary(data, data.spec.base_model)
-    rows.append({"arm": "base", "label": "supervised base (step 0)", "seeds": 1}
-                | {f"{c}_{s}": base[c] for c, _ in SUMMARY_COLUMNS for s in ("mean", "min", "max")})  # fmt: skip
-    for arm in data.spec.arms:
-        per_run = [_key_summary(data, run) for run in arm.runs]
-        row: dict[str, Any] = {"arm": arm.name, "label": arm.label, "seeds": len(arm.runs)}
-        for column, _ in SUMMARY_COLUMNS:
-            values = [r[column] for r in per_run if r[column] is not None]
-            row[f"{column}_mean"] = sum(values) / len(values) if values else None
-            row[f"{column}_min"] = min(values) if values else None
-            row[f"{column}_max"] = max(values) if values else None
-        rows.append(row)
+    for c in data.spec.conditions:
+        base = key_summary(data, c.name, c.base_model)
+        row = {"condition": c.name, "arm": "base", "label": "supervised model (step 0)", "seeds": 1}
+        rows.append(
+            row | {f"{col}_{s}": base[col] for col, _, _ in SUMMARY_COLUMNS for s in ("mean", "min", "max")}
+        )
+        for arm in c.arms:
+            per_run = [key_summary(data, c.name, run) for run in arm.runs]
+            row = {"condition": c.name, "arm": arm.name, "label": arm.label, "seeds": len(arm.runs)}
+            for col, _, _ in SUMMARY_COLUMNS:
+                values = [r[col] for r in per_run if r[col] is not None]
+                row[f"{col}_mean"] = sum(values) / len(values) if values else None
+                row[f"{col}_min"] = min(values) if values else None
+                row[f"{col}_max"] = max(values) if values else None
+            rows.append(row)
     return rows
 
 
-def _cell(row: dict[str, Any], column: str, seeds: int) -> str:
-    mean = row[f"{column}_mean"]
-    if mean is None:
+def per_seed(data: StudyData, condition: Condition, arm: str, column: str) -> dict[int, float]:
+    runs = condition.arm(arm).runs  # type: ignore[union-attr]
+    return {data.seeds[run]: key_summary(data, condition.name, run)[column] for run in runs}  # type: ignore[misc]
+
+
+def paired_rows(data: StudyData) -> list[dict[str, Any]]:
+    """Every arm minus the baseline on :data:`PAIRED_COLUMNS`, then the pre-registered comparisons."""
+    spec, rows = data.spec, []
+
+    def row(c: Condition, comparison: str, column: str, p: Paired, **extra: Any) -> dict[str, Any]:
+        half = p.half_width
+        return {
+            "condition": c.name, "comparison": comparison, "measure": column,
+            "seeds": " ".join(str(s) for s in p.seeds), "diffs": " ".join(f"{d:.4f}" for d in p.diffs),
+            "mean": p.mean, "low": None if half is None else p.mean - half,
+            "high": None if half is None else p.mean + half, "positive": p.positive, "n": len(p.diffs),
+            **extra,
+        }  # fmt: skip
+
+    for c in spec.conditions:
+        base = c.arm(spec.baseline)
+        for arm in c.arms:
+            if arm is base:
+                continue
+            for column in PAIRED_COLUMNS:
+                p = paired(per_seed(data, c, arm.name, column), per_seed(data, c, spec.baseline, column))
+                rows.append(row(c, f"{arm.name} - {spec.baseline}", column, p))
+        for pred in predictions(spec, c):
+            p = paired(
+                per_seed(data, c, pred.minuend, pred.column), per_seed(data, c, pred.subtrahend, pred.column)
+            )
+            rows.append(
+                row(c, f"{pred.minuend} - {pred.subtrahend}", pred.column, p, registered=pred.name,
+                    prediction=pred.prediction,
+                    verdict=verdict(p, pred.prediction, spec.min_positive_seeds, spec.zero_margin))
+            )  # fmt: skip
+    return rows
+
+
+def _fmt(value: float | None, digits: int, signed: bool = False) -> str:
+    if value is None:
         return "—"
-    digits = 1 if "length" in column or "c_context" in column else 2
-    if seeds == 1:
-        return f"{mean:.{digits}f}"
-    return f"{mean:.{digits}f} [{row[f'{column}_min']:.{digits}f}, {row[f'{column}_max']:.{digits}f}]"
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 
-def summary_markdown(data: StudyData, rows: list[dict[str, Any]]) -> str:
-    head = ["arm", "seeds", *(title for _, title in SUMMARY_COLUMNS)]
+def _cell(row: dict[str, Any], column: str) -> str:
+    digits = DIGITS[column]
+    mean = row[f"{column}_mean"]
+    if mean is None or row["seeds"] == 1:
+        return _fmt(mean, digits)
+    return (
+        f"{_fmt(mean, digits)} [{_fmt(row[f'{column}_min'], digits)}, {_fmt(row[f'{column}_max'], digits)}]"
+    )
+
+
+def _interval(r: dict[str, Any], digits: int) -> str:
+    if r["low"] is None:
+        return _fmt(r["mean"], digits, True)
+    return (
+        f"{_fmt(r['mean'], digits, True)} [{_fmt(r['low'], digits, True)}, {_fmt(r['high'], digits, True)}]"
+    )
+
+
+def _diffs(r: dict[str, Any], digits: int) -> str:
+    pairs = zip(r["seeds"].split(), r["diffs"].split())
+    return ", ".join(f"s{s}: {float(d):+.{digits}f}" for s, d in pairs)
+
+
+def verdict_markdown(rows: Sequence[dict[str, Any]]) -> list[str]:
     lines = [
-        "# CPU study of the Shallow Exploration Trap: summary",
+        "## The pre-registered comparison (docs/study/preregistration.md)",
         "",
-        f"Generated by `lie study-report` from the files under the study's outdir. Benchmark "
-        f"`{data.spec.bench}`; cells are the mean over seeds and [min, max]. Budgets are tokens; the "
-        f"training limit is {data.train_limit} tokens. Accuracy is the pipeline's grade (math-verify, "
-        "which also takes an unboxed last number); the strict column needs the last `\\boxed{}` to "
-        "hold the answer (whole responses). Looping = `R_red`'s test fires (reward knobs of the config).",
+        "Paired by seed (same supervised model, data order and first rollout batch). Mean with a 95% "
+        "Student-t interval over seeds.",
         "",
+        "| condition | id | comparison | measure | predicted | per seed | > 0 | mean [95% interval] | verdict |",
+        "|:---|:---|:---|:---|:---|:---|---:|---:|:---|",
     ]
-    if data.needed:
-        lines += [
-            f"A full solution of a test problem takes {data.needed['mean']:.1f} tokens on average "
-            f"({data.needed['min']:.0f} to {data.needed['max']:.0f}).",
-            "",
-        ]
+    for r in rows:
+        if not r.get("registered"):
+            continue
+        digits = DIGITS[r["measure"]]
+        lines.append(
+            f"| {r['condition']} | {r['registered']} | {r['comparison']} | {TITLES[r['measure']]} | "
+            f"{r['prediction']} | {_diffs(r, digits)} | {r['positive']}/{r['n']} | {_interval(r, digits)} | "
+            f"**{r['verdict']}** |"
+        )
+    return lines
+
+
+def condition_markdown(data: StudyData, c: Condition, summary: Sequence[dict[str, Any]],
+                       paired_: Sequence[dict[str, Any]]) -> list[str]:  # fmt: skip
+    budgets = sorted(data.evals[(c.name, c.base_model)].accuracy)
+    e = data.evals[(c.name, c.base_model)]
+    lines = [
+        f"## {c.label} (condition `{c.name}`)",
+        "",
+        f"Test problems of depth {c.depths[0]}-{c.depths[1]} ({e.samples} samples of the supervised model; "
+        f"a full solution takes {e.tokens_needed:.1f} tokens on average); budgets {budgets} tokens, "
+        f"training limit {data.train_limit}. Cells: mean over seeds [min, max].",
+        "",
+        "| arm | seeds | " + " | ".join(t for _, t, _ in SUMMARY_COLUMNS) + " |",
+        "|:---|---:|" + "---:|" * len(SUMMARY_COLUMNS),
+    ]
+    for row in summary:
+        if row["condition"] == c.name:
+            cells = [row["label"], str(row["seeds"]), *(_cell(row, col) for col, _, _ in SUMMARY_COLUMNS)]
+            lines.append("| " + " | ".join(cells) + " |")
     lines += [
-        "| " + " | ".join(head) + " |",
-        "|" + "|".join([":---", "---:"] + ["---:"] * len(SUMMARY_COLUMNS)) + "|",
+        "",
+        f"Paired differences, arm minus {data.spec.baseline} with the same seed: per seed, mean [95% interval].",
+        "",
+        "| comparison | measure | per seed | > 0 | mean [95% interval] |",
+        "|:---|:---|:---|---:|---:|",
     ]
-    for row in rows:
-        cells = [row["label"], str(row["seeds"]), *(_cell(row, c, row["seeds"]) for c, _ in SUMMARY_COLUMNS)]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    for r in paired_:
+        if r["condition"] == c.name and not r.get("registered"):
+            digits = DIGITS[r["measure"]]
+            lines.append(
+                f"| {r['comparison']} | {TITLES[r['measure']]} | {_diffs(r, digits)} | {r['positive']}/{r['n']} | "
+                f"{_interval(r, digits)} |"
+            )
+    return lines
+
+
+def summary_markdown(
+    data: StudyData, summary: Sequence[dict[str, Any]], paired_: Sequence[dict[str, Any]]
+) -> str:
+    lines = [
+        "# CPU study of the Shallow Exploration Trap: results",
+        "",
+        f"Generated by `lie study-report` from the files under the study's outdir (benchmark "
+        f"`{data.spec.bench}`). Accuracy is the pipeline's grade (math-verify, as the reward) at a token "
+        "budget; strict: the last `\\boxed{}` holds the answer (whole responses). Depth reached: steps "
+        "right from the start, up to the first wrong one; looping: `R_red`'s test fires (the config's reward knobs, "
+        "every arm alike); trap index: share of prompt groups whose samples all got the same grade.",
+        "",
+        *verdict_markdown(paired_),
+        "",
+        gates_markdown(data.spec, data.gates).replace("# Gates", "## Gates", 1),
+    ]
+    for c in data.spec.conditions:
+        lines += [*condition_markdown(data, c, summary, paired_), ""]
+    return "\n".join(lines)
+
+
+def step_rows(data: StudyData) -> list[dict[str, Any]]:
+    rows = []
+    for c in data.spec.conditions:
+        for arm in c.arms:
+            for run in arm.runs:
+                for point in data.curves[run]:
+                    rows.append({"condition": c.name, "arm": arm.name, "run": run, "seed": data.seeds[run],
+                                 **point.as_dict()})  # fmt: skip
+    return rows
+
+
+def budget_rows(data: StudyData) -> list[dict[str, Any]]:
+    rows = []
+    for c in data.spec.conditions:
+        for name, keys in [(a.name, a.runs) for a in c.arms] + [("base", (c.base_model,))]:
+            for key in keys:
+                for budget, accuracy in sorted(data.evals[(c.name, key)].accuracy.items()):
+                    rows.append(
+                        {"condition": c.name, "arm": name, "key": key, "budget": budget, "accuracy": accuracy}
+                    )
+    return rows
 
 
 def csv_text(rows: Sequence[dict[str, Any]]) -> str:
     if not rows:
         return ""
+    fields = list(dict.fromkeys(k for row in rows for k in row))
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
+    writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+        writer.writerow({k: ("" if row.get(k) is None else row[k]) for k in fields})
     return out.getvalue()
 
 
 def build_study(config: dict[str, Any]) -> list[Path]:
     """Read the study's files and write its figures and tables; return their paths."""
     from lie.jsonl import atomic_output
+    from lie.study.figures import budget_figure, combined_figure, dynamics_figure
 
     data = collect(config)
-    layout = Layout(config)
-    paths = study_paths(layout)
+    paths = study_paths(Layout(config))
     for folder in {p.parent for p in paths}:
         folder.mkdir(parents=True, exist_ok=True)
-    dynamics, budget, combined, steps_csv, budget_csv, summary_csv, summary_md = paths
+    dynamics, budget, combined, steps_csv, budget_csv, summary_csv, paired_csv, summary_md = paths
     dynamics_figure(data, dynamics)
     budget_figure(data, budget)
     combined_figure(data, combined)
-    summary = summary_rows(data)
+    summary, paired_ = summary_rows(data), paired_rows(data)
     for path, text in (
         (steps_csv, csv_text(step_rows(data))),
         (budget_csv, csv_text(budget_rows(data))),
         (summary_csv, csv_text(summary)),
-        (summary_md, summary_markdown(data, summary)),
+        (paired_csv, csv_text(paired_)),
+        (summary_md, summary_markdown(data, summary, paired_)),
     ):
         with atomic_output(path) as out:
             out.write(text)

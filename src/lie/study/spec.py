@@ -1,7 +1,9 @@
-"""The ``study:`` section of a config: arms (a label and one run per seed), base model, benchmark.
+"""The ``study:`` section of a config: conditions, arms, the probe, the gates and the verdict rule.
 
 The schema checks the shape; here the names are checked against the rest of the config, so that
-a typo stops with the key that holds it rather than with a missing file later.
+a typo stops with the key that holds it rather than with a missing file later. The thresholds are
+the pre-registered ones (docs/study/preregistration.md): the code reads them from here, never
+from a results file.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from lie.errors import LieError
+
+PREDICTIONS = ("positive", "zero")
 
 
 @dataclass(frozen=True)
@@ -20,14 +24,108 @@ class Arm:
 
 
 @dataclass(frozen=True)
-class StudySpec:
-    arms: tuple[Arm, ...]
+class Condition:
+    name: str
+    label: str
     base_model: str
-    bench: str
+    depths: tuple[int, int]  # depth needed of the test problems that count for this condition
+    trap_index: tuple[float, float]  # the gate: allowed range of the supervised model's trap index
+    prediction: str  # primary arm minus baseline: "positive" or "zero"
+    arms: tuple[Arm, ...]
+
+    def arm(self, name: str) -> Arm | None:
+        return next((a for a in self.arms if a.name == name), None)
 
     @property
     def runs(self) -> list[str]:
         return [run for arm in self.arms for run in arm.runs]
+
+
+@dataclass(frozen=True)
+class Gates:
+    step_accuracy: float  # min share of written steps that are right (probe, each supervised model)
+    full_depth_accuracy: float  # min accuracy of probe samples that wrote the full depth
+    full_depth_samples: int  # min number of those samples (else the gate cannot pass)
+
+
+@dataclass(frozen=True)
+class StudySpec:
+    conditions: tuple[Condition, ...]
+    bench: str
+    baseline: str  # the arm every paired difference subtracts
+    primary: str  # the pre-registered comparison: primary - baseline
+    length_only: str  # the arm whose looping the secondary prediction compares with the primary's
+    probe_n: int
+    probe_seed: int
+    gates: Gates
+    min_positive_seeds: int  # "positive": primary - baseline > 0 in at least this many seeds, mean > 0
+    zero_margin: float  # "zero": |mean primary - baseline| <= this
+
+    @property
+    def runs(self) -> list[str]:
+        return [run for c in self.conditions for run in c.runs]
+
+    @property
+    def base_models(self) -> list[str]:
+        return [c.base_model for c in self.conditions]
+
+
+def _require(section: dict[str, Any], keys: tuple[str, ...], where: str) -> None:
+    for key in keys:
+        if key not in section:
+            raise LieError(f"{where}.{key} is missing")
+
+
+def _arms(section: Any, experiments: dict[str, Any], seen: dict[str, str], where: str) -> tuple[Arm, ...]:
+    if not isinstance(section, dict) or not section:
+        raise LieError(f"{where} must map arm names to {{label, runs}}")
+    arms = []
+    for name, arm in section.items():
+        at = f"{where}.{name}"
+        if not isinstance(arm, dict) or not isinstance(arm.get("runs"), list) or not arm["runs"]:
+            raise LieError(f"{at} must have a label and a non-empty list of runs")
+        for run in arm["runs"]:
+            if run not in experiments:
+                raise LieError(f"{at}.runs names {run!r}, which is not in experiments")
+            if run in seen:
+                raise LieError(f"{at}.runs names {run!r}, already in {seen[run]}")
+            seen[run] = at
+        arms.append(Arm(name, str(arm.get("label") or name), tuple(arm["runs"])))
+    return tuple(arms)
+
+
+def _pair(value: Any, where: str, kind: type) -> tuple[Any, Any]:
+    if not (isinstance(value, list) and len(value) == 2 and value[0] <= value[1]):
+        raise LieError(f"{where} must be [low, high] with low <= high, got {value!r}")
+    return kind(value[0]), kind(value[1])
+
+
+def _condition(name: str, section: Any, config: dict[str, Any], seen: dict[str, str]) -> Condition:
+    where = f"study.conditions.{name}"
+    if not isinstance(section, dict):
+        raise LieError(f"{where} must be a mapping")
+    _require(section, ("label", "base_model", "depths", "trap_index", "prediction", "arms"), where)
+    base = section["base_model"]
+    if base not in ((config.get("evaluation") or {}).get("base_models") or []):
+        raise LieError(f"{where}.base_model {base!r} is not in evaluation.base_models")
+    if section["prediction"] not in PREDICTIONS:
+        raise LieError(f"{where}.prediction must be one of {PREDICTIONS}, got {section['prediction']!r}")
+    arms = _arms(section["arms"], config.get("experiments") or {}, seen, f"{where}.arms")
+    for arm in arms:
+        for run in arm.runs:
+            if config["experiments"][run].get("model") != base:
+                raise LieError(
+                    f"{where}: run {run} starts from {config['experiments'][run].get('model')!r}, not {base!r}"
+                )
+    return Condition(
+        name,
+        str(section["label"]),
+        base,
+        _pair(section["depths"], f"{where}.depths", int),
+        _pair(section["trap_index"], f"{where}.trap_index", float),
+        section["prediction"],
+        arms,
+    )
 
 
 def study_spec(config: dict[str, Any]) -> StudySpec:
@@ -35,33 +133,39 @@ def study_spec(config: dict[str, Any]) -> StudySpec:
     section = config.get("study")
     if not isinstance(section, dict):
         raise LieError(
-            "config has no study: section (arms, base_model, bench); "
+            "config has no study: section (conditions, bench, ...); "
             "run the study with --configfile workflow/configs/study.yaml"
         )
-    for key in ("arms", "base_model", "bench"):
-        if key not in section:
-            raise LieError(f"study.{key} is missing")
-    arms_section = section["arms"]
-    if not isinstance(arms_section, dict) or not arms_section:
-        raise LieError("study.arms must map arm names to {label, runs}")
-    experiments = config.get("experiments") or {}
-    seen: dict[str, str] = {}
-    arms = []
-    for name, arm in arms_section.items():
-        where = f"study.arms.{name}"
-        if not isinstance(arm, dict) or not isinstance(arm.get("runs"), list) or not arm["runs"]:
-            raise LieError(f"{where} must have a label and a non-empty list of runs")
-        for run in arm["runs"]:
-            if run not in experiments:
-                raise LieError(f"{where}.runs names {run!r}, which is not in experiments")
-            if run in seen:
-                raise LieError(f"{where}.runs names {run!r}, already in study.arms.{seen[run]}")
-            seen[run] = name
-        arms.append(Arm(name, str(arm.get("label") or name), tuple(arm["runs"])))
-    evaluation = config.get("evaluation") or {}
-    base, bench = section["base_model"], section["bench"]
-    if base not in (evaluation.get("base_models") or []):
-        raise LieError(f"study.base_model {base!r} is not in evaluation.base_models")
-    if bench not in (evaluation.get("benchmarks") or []):
+    keys = ("conditions", "bench", "baseline", "primary", "length_only", "probe", "gates", "verdict")
+    _require(section, keys, "study")
+    bench = section["bench"]
+    if bench not in ((config.get("evaluation") or {}).get("benchmarks") or []):
         raise LieError(f"study.bench {bench!r} is not in evaluation.benchmarks")
-    return StudySpec(tuple(arms), base, bench)
+    if not isinstance(section["conditions"], dict) or not section["conditions"]:
+        raise LieError("study.conditions must map condition names to their settings")
+    seen: dict[str, str] = {}
+    conditions = tuple(_condition(n, c, config, seen) for n, c in section["conditions"].items())
+    for key in ("baseline", "primary"):
+        for c in conditions:
+            if c.arm(section[key]) is None:
+                raise LieError(f"study.{key} {section[key]!r} is not an arm of study.conditions.{c.name}")
+    gates, probe, verdict = section["gates"], section["probe"], section["verdict"]
+    _require(gates, ("step_accuracy", "full_depth_accuracy", "full_depth_samples"), "study.gates")
+    _require(probe, ("n", "seed"), "study.probe")
+    _require(verdict, ("min_positive_seeds", "zero_margin"), "study.verdict")
+    return StudySpec(
+        conditions=conditions,
+        bench=bench,
+        baseline=section["baseline"],
+        primary=section["primary"],
+        length_only=section["length_only"],
+        probe_n=int(probe["n"]),
+        probe_seed=int(probe["seed"]),
+        gates=Gates(
+            float(gates["step_accuracy"]),
+            float(gates["full_depth_accuracy"]),
+            int(gates["full_depth_samples"]),
+        ),
+        min_positive_seeds=int(verdict["min_positive_seeds"]),
+        zero_margin=float(verdict["zero_margin"]),
+    )

@@ -1,7 +1,9 @@
 """Synthetic tasks written by the project (no fetched data): the smoke run's data and the CPU study.
 
-- :mod:`lie.tasks.arithmetic`: multi-step arithmetic (the smoke run; a guess is mostly wrong);
-- :mod:`lie.tasks.pointer`: pointer chasing (the study; an early answer is wrong by construction);
+- :mod:`lie.tasks.arithmetic`: multi-step arithmetic (the smoke run; an early answer is mostly wrong);
+- :mod:`lie.tasks.chain`: the same, drawn so that an early answer is wrong by construction (the study);
+- :mod:`lie.tasks.pointer`: pointer chasing (wrong by construction too, but a 2-layer 64-wide model
+  did not learn its lookups in the study's supervised budget);
 - :mod:`lie.tasks.shallow`: the supervised stage's shallow, sometimes padded, examples.
 
 A task module has ``generate(count, seed, min_depth, max_depth)`` (problems with ``question()``,
@@ -13,7 +15,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-TASKS = ("arithmetic", "pointer")
+TASKS = ("arithmetic", "chain", "pointer")
 
 
 def task_module(name: str) -> ModuleType:

@@ -5,11 +5,10 @@ solution writes every intermediate result ("7 + 5 = 12. 12 * 2 = 24. 24 - 3 = 21
 ``\\boxed{21}``; difficulty is ``k``. Values stay in 0..99 so that solutions are short. Grading is
 exact: the last ``\\boxed{}`` must hold the integer answer. Deterministic for a seed.
 
-Shallow answers (the CPU study's supervised stage): :func:`truncated_solution` writes the first
-few steps and then jumps to a guess, the running value reached so far (:func:`guess`): the rule
-a policy that stops early can follow, wrong unless the skipped operations happen to cancel out.
-:func:`sampled_solution` stops after each step with a fixed probability, so that the number of
-steps written decays geometrically, the length distribution of the paper's Shallow Exploration Trap.
+Shallow answers (a supervised stage, ``lie.tasks.shallow``): :func:`truncated_solution` writes the
+first few steps and then jumps to a guess, the running value reached so far (:func:`guess`): the
+rule a policy that stops early can follow, wrong unless the skipped operations happen to cancel
+out (so only *mostly* wrong: the CPU study uses ``lie.tasks.pointer``, where it always is).
 """
 
 from __future__ import annotations
@@ -96,27 +95,15 @@ def guess(problem: Problem, keep_steps: int) -> int:
 
 def truncated_solution(problem: Problem, keep_steps: int) -> str:
     """The first ``keep_steps`` steps, then the boxed guess (the full solution when all are kept)."""
-    steps = "".join(f"{s}. " for s in problem.steps()[:keep_steps])
-    return f"{steps}The answer is \\boxed{{{guess(problem, keep_steps)}}}."
+    return written_solution(problem, keep_steps)
 
 
-def sampled_steps(depth: int, rng: random.Random, stop_prob: float) -> int:
-    """Steps written before stopping: after each step (and before the first) stop with ``stop_prob``.
-
-    ``P(keep >= j) = (1 - stop_prob) ** j``: a geometric decay, cut at ``depth`` (a full solution).
-    """
-    if not 0.0 <= stop_prob <= 1.0:
-        raise ValueError(f"stop_prob must be in [0, 1], got {stop_prob}")
-    keep = 0
-    while keep < depth and rng.random() >= stop_prob:
-        keep += 1
-    return keep
-
-
-def sampled_solution(problem: Problem, rng: random.Random, stop_prob: float) -> tuple[str, int]:
-    """A supervised example: :func:`truncated_solution` after :func:`sampled_steps` steps, and that count."""
-    keep = sampled_steps(problem.depth, rng, stop_prob)
-    return truncated_solution(problem, keep), keep
+def written_solution(problem: Problem, keep_steps: int, repeats: int = 0) -> str:
+    """:func:`truncated_solution` with the last written step ``repeats`` more times (padding)."""
+    steps = problem.steps()[:keep_steps]
+    if steps:
+        steps += [steps[-1]] * repeats
+    return "".join(f"{s}. " for s in steps) + f"The answer is \\boxed{{{guess(problem, keep_steps)}}}."
 
 
 def boxed_answer(response: str) -> int | None:

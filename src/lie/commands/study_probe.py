@@ -1,0 +1,25 @@
+"""``lie study-probe --config C --model M --data D --out GEN``: the supervised model, sampled as RL samples.
+
+``study.probe.n`` samples per problem of the study's benchmark at the rollouts' temperature and
+length limit (``lie.study.probe``), in ``lie generate``'s format; grade them with ``lie evaluate``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", required=True, help="the study's config (with a study: section)")
+    parser.add_argument("--model", required=True, help="a model name of the config, or a model folder")
+    parser.add_argument("--data", required=True, help="the study benchmark's parquet (lie data)")
+    parser.add_argument("--out", required=True, help="JSON-lines output, as lie generate writes it")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    from lie.config import load_config
+    from lie.study.probe import run_probe
+
+    run_probe(load_config(args.config), args.model, args.data, args.out, progress=not args.no_progress)
+    return 0

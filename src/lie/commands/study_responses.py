@@ -1,0 +1,32 @@
+"""``lie study-responses --config C --gen GEN --scores SCORES --data D --tokenizer M --out OUT``.
+
+One JSON line per generated sample with the study's columns (``lie.study.responses``): depth
+needed and reached, hops right, repeats, n-gram states, the strict grade and the pipeline's grades
+at every budget copied from ``lie evaluate``'s scores. The study's gates and report read these.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", required=True, help="the study's config (its reward: knobs)")
+    parser.add_argument("--gen", action="append", required=True, help="generations of lie generate (repeat)")
+    parser.add_argument("--scores", required=True, help="their scores (lie evaluate --out-scores)")
+    parser.add_argument("--data", action="append", required=True, help="the benchmarks' parquet (repeat)")
+    parser.add_argument("--tokenizer", required=True, help="the generating model (folder or config name)")
+    parser.add_argument("--out", required=True, help="JSON-lines output")
+
+
+def run(args: argparse.Namespace) -> int:
+    from lie.config import load_config
+    from lie.engines.generation import load_tokenizer
+    from lie.models import resolve_model
+    from lie.study.responses import response_rows, write_rows
+
+    config = load_config(args.config)
+    path, _ = resolve_model(config, args.tokenizer)
+    tokenizer = load_tokenizer(str(path))
+    write_rows(args.out, response_rows(config, args.gen, args.scores, args.data, tokenizer))
+    return 0

@@ -1,0 +1,186 @@
+"""The gates on the supervised models, checked before any RL run (``lie study-gates``).
+
+Read from the probe's per-response columns (``lie study-probe``, ``lie evaluate``, ``lie
+study-responses``: each supervised model sampled as the rollouts sample, on every test problem)
+and compared with the pre-registered thresholds of ``study.gates`` and each condition's
+``trap_index`` range:
+
+- step accuracy (all test depths): the share of written steps that apply the next operation to the
+  value before, correctly (depth worth writing);
+- accuracy given full depth (all test depths, where full solutions are frequent enough to count):
+  samples that wrote at least the steps needed are right this often, with at least
+  ``full_depth_samples`` of them;
+- trap index (the condition's test depths): the share of problems whose ``study.probe.n`` samples
+  all get the same grade at the training limit, inside the condition's range (strong: most groups
+  give GRPO nothing from accuracy; weak: fewer than half).
+
+Beside each measurement, the analytic value computed from the supervised stage's ``stop_prob``
+alone (every written step right) and with the measured step accuracy (``lie.study.trap``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from lie.errors import LieError
+from lie.layout import Layout
+from lie.study import trap
+from lie.study.paths import StudyPaths
+from lie.study.responses import read_rows
+from lie.study.spec import Condition, StudySpec, study_spec
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class GateResult:
+    condition: str
+    base_model: str
+    stop_prob: float
+    depths: str
+    problems: int
+    samples: int
+    full_share_analytic: float
+    full_share: float  # samples that wrote the full depth (the condition's depths)
+    trap_analytic: float  # every written step right
+    trap_analytic_measured: float  # with the measured step accuracy
+    trap_index: float
+    trap_low: float
+    trap_high: float
+    step_accuracy: float
+    full_depth_samples: int
+    full_depth_accuracy: float | None
+    step_gate: bool
+    full_depth_gate: bool
+    trap_gate: bool
+
+    @property
+    def passed(self) -> bool:
+        return self.step_gate and self.full_depth_gate and self.trap_gate
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "passed": self.passed}
+
+
+def condition_rows(rows: Sequence[dict[str, Any]], condition: Condition) -> list[dict[str, Any]]:
+    """The responses to test problems of the condition's depths."""
+    low, high = condition.depths
+    return [r for r in rows if low <= r["depth_needed"] <= high]
+
+
+def groups(rows: Sequence[dict[str, Any]], budget: str) -> list[list[bool]]:
+    """Per problem, its samples' grades at ``budget``."""
+    by_problem: dict[tuple[str, int], list[bool]] = defaultdict(list)
+    for r in rows:
+        if budget not in r["correct"]:
+            raise LieError(f"no grade at budget {budget} (evaluation.budgets must hold the training limit)")
+        by_problem[(r["bench"], r["index"])].append(bool(r["correct"][budget]))
+    return list(by_problem.values())
+
+
+def stop_prob(config: dict[str, Any], model: str) -> float:
+    sft = ((config.get("models") or {}).get(model) or {}).get("sft")
+    if not sft:
+        raise LieError(f"models.{model} has no sft: section; the study's base models are supervised")
+    return float(sft["stop_prob"])
+
+
+def measure(
+    config: dict[str, Any], spec: StudySpec, condition: Condition, rows: Sequence[dict[str, Any]]
+) -> GateResult:
+    """The gates of one condition from its supervised model's probe responses."""
+    budget = str(int(config["training"]["max_response_length"]))
+    mine = condition_rows(rows, condition)
+    if not mine:
+        raise LieError(f"condition {condition.name}: no probe responses of depth {condition.depths}")
+    written = sum(r["depth_written"] for r in rows)
+    step_accuracy = sum(r["steps_right"] for r in rows) / written if written else 0.0
+    full = [r for r in rows if r["depth_written"] >= r["depth_needed"]]
+    full_accuracy = sum(bool(r["correct"][budget]) for r in full) / len(full) if full else None
+    s, gates = stop_prob(config, condition.base_model), spec.gates
+    index = trap.trap_index(groups(mine, budget))
+    low, high = condition.trap_index
+    return GateResult(
+        condition=condition.name,
+        base_model=condition.base_model,
+        stop_prob=s,
+        depths=f"{condition.depths[0]}-{condition.depths[1]}",
+        problems=len({(r["bench"], r["index"]) for r in mine}),
+        samples=len(mine),
+        full_share_analytic=trap.analytic_full_share(s, condition.depths),
+        full_share=sum(r["depth_written"] >= r["depth_needed"] for r in mine) / len(mine),
+        trap_analytic=trap.analytic_trap_index(s, condition.depths, spec.probe_n),
+        trap_analytic_measured=trap.analytic_trap_index(s, condition.depths, spec.probe_n, step_accuracy),
+        trap_index=index,
+        trap_low=low,
+        trap_high=high,
+        step_accuracy=step_accuracy,
+        full_depth_samples=len(full),
+        full_depth_accuracy=full_accuracy,
+        step_gate=step_accuracy >= gates.step_accuracy,
+        full_depth_gate=full_accuracy is not None
+        and len(full) >= gates.full_depth_samples
+        and full_accuracy >= gates.full_depth_accuracy,
+        trap_gate=low <= index <= high,
+    )
+
+
+def measure_all(config: dict[str, Any]) -> list[GateResult]:
+    """Every condition's gates, from the probe files of its supervised model."""
+    spec = study_spec(config)
+    paths = StudyPaths(Layout(config))
+    return [measure(config, spec, c, read_rows(paths.probe_responses(c.base_model))) for c in spec.conditions]
+
+
+def _yes(ok: bool) -> str:
+    return "pass" if ok else "**FAIL**"
+
+
+def gates_markdown(spec: StudySpec, results: Sequence[GateResult]) -> str:
+    g = spec.gates
+    lines = [
+        "# Gates on the supervised models (before any RL run)",
+        "",
+        f"Generated by `lie study-gates`. Each supervised model sampled as the rollouts sample it "
+        f"({spec.probe_n} samples per test problem, training temperature and length limit), graded by "
+        "the pipeline. Full depth written and the trap index: the condition's test depths; step accuracy "
+        "and accuracy given full depth: every test depth. Thresholds pre-registered in "
+        "`docs/study/preregistration.md`. Analytic: from the supervised stage's stop probability "
+        "alone (every written step right), then with the measured step accuracy.",
+        "",
+        "| condition | model | stop prob | depths | problems × samples | full depth written: analytic / measured "
+        f"| trap index: analytic / with measured step acc. / measured [gate] | step accuracy [≥ {g.step_accuracy}] "
+        f"| accuracy given full depth [≥ {g.full_depth_accuracy}, n ≥ {g.full_depth_samples}] | gates |",
+        "|:---|:---|---:|:---:|---:|---:|---:|---:|---:|:---:|",
+    ]
+    for r in results:
+        full_acc = "—" if r.full_depth_accuracy is None else f"{r.full_depth_accuracy:.2f}"
+        lines.append(
+            f"| {r.condition} | {r.base_model} | {r.stop_prob:g} | {r.depths} | {r.problems} × "
+            f"{r.samples // max(r.problems, 1)} | {r.full_share_analytic:.3f} / {r.full_share:.3f} | "
+            f"{r.trap_analytic:.2f} / {r.trap_analytic_measured:.2f} / {r.trap_index:.2f} "
+            f"[{r.trap_low:g}, {r.trap_high:g}] {_yes(r.trap_gate)} | {r.step_accuracy:.3f} {_yes(r.step_gate)} | "
+            f"{full_acc} (n = {r.full_depth_samples}) {_yes(r.full_depth_gate)} | {_yes(r.passed)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def failures(results: Sequence[GateResult]) -> list[str]:
+    """One phrase per failed gate."""
+    out = []
+    for r in results:
+        if not r.step_gate:
+            out.append(f"{r.condition}: step accuracy {r.step_accuracy:.3f}")
+        if not r.full_depth_gate:
+            out.append(
+                f"{r.condition}: accuracy given full depth {r.full_depth_accuracy} (n = {r.full_depth_samples})"
+            )
+        if not r.trap_gate:
+            out.append(
+                f"{r.condition}: trap index {r.trap_index:.2f} outside [{r.trap_low:g}, {r.trap_high:g}]"
+            )
+    return out

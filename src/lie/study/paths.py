@@ -1,0 +1,38 @@
+"""Where the study's own stages write, under the config's ``outdir`` (beside the pipeline's layout)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lie.layout import Layout
+
+
+class StudyPaths:
+    def __init__(self, layout: Layout):
+        self.layout = layout
+        self.root = layout.root / "study"
+
+    def responses(self, key: str) -> Path:
+        """Per-response columns of ``key``'s evaluation (``lie study-responses``)."""
+        return self.root / "responses" / f"{key}.jsonl"
+
+    def probe_dir(self, model: str) -> Path:
+        """The supervised model sampled as RL samples it (``lie study-probe``), scored, with columns."""
+        return self.root / "probe" / model
+
+    def probe_generations(self, model: str) -> Path:
+        return self.probe_dir(model) / "generations.jsonl"
+
+    def probe_scores(self, model: str) -> Path:
+        return self.probe_dir(model) / "scores.jsonl"
+
+    def probe_summary(self, model: str) -> Path:
+        return self.probe_dir(model) / "summary.json"
+
+    def probe_responses(self, model: str) -> Path:
+        return self.probe_dir(model) / "responses.jsonl"
+
+    @property
+    def gates(self) -> list[Path]:
+        """The gates' tables (``lie study-gates``): markdown, then CSV."""
+        return [self.layout.tables / "study_gates.md", self.layout.tables / "study_gates.csv"]
