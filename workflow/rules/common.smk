@@ -32,10 +32,7 @@ IMAGE = config.get("image") or ""
 
 
 # Downloads run where Snakemake runs (a login node with network), not on compute nodes.
-localrules:
-    data,
-    data_bare,
-    base_model,
+localrules: data, data_bare, base_model
 
 
 # The configuration the `lie` commands read: this invocation's config (with --config changes) as a

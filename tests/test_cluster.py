@@ -1,0 +1,230 @@
+"""The cluster path as Slurm and a GPU box see it: what the executor plugin hands to `sbatch`, the
+local GPU profile's slots, the image's pins and self-test, the driver check."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from small import paper_config
+
+from lie.errors import LieError
+
+REPO = Path(__file__).resolve().parents[1]
+RUN = "qwen3-4b-base_dapo_gspo_lie"
+
+# Stand-ins for the Slurm client tools: sbatch records the arguments the executor plugin sends
+# (shlex-quoted, one call a line) and answers a job id; the job is then reported failed at once,
+# so that Snakemake stops after the submission.
+FAKES = {
+    "sbatch": 'python3 -c \'import shlex, sys; print(shlex.join(sys.argv[1:]))\' "$@" >> "$SBATCH_LOG"; echo 4242',
+    "sacct": 'echo "4242|FAILED"',
+    "squeue": "exit 0",
+    "sinfo": "exit 0",
+    "sacctmgr": 'echo "acc"',
+    "scontrol": "exit 0",
+    "apptainer": 'echo "apptainer version 1.3.4"',
+}
+
+
+def _fake_slurm(tmp_path: Path) -> Path:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in FAKES.items():
+        (bin_dir / name).write_text(f"#!/usr/bin/env bash\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    return bin_dir
+
+
+def _run_slurm_profile(
+    tmp_path: Path, missing: tuple[str, ...] = (), **training
+) -> subprocess.CompletedProcess:
+    """Snakemake with profiles/slurm and stand-in Slurm tools, asked for the GSPO+LIE run's final.json,
+    with every input of its train job present (but ``missing``)."""
+    bin_dir = _fake_slurm(tmp_path)
+    for name in ("Snakefile", "workflow", "profiles"):
+        os.symlink(REPO / name, tmp_path / name)
+    config = paper_config()
+    config["outdir"] = str(tmp_path / "out")
+    config["runs"] = [RUN]
+    config["training"].update({"retries": 0, **training})
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    out = tmp_path / "out"
+    (out / "base" / "qwen3-4b-base").mkdir(parents=True)
+    (out / "data").mkdir()
+    (out / "base" / "qwen3-4b-base" / "config.json").write_text("{}")
+    for name in ["dapo.qwen3-4b-base.reflen", *config["training"]["val_sets"]]:
+        if name not in missing:
+            (out / "data" / f"{name}.parquet").write_text("x")
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{Path(sys.executable).parent}:{os.environ['PATH']}",
+        "SBATCH_LOG": str(tmp_path / "sbatch.log"),
+        "LIE_SLURM_ACCOUNT": "acc",
+        "LIE_SLURM_CPU_PARTITION": "cpu",
+        "LIE_SLURM_GPU_PARTITION": "gpu",
+    }
+    cmd = [sys.executable, "-m", "snakemake", "--profile", "profiles/slurm", "--configfile", "c.yaml",
+           "--rerun-triggers", "mtime", "--latency-wait", "1", "--slurm-init-seconds-before-status-checks", "1",
+           "--seconds-between-status-checks", "1", str(out / "runs" / RUN / "final.json")]  # fmt: skip
+    return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+
+def _submissions(tmp_path: Path, **training) -> list[list[str]]:
+    """The sbatch arguments of each attempt of the train job."""
+    proc = _run_slurm_profile(tmp_path, **training)
+    log = tmp_path / "sbatch.log"
+    assert log.exists(), (proc.stdout + proc.stderr)[-4000:]
+    return [shlex.split(call) for call in log.read_text().splitlines()]
+
+
+def _flag(args: list[str], name: str) -> str | None:
+    for i, arg in enumerate(args):
+        if arg == name:
+            return args[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def test_the_train_job_gets_its_nodes_gpus_cpus_walltime_and_partition(tmp_path):
+    (args,) = _submissions(tmp_path, nnodes=2)
+    assert _flag(args, "--nodes") == "2"
+    assert _flag(args, "--gres") == "gpu:4"  # per node
+    assert _flag(args, "--cpus-per-task") == "32"  # 8 per GPU: Ray, FSDP, vLLM and the graders
+    assert _flag(args, "-t") == "2880"  # training.walltime_min, under a partition's limit
+    assert (_flag(args, "-A"), _flag(args, "-p")) == ("acc", "gpu")
+    assert "--requeue" in args
+
+
+def test_a_failed_or_timed_out_train_job_is_submitted_again_as_configured(tmp_path):
+    """Slurm does not requeue a TIMEOUT: training.retries more attempts, each resuming from its checkpoint."""
+    attempts = _submissions(tmp_path, walltime_min=600, retries=2)
+    assert [_flag(a, "-t") for a in attempts] == ["600"] * 3
+    assert [next(w for w in a if w.startswith("--wrap")).count("--attempt " + str(i + 1)) for i, a in
+            enumerate(attempts)] == [1, 1, 1]  # fmt: skip
+
+
+def test_the_slurm_profile_leaves_cpus_to_the_rules_and_binds_the_hub_cache():
+    profile = yaml.safe_load((REPO / "profiles/slurm/config.yaml").read_text())
+    assert "cpus_per_task" not in profile["default-resources"]
+    assert "--bind ${HF_HOME:-$HOME}" in profile["apptainer-args"]
+    launcher = (REPO / "workflow/scripts/ray_on_slurm.sh").read_text()
+    assert launcher.count('--num-cpus="$cpus"') == 2
+    assert "--bind ${HF_HOME:-$HOME}" in launcher
+
+
+def test_downloads_run_where_snakemake_runs_not_through_sbatch(tmp_path):
+    """`data` (and `base_model`) are local rules: on a login node with network, not a compute node."""
+    proc = _run_slurm_profile(tmp_path, missing=("math500",))
+    assert "localrule data:" in proc.stdout + proc.stderr
+    submitted = (tmp_path / "sbatch.log").read_text() if (tmp_path / "sbatch.log").exists() else ""
+    assert "rule_data" not in submitted
+
+
+# ---- one GPU box ---------------------------------------------------------------------------------
+
+
+def test_the_local_gpu_profile_plans_the_paper_matrix_in_the_image(tmp_path):
+    profile = yaml.safe_load((REPO / "profiles/local-gpu/config.yaml").read_text())
+    assert profile["software-deployment-method"] == "apptainer" and profile["resources"] == ["gpus=1"]
+    bin_dir = _fake_slurm(tmp_path)  # only its apptainer is used
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--profile", "profiles/local-gpu", "-p"],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PATH": f"{bin_dir}:{Path(sys.executable).parent}:{os.environ['PATH']}"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    shells = [
+        line.split("Shell command:", 1)[1].strip()
+        for line in proc.stdout.splitlines()
+        if "Shell command:" in line
+    ]
+    generate = [cmd for cmd in shells if " lie generate " in cmd]
+    assert generate and all(
+        cmd.startswith("workflow/scripts/gpu_slots.sh 1 lie generate") for cmd in generate
+    )
+    assert "resources: " in proc.stdout and "gpus=1" in proc.stdout
+
+
+def _slots(tmp_path: Path, want: int, command: str, **env) -> subprocess.Popen:
+    return subprocess.Popen(
+        ["bash", str(REPO / "workflow/scripts/gpu_slots.sh"), str(want), "bash", "-c", command],
+        env={**os.environ, "LIE_GPUS": "2", "LIE_GPU_LOCK_DIR": str(tmp_path / "locks"), **env},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def test_gpu_slots_give_concurrent_jobs_different_gpus(tmp_path):
+    first = _slots(tmp_path, 1, 'echo "$CUDA_VISIBLE_DEVICES"; sleep 3')
+    import time
+
+    time.sleep(0.5)
+    second = _slots(tmp_path, 1, 'echo "$CUDA_VISIBLE_DEVICES"')
+    assert second.communicate(timeout=30)[0].strip() == "1"
+    assert first.communicate(timeout=30)[0].strip() == "0"
+    both = _slots(tmp_path, 2, 'echo "$CUDA_VISIBLE_DEVICES"')
+    assert both.communicate(timeout=30)[0].strip() == "0,1"  # released when the first job ended
+    too_many = _slots(tmp_path, 3, "true")
+    assert too_many.wait(timeout=30) == 1 and "has 2" in too_many.stderr.read()
+    under_slurm = _slots(tmp_path, 1, 'echo "${CUDA_VISIBLE_DEVICES:-slurm decides}"', SLURM_JOB_ID="7")
+    assert under_slurm.communicate(timeout=30)[0].strip() == "slurm decides"
+
+
+# ---- the image ----------------------------------------------------------------------------------
+
+
+def _check_lock(tmp_path: Path, lock_text: str) -> subprocess.CompletedProcess:
+    """envs/scripts/check_gpu_report.py on a report resolved from the real lock's pins."""
+    pins = {}
+    for line in lock_text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line and " @ " not in line:
+            name, _, version = line.partition("==")
+            pins[name] = version
+    report = {"install": [{"metadata": {"name": n, "version": v}} for n, v in pins.items()]}
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    (tmp_path / "gpu.lock").write_text(lock_text)
+    return subprocess.run(
+        [sys.executable, str(REPO / "envs/scripts/check_gpu_report.py"), str(tmp_path / "report.json"),
+         str(tmp_path / "gpu.lock")], capture_output=True, text=True,
+    )  # fmt: skip
+
+
+def test_the_gpu_lock_pins_a_matching_flash_attn_wheel_and_no_trl(tmp_path):
+    lock = (REPO / "envs/gpu.lock").read_text()
+    ok = _check_lock(tmp_path, lock)
+    assert ok.returncode == 0, ok.stderr
+    assert "flash_attn-2.8.3+cu130torch2.11-cp311-cp311-linux_x86_64.whl" in ok.stdout
+    without = "\n".join(line for line in lock.splitlines() if not line.startswith("flash-attn"))
+    assert _check_lock(tmp_path, without).returncode == 1
+    wrong_torch = lock.replace("torch2.11", "torch2.8")
+    assert "built for torch 2.8" in _check_lock(tmp_path, wrong_torch).stderr
+    with_trl = lock + "trl==1.16.0\n"
+    assert "trl: must not be in the GPU image" in _check_lock(tmp_path, with_trl).stderr
+
+
+def test_the_image_self_test_imports_the_gpu_stack_and_refuses_trl():
+    definition = (REPO / "containers/lie-gpu.def").read_text()
+    test_section = definition.split("%test", 1)[1].split("%labels", 1)[0]
+    assert "python -m lie.engines.gpu_env" in test_section
+    assert "python -m lie.engines.gpu_env" in (REPO / "containers/Dockerfile").read_text()
+    from lie.engines import gpu_env
+
+    assert {"vllm", "verl", "flash_attn", "lie"} <= set(gpu_env.IMPORTS)
+    with pytest.raises(LieError, match="cannot import"):  # this CPU environment has no vLLM
+        gpu_env.check_image()
+
+
+def test_an_old_nvidia_driver_is_one_clear_line():
+    from lie.engines.gpu_env import check_driver
+
+    assert check_driver("580.82.07\n580.82.07\n") == (580, 82)
+    with pytest.raises(LieError, match=r"driver here is 550\.54.*need a driver >= 580\.65"):
+        check_driver("550.54.15\n")
