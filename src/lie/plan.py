@@ -12,6 +12,11 @@ The estimate is deliberately simple and every figure in it is printed:
 - update time = (prompt + response tokens) x ``TRAIN_FLOPS_PER_PARAM`` x params / (``MFU`` x
   ``PEAK_FLOPS``) per GPU: forward, backward, activation recomputation and the old-log-prob pass.
 
+- disk = kept checkpoints x ``CHECKPOINT_BYTES_PER_PARAM`` x params (verl's FSDP checkpoint: fp32
+  weights and Adam's two moments), kept = min(``training.keep_checkpoints``, saves of the run);
+- jobs = wall-clock hours / ``training.walltime_min``: the Slurm jobs a run needs, one after another,
+  each resuming from the last checkpoint; more than ``training.retries`` + 1 is flagged.
+
 The constants are for H100 SXM GPUs with bf16 (PEAK 989 TFLOP/s dense); override them on the
 command line when your own measurements differ (``lie plan --gen-tps ... --mfu ...``).
 """
@@ -32,6 +37,7 @@ PEAK_FLOPS = 989e12  # H100 SXM bf16 dense
 MFU = 0.35  # model FLOP utilisation of FSDP training with gradient checkpointing and offload
 TRAIN_FLOPS_PER_PARAM = 10.0  # 6 (fwd+bwd) + 2 (recompute) + 2 (old log-probs) per token
 RESPONSE_FRACTION = 0.5  # mean response length / limit when no reference lengths exist yet
+CHECKPOINT_BYTES_PER_PARAM = 12.0  # fp32 weights + Adam's two fp32 moments
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,9 @@ class RunPlan:
     rollout_tokens: float  # over the whole run
     gpus: int
     gpu_hours: float
+    disk_gb: float = 0.0  # checkpoints kept on disk at the end of the run
+    jobs: int = 1  # Slurm jobs of training.walltime_min needed, one after another
+    attempts: int = 1  # training.retries + 1
 
 
 def params_billions(config: dict[str, Any], model: str) -> float:
@@ -98,7 +107,14 @@ def plan_run(
     trained = batch * int(s["rollout_n"]) * (mean + 0.5 * int(s["max_prompt_length"])) * int(s["ppo_epochs"])
     train_seconds = trained * TRAIN_FLOPS_PER_PARAM * size * 1e9 / (mfu * PEAK_FLOPS * gpus)
     hours = steps * (gen_seconds + train_seconds) * gpus / 3600
-    return RunPlan(run, size, prompts, steps, mean, steps * per_step_rollout, gpus, hours)
+    saves = steps // int(s["save_freq"]) + 1 if int(s["save_freq"]) > 0 else 1
+    kept = min(saves, int(s.get("keep_checkpoints") or saves))
+    disk = kept * CHECKPOINT_BYTES_PER_PARAM * size
+    jobs = max(1, math.ceil(hours / gpus * 60 / int(s.get("walltime_min") or 10**9)))
+    attempts = int(s.get("retries") or 0) + 1
+    return RunPlan(
+        run, size, prompts, steps, mean, steps * per_step_rollout, gpus, hours, disk, jobs, attempts
+    )
 
 
 def plan(
@@ -111,7 +127,8 @@ def plan(
 
 
 def render(plans: list[RunPlan], gen_tps_4b: float, mfu: float) -> str:
-    header = f"{'run':44} {'model':>6} {'prompts':>8} {'steps':>6} {'mean L':>7} {'rollout tokens':>15} {'GPUs':>5} {'GPU-h':>8}"
+    header = (f"{'run':44} {'model':>6} {'prompts':>8} {'steps':>6} {'mean L':>7} {'rollout tokens':>15} "
+              f"{'GPUs':>5} {'GPU-h':>8} {'disk GB':>8} {'jobs':>5}")  # fmt: skip
     lines = [header, "-" * len(header)]
     for p in plans:
         if not p.prompts:
@@ -121,16 +138,25 @@ def render(plans: list[RunPlan], gen_tps_4b: float, mfu: float) -> str:
             continue
         lines.append(
             f"{p.run:44} {p.params_b:>5g}B {p.prompts:>8} {p.steps:>6} {p.mean_response:>7.0f} "
-            f"{p.rollout_tokens:>15.3e} {p.gpus:>5} {p.gpu_hours:>8.0f}"
+            f"{p.rollout_tokens:>15.3e} {p.gpus:>5} {p.gpu_hours:>8.0f} {p.disk_gb:>8.0f} {p.jobs:>4}"
+            + ("!" if p.jobs > p.attempts else " ")
         )
     total = sum(p.gpu_hours for p in plans if p.prompts)
     lines.append("-" * len(header))
     lines.append(f"{'total':44} {'':>6} {'':>8} {sum(p.steps for p in plans):>6} {'':>7} "
-                 f"{sum(p.rollout_tokens for p in plans):>15.3e} {'':>5} {total:>8.0f}")  # fmt: skip
+                 f"{sum(p.rollout_tokens for p in plans):>15.3e} {'':>5} {total:>8.0f} "
+                 f"{sum(p.disk_gb for p in plans if p.prompts):>8.0f}")  # fmt: skip
     lines.append(
         f"\nAssumes {gen_tps_4b:g} generated tokens/s per GPU for a 4B model (scaled by 4/size), "
         f"training at {mfu:.0%} MFU of {PEAK_FLOPS / 1e12:.0f} TFLOP/s, {TRAIN_FLOPS_PER_PARAM:g} FLOPs per "
         "parameter and token; evaluation (generation to 32k tokens) is not included. "
-        f"4xH100 nodes: {math.ceil(total / 4):,} node-hours."
+        f"4xH100 nodes: {math.ceil(total / 4):,} node-hours. Disk: the checkpoints a run keeps "
+        f"({CHECKPOINT_BYTES_PER_PARAM:g} bytes per parameter each). Jobs: Slurm jobs of training.walltime_min "
+        "one after another"
+        + (
+            "; ! marks runs that need more than training.retries + 1 jobs: raise retries or walltime_min."
+            if any(p.jobs > p.attempts for p in plans if p.prompts)
+            else "."
+        )
     )
     return "\n".join(lines)
