@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: venv test smoke study lint bench lock lock-gpu check-gpu-env dry-run clean-venv
+.PHONY: venv test test-all smoke study lint bench lock lock-gpu check-gpu-env dry-run clean-venv
 
 venv: $(STAMP)
 
@@ -18,7 +18,11 @@ $(STAMP): envs/cpu.lock envs/constraints-cpu.txt pyproject.toml
 	@$(BIN)/python -c 'import torch; assert not torch.version.cuda, "a CUDA torch got into the CPU environment"'
 	touch $(STAMP)
 
+# make test leaves out the heaviest tests (minutes each); make test-all runs every test.
 test: $(STAMP)
+	$(BIN)/python -m pytest -m "not heavy" $(PYTEST_ARGS)
+
+test-all: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The whole pipeline on the CPU (tiny model, synthetic data): outputs under results/smoke/.

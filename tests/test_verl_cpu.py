@@ -277,7 +277,7 @@ def test_a_rerun_with_the_same_settings_does_not_train_again(trained, tiny):
     assert json.loads((trained / "out/runs/tiny_gspo_lie/final.json").read_text())["step"] == 2
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_a_killed_run_resumes_from_its_last_complete_checkpoint(tmp_path, tiny):
     """SIGKILL of the whole process group after step 1's checkpoint; the rerun finishes step 2 once."""
     _setup(tmp_path, tiny, max_steps=3)
