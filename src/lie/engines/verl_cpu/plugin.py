@@ -17,10 +17,9 @@ if torch.cuda.is_available():
         "unset VERL_USE_EXTERNAL_MODULES and VERL_PLATFORM to train on the GPUs"
     )
 
-# The platform first: verl's engine modules ask for the platform when they are imported.
-import lie.engines.verl_cpu.engines  # noqa: E402, F401, I001
-import lie.engines.verl_cpu.platform  # noqa: E402, F401
-import lie.engines.verl_cpu.rollout  # noqa: E402, F401
-from lie.engines.verl_cpu import patches  # noqa: E402
+import importlib  # noqa: E402
 
-patches.apply()
+# The platform first: verl's engine modules ask for the platform when they are imported.
+for _module in ("platform", "engines", "rollout"):
+    importlib.import_module(f"lie.engines.verl_cpu.{_module}")
+importlib.import_module("lie.engines.verl_cpu.patches").apply()
