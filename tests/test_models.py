@@ -74,6 +74,9 @@ def test_builds_a_tiny_model_from_its_corpus(tmp_path):
         "hf_id": None, "revision": None, "enable_thinking": None, "path": None,
         "tiny": {"seed": 3, "vocab_size": 320, "hidden": 32, "layers": 1, "corpus": ["arith"]},
     }  # fmt: skip
+    config["datasets"]["train"]["arith"] = dict(
+        config["datasets"]["train"]["dapo"]
+    )  # the corpus is a data set
     cfg = write_config(tmp_path / "c.yaml", config)
     corpus = write_parquet(tmp_path / "arith.parquet", arithmetic_rows(10))
     proc = _run(

@@ -18,7 +18,7 @@ while [[ "$1" == -* ]]; do case "$1" in -w) shift 2;; *) shift;; esac; done
 if [[ "$1" == hostname ]]; then echo "fe80::1 10.0.0.7"; exit 0; fi
 exec "$@\"""",
     "apptainer": """echo "apptainer $*" >> "$LOG"
-shift; args=(); while [[ "$1" == --* ]]; do shift; done; image="$1"; shift
+shift; while [[ "$1" == --* ]]; do case "$1" in --bind) shift 2;; *) shift;; esac; done; image="$1"; shift
 if [[ "$*" == *"ray.nodes"* ]]; then  # the nodes that have run `ray start`, at most NODES_UP
   up=$(grep -c "^ray start" "$LOG" || true); echo $(( up < NODES_UP ? up : NODES_UP )); exit 0; fi
 exec "$@\"""",
@@ -44,6 +44,8 @@ def fake_slurm(tmp_path):
         "LIE_IMAGE": "/images/lie-gpu.sif",
         "NODES_UP": "3",
         "LIE_RAY_WAIT_S": "5",
+        "SLURM_CPUS_PER_TASK": "32",
+        "HF_HOME": "/shared/hf",
     }
     return env, log
 
@@ -61,10 +63,12 @@ def test_one_ray_node_per_allocated_node_inside_the_image(fake_slurm):
     workers = [c for c in calls if c.startswith("ray start --address")]
     assert len(heads) == 1 and "--node-ip-address=10.0.0.7" in heads[0] and "--num-gpus=4" in heads[0]
     assert len(workers) == 2  # gpu-a02 and gpu-b17: every node its own element
+    assert all("--num-cpus=32" in c for c in heads + workers)  # the job's CPUs, not Ray's guess
     assert any("-w gpu-a02" in c for c in calls) and any("-w gpu-b17" in c for c in calls)
-    ray_in_image = [c for c in calls if c.startswith("apptainer exec --nv /images/lie-gpu.sif ray start")]
+    image = f"apptainer exec --nv --bind {os.getcwd()} --bind /shared/hf /images/lie-gpu.sif"  # GPUs, tree, hub cache
+    ray_in_image = [c for c in calls if c.startswith(f"{image} ray start")]
     assert len(ray_in_image) == 3
-    assert any(c.startswith("apptainer exec --nv /images/lie-gpu.sif bash -c") for c in calls)
+    assert any(c.startswith(f"{image} bash -c") for c in calls)
 
 
 def test_stops_when_nodes_do_not_join(fake_slurm):
