@@ -307,3 +307,15 @@ def test_a_reward_that_overflows_is_not_written_as_json(tmp_path):
     error = one_error_line(proc.stderr, "score")
     assert f"{src} line 1:" in error and "'r_len'" in error and "not a finite number" in error, error
     assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_run_summaries_and_rollouts_are_strict_json(tmp_path):
+    """A non-finite number in a run summary or a rollout is an error naming it, never a bare NaN."""
+    from lie.errors import LieError
+    from lie.runs import append_rollouts, write_json
+
+    with pytest.raises(LieError, match="field 'step'"):
+        write_json(tmp_path / "final.json", {"checkpoint": "c", "step": float("nan")})
+    assert not list(tmp_path.iterdir())  # nothing half-written
+    with pytest.raises(LieError, match="field 'reward'"):
+        append_rollouts(tmp_path / "rollouts", 1, "w", [{"reward": float("inf")}])

@@ -7,7 +7,6 @@ recorded beside the weights (``lie_source.json``).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from lie.errors import LieError
+from lie.jsonl import dumps
 
 log = logging.getLogger(__name__)
 TINY_KEYS = ("seed", "vocab_size", "hidden", "layers", "corpus")
@@ -121,7 +121,7 @@ def fetch_model(name: str, entry: dict[str, Any], out: Path) -> Path:
             link.parent.mkdir(parents=True, exist_ok=True)
             link.symlink_to(path.resolve())
     source = {"hf_id": hf_id, "revision": revision, "commit": folder.name}
-    (tmp / "lie_source.json").write_text(json.dumps(source, indent=2))
+    (tmp / "lie_source.json").write_text(dumps(source, indent=2))
     _replace_dir(tmp, out)
     log.info("%s: commit %s, linked from %s", where, folder.name, out)
     return out
@@ -180,6 +180,6 @@ def build_tiny_model(
         layers=int(tiny.get("layers", 2)),
         train=train,
     )
-    (tmp / "lie_source.json").write_text(json.dumps(source, indent=2))
+    (tmp / "lie_source.json").write_text(dumps(source, indent=2))
     _replace_dir(tmp, out)
     return out

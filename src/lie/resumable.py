@@ -37,7 +37,7 @@ def _check_manifest(work_dir: Path, settings: dict[str, Any]) -> None:
             )
         return
     with atomic_output(manifest) as out:
-        out.write(json.dumps(settings, indent=2, sort_keys=True))
+        out.write(dumps(settings, indent=2, sort_keys=True))
 
 
 def run_in_shards(

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from lie.errors import LieError
+from lie.jsonl import dumps
 
 log = logging.getLogger(__name__)
 
@@ -207,11 +208,12 @@ def append_rollouts(folder: Path, step: int, writer: str, records: list[dict[str
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / f"step-{step:06d}.{writer}.jsonl", "a", encoding="utf-8") as out:
         for record in records:
-            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            out.write(dumps(record) + "\n")
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
+    """Atomically, as strict JSON (NaN or infinity is an error naming the field, not a bare NaN)."""
     from lie.jsonl import atomic_output
 
     with atomic_output(path) as out:
-        json.dump(data, out, indent=2, sort_keys=True, default=str)
+        out.write(dumps(data, indent=2, sort_keys=True, default=str) + "\n")

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import array
 import csv
-import json
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -407,7 +406,7 @@ def summary_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def write_summary(summary: dict[str, Any], path: str) -> None:
-    from lie.jsonl import atomic_output
+    from lie.jsonl import atomic_output, dumps
 
     with atomic_output(path) as out:
         if str(path).lower().endswith(".csv"):
@@ -415,7 +414,7 @@ def write_summary(summary: dict[str, Any], path: str) -> None:
             writer.writeheader()
             writer.writerows(summary_rows(summary))
         else:
-            out.write(json.dumps(summary, indent=2) + "\n")
+            out.write(dumps(summary, indent=2) + "\n")
 
 
 def run(args: argparse.Namespace) -> int:

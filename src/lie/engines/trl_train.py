@@ -27,6 +27,7 @@ from lie import config as cfgmod
 from lie.errors import LieError
 from lie.grading import DEFAULT_TIMEOUT_S, GradingExecutor
 from lie.identity import settings_hash
+from lie.jsonl import dumps
 from lie.reward import RewardConfig, score
 from lie.runs import RunDir, append_rollouts, rollout_record, write_json
 
@@ -191,7 +192,10 @@ def _metrics_callback(path: Path, sched: Schedule):
             }
             step = sched.rollout_step(max(state.global_step - 1, 0))
             with open(path, "a", encoding="utf-8") as out:
-                out.write(json.dumps({"step": step, "data": data}) + "\n")
+                data = {
+                    k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in data.items()
+                }
+                out.write(dumps({"step": step, "data": data}) + "\n")  # strict JSON: a NaN metric is null
 
     return JsonlMetrics()
 
