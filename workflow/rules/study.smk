@@ -23,10 +23,10 @@ rule study_probe:
         model=lambda w: get_model_dir(w.model),
         data=lambda w: str(LAYOUT.dataset_file(study_bench())),
     output:
-        gen=f"{OUT}/study/probe/{{model}}/generations.jsonl",
-        scores=f"{OUT}/study/probe/{{model}}/scores.jsonl",
-        summary=f"{OUT}/study/probe/{{model}}/summary.json",
-        responses=f"{OUT}/study/probe/{{model}}/responses.jsonl",
+        gen=f"{OUT}/probe/{{model}}/generations.jsonl",
+        scores=f"{OUT}/probe/{{model}}/scores.jsonl",
+        summary=f"{OUT}/probe/{{model}}/summary.json",
+        responses=f"{OUT}/probe/{{model}}/responses.jsonl",
     log:
         f"{OUT}/logs/study/probe/{{model}}.log",
     params:
@@ -56,7 +56,7 @@ rule study_responses:
         data=lambda w: str(LAYOUT.dataset_file(study_bench())),
         model=get_evaluated_model,
     output:
-        f"{OUT}/study/responses/{{key}}.jsonl",
+        f"{OUT}/responses/{{key}}.jsonl",
     log:
         f"{OUT}/logs/study/responses/{{key}}.log",
     params:

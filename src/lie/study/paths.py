@@ -1,4 +1,5 @@
-"""Where the study's own stages write, under the config's ``outdir`` (beside the pipeline's layout)."""
+"""Where the study's own stages write, under the config's ``outdir`` (beside the pipeline's layout):
+``probe/<model>/`` and ``responses/<key>.jsonl``."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from lie.layout import Layout
 class StudyPaths:
     def __init__(self, layout: Layout):
         self.layout = layout
-        self.root = layout.root / "study"
+        self.root = layout.root
 
     def responses(self, key: str) -> Path:
         """Per-response columns of ``key``'s evaluation (``lie study-responses``)."""

@@ -21,6 +21,7 @@ LETTERS = "ABCDEFGHIJ"
 _WORDS = {"+": "add {v}", "-": "subtract {v}", "*": "multiply by {v}"}
 _BOXED = re.compile(r"\\boxed\{\s*(-?\d+)\s*\}")
 MAX_VALUE = 99
+PAD_WORD = "Check:"  # opens a repeated step (padding)
 
 
 @dataclass(frozen=True)
@@ -99,11 +100,16 @@ def truncated_solution(problem: Problem, keep_steps: int) -> str:
 
 
 def written_solution(problem: Problem, keep_steps: int, repeats: int = 0) -> str:
-    """:func:`truncated_solution` with the last written step ``repeats`` more times (padding)."""
-    steps = problem.steps()[:keep_steps]
+    """:func:`truncated_solution` with the last written step checked ``repeats`` more times (padding).
+
+    A repeat reads "Check: 12 * 2 = 24.": the same step again, so that the n-gram state repeats, with
+    a first word of its own, so that a tiny model's next token after a step tells repeating from
+    going on (a bare repeat starts like the next step and blurred its copying of the value).
+    """
+    steps = [f"{s}. " for s in problem.steps()[:keep_steps]]
     if steps:
-        steps += [steps[-1]] * repeats
-    return "".join(f"{s}. " for s in steps) + f"The answer is \\boxed{{{guess(problem, keep_steps)}}}."
+        steps += [f"{PAD_WORD} {steps[-1]}"] * repeats
+    return "".join(steps) + f"The answer is \\boxed{{{guess(problem, keep_steps)}}}."
 
 
 def boxed_answer(response: str) -> int | None:
