@@ -99,8 +99,8 @@ def _build(root: Path) -> SimpleNamespace:
     from lie.commands.evaluate import evaluate, write_summary
     from lie.commands.generate import run_generate
     from lie.config import load_config
-    from lie.engines import trl_train
     from lie.engines.generation import load_tokenizer
+    from lie.engines.trl import train as trl_train
     from lie.jsonl import atomic_output, dumps
     from lie.layout import Layout
     from lie.tiny import build_tiny

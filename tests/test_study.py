@@ -136,7 +136,7 @@ def test_the_arms_reward_crafted_answers(tmp_path, arm_run):
     """The engine's reward function on a full solution, a short wrong answer and a loop, per arm of study.yaml."""
     from transformers import AutoTokenizer
 
-    from lie.engines.trl_train import LIEReward, Schedule
+    from lie.engines.trl.train import LIEReward, Schedule
     from lie.grading import GradingExecutor
     from lie.tasks import arithmetic as A
 

@@ -13,7 +13,7 @@ import pytest
 from small import arithmetic_rows, paper_config, small_config, write_config, write_parquet
 
 from lie.config import run_settings
-from lie.engines import trl_train
+from lie.engines.trl import train as trl_train
 from lie.runs import ROLLOUT_FIELDS, RunDir, read_metrics, read_rollouts
 
 pytestmark = pytest.mark.slow

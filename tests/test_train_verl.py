@@ -17,11 +17,11 @@ pytest.importorskip("verl")
 from small import paper_config  # noqa: E402
 
 from lie import config as cfgmod  # noqa: E402
-from lie.engines import verl_train  # noqa: E402
+from lie.engines.verl import overrides as verl_overrides  # noqa: E402
 from lie.reward import RewardConfig, score  # noqa: E402
 
 CONFIG = paper_config()
-INPUTS = verl_train.VerlInputs(
+INPUTS = verl_overrides.VerlInputs(
     "/data/train.parquet", ("/data/math500.parquet", "/data/aime24.parquet"), "/m/base"
 )
 
@@ -31,7 +31,9 @@ def composed():
     """Every run of the paper's matrix, composed through verl's own ppo_trainer.yaml."""
     out = {}
     for run in CONFIG["experiments"]:
-        out[run] = verl_train.compose(verl_train.overrides(CONFIG, run, INPUTS, metrics_file="/r/m.jsonl"))
+        out[run] = verl_overrides.compose(
+            verl_overrides.overrides(CONFIG, run, INPUTS, metrics_file="/r/m.jsonl")
+        )
     return out
 
 
@@ -40,7 +42,7 @@ def test_every_run_lands_in_verls_config(composed, run):
     cfg = composed[run]
     spec = CONFIG["experiments"][run]
     algo = CONFIG["algorithms"][spec["algorithm"]]
-    verl_train.check_composed(cfg)
+    verl_overrides.check_composed(cfg)
     actor = cfg.actor_rollout_ref.actor
     assert actor.policy_loss.loss_mode == algo["loss_mode"]
     assert actor.loss_agg_mode == algo["loss_agg_mode"]
@@ -53,7 +55,7 @@ def test_every_run_lands_in_verls_config(composed, run):
     # the reward: verl 0.9's `reward` group, our manager, the run's knobs
     manager = cfg.reward.reward_manager
     assert (manager.source, manager.name) == ("importlib", "LIERewardManager")
-    assert manager.module.path == "pkg://lie.engines.verl_reward"  # by package: picklable
+    assert manager.module.path == "pkg://lie.engines.verl.reward_manager"  # by package: picklable
     lie = cfg.reward.reward_kwargs.lie
     mode = spec["lie"]
     assert lie.length_term == (mode in ("on", "length-only"))
@@ -76,7 +78,7 @@ def test_continual_stage_raises_every_length_setting(composed):
     assert cfg.actor_rollout_ref.rollout.response_length == 12288
     assert cfg.actor_rollout_ref.rollout.max_model_len == 1024 + 12288
     assert cfg.actor_rollout_ref.actor.ppo_max_token_len_per_gpu == 3 * (1024 + 12288)
-    inputs = verl_train.inputs_for(CONFIG, "qwen3-4b-base_dapo_gspo_lie_12k")
+    inputs = verl_overrides.inputs_for(CONFIG, "qwen3-4b-base_dapo_gspo_lie_12k")
     assert inputs.model_path.endswith("models/qwen3-4b-base_dapo_gspo_lie")  # the parent's final model
 
 
@@ -146,11 +148,11 @@ def _load(cfg, tokenizer):
 
 def _manager(run: str, log_dir):
     """The composed verl config of ``run``, its rollout log redirected to ``log_dir``."""
-    inputs = verl_train.VerlInputs("/d/t.parquet", ("/d/math500.parquet",), "/m")
-    overrides = verl_train.overrides(CONFIG, run, inputs)
+    inputs = verl_overrides.VerlInputs("/d/t.parquet", ("/d/math500.parquet",), "/m")
+    overrides = verl_overrides.overrides(CONFIG, run, inputs)
     overrides = [o for o in overrides if not o.startswith("+reward.reward_kwargs.log_dir=")]
     overrides.append(f"+reward.reward_kwargs.log_dir='{log_dir}'")
-    return verl_train.compose(overrides)
+    return verl_overrides.compose(overrides)
 
 
 def _item(tokenizer, row, response: str, data_source: str = "math_dapo", step: int = 7):
@@ -203,12 +205,12 @@ def _padded(data, prompt_width: int, response_width: int):
 
 
 def test_reward_manager_matches_the_core_on_real_rows(tmp_path, tokenizer, dapo_rows):
-    from lie.engines.verl_reward import EXTRA_KEYS
+    from lie.engines.verl.reward_manager import EXTRA_KEYS
     from lie.runs import ROLLOUT_FIELDS, read_rollouts
 
     run = "qwen3-4b-base_dapo_gspo_lie"  # extra_tokens 500
     manager = _load(_manager(run, tmp_path / "rollouts"), tokenizer)
-    assert type(manager).__module__ == "lie.engines.verl_reward"
+    assert type(manager).__module__ == "lie.engines.verl.reward_manager"
     knobs = RewardConfig.from_mapping(cfgmod.reward_settings(CONFIG, run))
     loop = " ".join(["so the next step is the same as before"] * 12)
     cases = []
@@ -260,7 +262,7 @@ def test_training_row_without_reference_length_is_an_error(tmp_path, tokenizer, 
     del row["reward_model"]["num_tokens"]
     manager = _load(_manager("qwen3-4b-base_dapo_gspo_lie", tmp_path), tokenizer)
     data, _ = _item(tokenizer, row, "text \\boxed{1}")
-    with pytest.raises(LieError, match="without reward_model.num_tokens"):
+    with pytest.raises(LieError, match="no reward_model.num_tokens"):
         manager.loop.run_until_complete(manager.run_single(data))
 
 
@@ -274,10 +276,10 @@ def test_verls_reward_loop_worker_scores_a_concurrent_batch_right_with_a_slow_it
 
     model_dir = tmp_path / "tokenizer"
     tokenizer.save_pretrained(model_dir)
-    inputs = verl_train.VerlInputs("/d/t.parquet", ("/d/math500.parquet",), str(model_dir))
-    overrides = verl_train.overrides(CONFIG, "qwen3-4b-base_dapo_gspo_lie", inputs, device="cpu")
+    inputs = verl_overrides.VerlInputs("/d/t.parquet", ("/d/math500.parquet",), str(model_dir))
+    overrides = verl_overrides.overrides(CONFIG, "qwen3-4b-base_dapo_gspo_lie", inputs, device="cpu")
     overrides = [o for o in overrides if not o.startswith("+reward.reward_kwargs.log_dir=")]
-    cfg = verl_train.compose([*overrides, f"+reward.reward_kwargs.log_dir='{tmp_path / 'rollouts'}'"])
+    cfg = verl_overrides.compose([*overrides, f"+reward.reward_kwargs.log_dir='{tmp_path / 'rollouts'}'"])
     worker = RewardLoopWorker(cfg)
     items, expected = [], []
     for i, row in enumerate(dapo_rows * 2):
@@ -290,7 +292,9 @@ def test_verls_reward_loop_worker_scores_a_concurrent_batch_right_with_a_slow_it
     outputs = worker.loop.run_until_complete(worker.compute_score_batch(batch))
     assert time.monotonic() - started < 25  # the slow item ran beside the others, not before them
     assert [bool(out["reward_extra_info"]["acc"]) for out in outputs] == expected
-    assert sys.modules["lie.engines.verl_reward"] is sys.modules[type(worker.reward_manager).__module__]
+    assert (
+        sys.modules["lie.engines.verl.reward_manager"] is sys.modules[type(worker.reward_manager).__module__]
+    )
 
 
 def test_dry_run_prints_the_composed_sections(tmp_path, capsys):

@@ -1,4 +1,4 @@
-"""verl's real trainer on the CPU backend (lie.engines.verl_cpu): the sampler, the patches, and
+"""verl's real trainer on the CPU backend (lie.engines.verl.cpu): the sampler, the patches, and
 ``python -m verl.trainer.main_ppo`` end to end through ``lie train --engine verl``, ``lie merge``."""
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def _free_port() -> int:
 def test_verls_default_process_group_backend_still_fails_on_a_cpu():
     """If this fails, verl builds a valid CPU backend now: remove patches._init_process_group."""
     code = (
-        "import lie.engines.verl_cpu.platform\n"
+        "import lie.engines.verl.cpu.platform\n"
         "import verl.utils.distributed as d\n"
         "try:\n    d.initialize_global_process_group_ray()\n    print('RAN')\n"
         "except Exception as e:\n    print('FAILED', e)\n"
@@ -157,12 +157,12 @@ def test_verls_trl_value_head_import_still_fails(tiny):
 
 
 def test_the_backend_is_refused_where_a_gpu_is_visible():
-    from lie.engines import verl_cpu
+    from lie.engines.verl import cpu as verl_cpu
 
     env = verl_cpu.environment({"CUDA_VISIBLE_DEVICES": "", "VERL_USE_EXTERNAL_MODULES": "other"})
     assert "CUDA_VISIBLE_DEVICES" not in env and env["VERL_PLATFORM"] == "cpu"
     assert env["VERL_USE_EXTERNAL_MODULES"] == f"other,{verl_cpu.PLUGIN}"
-    source = (REPO / "src/lie/engines/verl_cpu/plugin.py").read_text()
+    source = (REPO / "src/lie/engines/verl/cpu/plugin.py").read_text()
     assert "if torch.cuda.is_available():\n    raise RuntimeError" in source
 
 
@@ -220,7 +220,7 @@ def test_main_ppo_trains_with_our_manager_loaded_by_verl(trained):
     for step in (1, 2):
         assert (rundir.checkpoints / f"global_step_{step}" / "actor").is_dir()
     composed = yaml.safe_load(rundir.verl_config.read_text())
-    assert composed["reward"]["reward_manager"]["module"]["path"] == "pkg://lie.engines.verl_reward"
+    assert composed["reward"]["reward_manager"]["module"]["path"] == "pkg://lie.engines.verl.reward_manager"
     assert composed["actor_rollout_ref"]["rollout"]["name"] == "transformers"
     assert composed["trainer"]["device"] == "cpu"
     # our manager graded every training sample (2 prompts x 4 samples a step) and scored LIE's terms

@@ -239,4 +239,3 @@ def write_effective_config(config: dict[str, Any], path: str | Path) -> None:
         return
     with atomic_output(path) as out:
         out.write(text)
-

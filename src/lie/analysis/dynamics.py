@@ -153,7 +153,7 @@ def _check(records: list[dict[str, Any]], rundir: RunDir, step: int) -> None:
         if missing:
             raise LieError(
                 f"{rundir.rollouts_dir}/step-{step:06d}.*.jsonl: a sample lacks {', '.join(missing)}; "
-                "rollouts come from `lie train` (TRL) or the verl reward manager (lie.engines.verl_reward)"
+                "rollouts come from `lie train` (TRL) or the verl reward manager (lie.engines.verl.reward_manager)"
             )
 
 

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     target = Path(args.out) if args.out else layout.merged_model(args.run)
     target.parent.mkdir(parents=True, exist_ok=True)
     if final["engine"] == "trl":
-        from lie.engines.trl_train import export_model
+        from lie.engines.trl.train import export_model
 
         export_model(checkpoint, target)
         share_tree(target)  # checkpoints keep safetensors' 0600: the group reads the merged model

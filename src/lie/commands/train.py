@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--device",
         choices=["auto", "gpu", "cpu"],
         default="auto",
-        help="verl: GPUs, or verl's CPU backend (lie.engines.verl_cpu); auto: cpu when no GPU is visible",
+        help="verl: GPUs, or verl's CPU backend (lie.engines.verl.cpu); auto: cpu when no GPU is visible",
     )
     parser.add_argument(
         "--train-file", help="training parquet with L_ref (default: the layout's reflen file)"
@@ -68,16 +68,17 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_verl(config: dict, args: argparse.Namespace) -> int:
     from lie.config import outdir, run_settings
-    from lie.engines import verl_cpu, verl_train
+    from lie.engines.verl import cpu as verl_cpu
+    from lie.engines.verl import overrides as verl_overrides
     from lie.runs import RunDir
 
-    inputs = verl_train.inputs_for(config, args.run)
-    inputs = verl_train.VerlInputs(
+    inputs = verl_overrides.inputs_for(config, args.run)
+    inputs = verl_overrides.VerlInputs(
         train_file=args.train_file or inputs.train_file,
         val_files=tuple(args.val_file) if args.val_file else inputs.val_files,
         model_path=args.model or inputs.model_path,
     )
-    inputs = verl_train.absolute(inputs)
+    inputs = verl_overrides.absolute(inputs)
     rundir = RunDir(outdir(config), args.run)
     device = args.device if args.device != "auto" else ("gpu" if verl_cpu.gpu_visible() else "cpu")
     if args.dry_run:
@@ -92,12 +93,12 @@ def _run_verl(config: dict, args: argparse.Namespace) -> int:
         from lie.engines.gpu_env import check_driver
 
         check_driver()
-    if not verl_train.prepare_resume(config, args.run, rundir):
-        overrides = verl_train.overrides(
+    if not verl_overrides.prepare_resume(config, args.run, rundir):
+        overrides = verl_overrides.overrides(
             config, args.run, inputs, metrics_file=str(rundir.new_metrics_file().resolve()), device=device
         )
-        verl_train.write_composed(overrides, rundir.verl_config)
-        cmd = verl_train.command(overrides, hydra_dir=(rundir.root / "hydra").resolve())
+        verl_overrides.write_composed(overrides, rundir.verl_config)
+        cmd = verl_overrides.command(overrides, hydra_dir=(rundir.root / "hydra").resolve())
         write_json(
             rundir.run_json,
             {"engine": "verl", "device": device, "run": args.run, "settings": settings, "command": cmd},
@@ -111,8 +112,8 @@ def _run_verl(config: dict, args: argparse.Namespace) -> int:
             raise LieError(
                 f"run {args.run}: verl exited with status {code}; rerun to resume from the last checkpoint"
             )
-        verl_train.mark_complete(config, args.run, rundir)
-    checkpoint = verl_train.final_checkpoint(rundir, settings.get("eval_step", "final"))
+        verl_overrides.mark_complete(config, args.run, rundir)
+    checkpoint = verl_overrides.final_checkpoint(rundir, settings.get("eval_step", "final"))
     step = int(checkpoint.name.rsplit("_", 1)[1])
     write_json(rundir.final_json, {"engine": "verl", "checkpoint": str(checkpoint), "step": step})
     return 0
@@ -123,16 +124,17 @@ def _print_verl_plan(config: dict, run: str, inputs, rundir, device: str) -> int
     from omegaconf import OmegaConf
 
     from lie.config import run_settings
-    from lie.engines import verl_cpu, verl_train
+    from lie.engines.verl import cpu as verl_cpu
+    from lie.engines.verl import overrides as verl_overrides
 
-    overrides = verl_train.overrides(
+    overrides = verl_overrides.overrides(
         config, run, inputs, metrics_file=str(rundir.metrics_dir / "launch.jsonl"), device=device
     )
-    composed = verl_train.compose(overrides)
-    verl_train.check_composed(composed)
+    composed = verl_overrides.compose(overrides)
+    verl_overrides.check_composed(composed)
     print(f"# device: {device}")
     if device == "cpu":
-        print("# the CPU backend's overrides (lie.engines.verl_cpu.overrides), on top of the cluster's")
+        print("# the CPU backend's overrides (lie.engines.verl.cpu.overrides), on top of the cluster's")
         for key, value in verl_cpu.overrides(run_settings(config, run)).items():
             print(f"#   {key}={value}")
     print("# reward (verl 0.9 `reward` group, as composed)")
@@ -142,7 +144,7 @@ def _print_verl_plan(config: dict, run: str, inputs, rundir, device: str) -> int
     print("# actor_rollout_ref.actor")
     print(OmegaConf.to_yaml(composed.actor_rollout_ref.actor))
     print("# command")
-    print(" ".join(verl_train.command(overrides)))
+    print(" ".join(verl_overrides.command(overrides)))
     return 0
 
 
@@ -157,7 +159,7 @@ def _run_trl(config: dict, args: argparse.Namespace) -> int:
     model = Path(args.model or layout.init_model(args.run))
     if args.dry_run:
         from lie.config import run_settings
-        from lie.engines import trl_train
+        from lie.engines.trl import train as trl_train
 
         settings = run_settings(config, args.run)
         sched = trl_train.Schedule(
@@ -178,7 +180,7 @@ def _run_trl(config: dict, args: argparse.Namespace) -> int:
             raise LieError(
                 f"run {args.run}: input {path} does not exist; build it first (see `snakemake -n`)"
             )
-    from lie.engines import trl_train
+    from lie.engines.trl import train as trl_train
 
     threads = args.threads or int(os.environ.get("OMP_NUM_THREADS", "1") or 1)
     trl_train.train(config, args.run, train_file, model, stop_after=args.stop_after, threads=threads)

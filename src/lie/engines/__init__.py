@@ -1,7 +1,7 @@
 """Thin adapters over real libraries, each behind one small interface (DESIGN.md, layer 3).
 
 Generation: :mod:`lie.engines.generation` (vLLM on GPU, transformers on CPU).
-Training: verl 0.9 (:mod:`lie.engines.verl_train`, its reward manager :mod:`lie.engines.verl_reward`,
-its CPU backend :mod:`lie.engines.verl_cpu`) and TRL (:mod:`lie.engines.trl_train`); both call
+Training: verl 0.9 (:mod:`lie.engines.verl.overrides`, its reward manager :mod:`lie.engines.verl.reward_manager`,
+its CPU backend :mod:`lie.engines.verl.cpu`) and TRL (:mod:`lie.engines.trl.train`); both call
 :mod:`lie.reward` and grade through :class:`lie.grading.GradingExecutor`.
 """

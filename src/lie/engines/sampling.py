@@ -1,7 +1,7 @@
 """Batched token-in/token-out sampling with log-probs, in plain torch: vLLM's job where vLLM cannot run.
 
 Used by the ``hf`` generation engine (``lie generate``, ``lie reflen`` on a CPU) and by verl's CPU
-rollout (``lie.engines.verl_cpu.rollout``). Prompts of different lengths are left-padded into one
+rollout (``lie.engines.verl.cpu.rollout``). Prompts of different lengths are left-padded into one
 batch and decoded together with a KV cache; each row keeps its own temperature, top-p, top-k,
 token budget and seed (a seeded row draws the same tokens whatever else is in its batch), and
 stops at an end-of-sequence token (kept in the output, as vLLM keeps it) or at its budget. The

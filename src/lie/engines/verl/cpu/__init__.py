@@ -1,7 +1,7 @@
 """verl's real trainer on a CPU: the tests and ``make smoke`` run ``verl.trainer.main_ppo`` with it.
 
 Everything goes through verl's extension points, loaded in every verl process (Ray workers
-included) by ``VERL_USE_EXTERNAL_MODULES=lie.engines.verl_cpu.plugin``:
+included) by ``VERL_USE_EXTERNAL_MODULES=lie.engines.verl.cpu.plugin``:
 
 - ``platform``: a ``cpu`` platform (``PlatformRegistry``; selected by ``VERL_PLATFORM=cpu``);
 - ``engines``: verl's own FSDP engines registered for device ``cpu`` (``EngineRegistry``);
@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-PLUGIN = "lie.engines.verl_cpu.plugin"
+PLUGIN = "lie.engines.verl.cpu.plugin"
 ROLLOUT = "transformers"
 RAY_CPUS = 16  # Ray's logical CPUs for verl's many small actors (agent loop, reward, storage)
 

@@ -1,10 +1,10 @@
-"""What ``VERL_USE_EXTERNAL_MODULES=lie.engines.verl_cpu.plugin`` loads in every verl process on a CPU.
+"""What ``VERL_USE_EXTERNAL_MODULES=lie.engines.verl.cpu.plugin`` loads in every verl process on a CPU.
 
 Importing it registers the CPU platform, verl's FSDP engines for device ``cpu`` and the
 transformers rollout (each module registers itself on import, the idiom of verl's own registries,
 so that a Ray worker that imports one of them first still gets all), and applies the two patches
 of ``patches.py``. ``lie train`` sets that variable only when no GPU is visible; on a GPU machine
-nothing of ``lie.engines.verl_cpu`` loads, and importing this module there is refused.
+nothing of ``lie.engines.verl.cpu`` loads, and importing this module there is refused.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import torch
 
 if torch.cuda.is_available():
     raise RuntimeError(
-        "lie.engines.verl_cpu is verl's CPU backend (tests, make smoke); a GPU is visible here: "
+        "lie.engines.verl.cpu is verl's CPU backend (tests, make smoke); a GPU is visible here: "
         "unset VERL_USE_EXTERNAL_MODULES and VERL_PLATFORM to train on the GPUs"
     )
 
@@ -21,5 +21,5 @@ import importlib  # noqa: E402
 
 # The platform first: verl's engine modules ask for the platform when they are imported.
 for _module in ("platform", "engines", "rollout"):
-    importlib.import_module(f"lie.engines.verl_cpu.{_module}")
-importlib.import_module("lie.engines.verl_cpu.patches").apply()
+    importlib.import_module(f"lie.engines.verl.cpu.{_module}")
+importlib.import_module("lie.engines.verl.cpu.patches").apply()

@@ -2,7 +2,7 @@
 
 verl's agent loop sends one token-in/token-out ``generate`` call per sample to a rollout server
 (a Ray actor); on GPUs that server is vLLM. Here :class:`TransformersServer` plays it: concurrent
-calls are gathered into one batch (``lie.engines.verl_cpu.sampling``) and answered together.
+calls are gathered into one batch (``lie.engines.verl.cpu.sampling``) and answered together.
 :class:`TransformersReplica` starts the server through verl's ``RolloutReplicaRegistry``, and
 :class:`TransformersAdapter`, the rollout object inside verl's FSDP worker, pushes the actor's
 weights to the server on every weight sync (verl's "naive" hybrid sync).

@@ -1,7 +1,7 @@
 """verl 0.9 reward manager for LIE: grade, then call the core reward (``lie.reward.score``).
 
 Selected by ``lie train`` through verl's reward-loop keys: ``reward.reward_manager.source=importlib``,
-``.name=LIERewardManager`` and ``.module.path=pkg://lie.engines.verl_reward``. verl imports a
+``.name=LIERewardManager`` and ``.module.path=pkg://lie.engines.verl.reward_manager``. verl imports a
 ``pkg://`` module by its package name (a file path would load it under a throw-away module name,
 and nothing defined in it could then be pickled to a grading worker). Its knobs arrive as
 ``reward.reward_kwargs``:
@@ -29,14 +29,15 @@ from typing import Any
 
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
+from lie.engines.rewarding import Sample, scored
 from lie.errors import LieError
 from lie.grading import DEFAULT_TIMEOUT_S, GradingExecutor
-from lie.reward import RewardConfig, score
+from lie.reward import RewardConfig
 from lie.runs import append_rollouts, rollout_record
 
 log = logging.getLogger(__name__)
 
-MODULE_PATH = "pkg://lie.engines.verl_reward"
+MODULE_PATH = "pkg://lie.engines.verl.reward_manager"
 EXTRA_KEYS = (
     "acc",
     "r_len",
@@ -86,36 +87,25 @@ class LIERewardManager(RewardManagerBase):
         extra = _plain(row.get("extra_info") or {})
         if "ground_truth" not in reward_model:
             raise LieError(f"data source {source!r}: a row has no reward_model.ground_truth")
-        kind = extra.get("kind") or "math"
-        graded = await self.grader.grade(
-            {
-                "response": text,
-                "gold": str(reward_model["ground_truth"]),
-                "kind": kind,
-                "choices": extra.get("letters"),
-            }
-        )
-        correct, status = bool(graded.correct), graded.status
         validating = source in self.validation_sources
         config = self.accuracy_only if validating else self.reward_config
         ref_len = reward_model.get("num_tokens")
-        if ref_len is None and config.length_term:
-            raise LieError(
-                f"data source {source!r}: training row without reward_model.num_tokens (L_ref); "
-                "train on the file written by `lie reflen`"
-            )
-        result = score(
-            text,
-            correct,
-            length,
-            int(ref_len) if ref_len is not None else None,
-            config,
-            token_ids=ids if config.unit == "token" else None,
+        sample = Sample(
+            text=text,
+            token_ids=ids,
+            gold=str(reward_model["ground_truth"]),
+            kind=extra.get("kind") or "math",
+            letters=tuple(extra.get("letters") or ()),
+            options=tuple(extra.get("choices") or ()),
+            ref_len=int(ref_len) if ref_len is not None else None,
+            where=f"data source {source!r}",
         )
-        ref = int(ref_len) if ref_len is not None else None
-        info = result.extra_info(length, ref)
+        graded = await self.grader.grade(sample.item())
+        status = graded.status
+        result = scored(sample, graded, config)
+        info = result.extra_info(length, sample.ref_len)
         if not validating and self.log_dir is not None:
-            self._log(row, text, status, result, length, ref)
+            self._log(row, text, status, result, length, sample.ref_len)
         return {"reward_score": result.reward, "reward_extra_info": info}
 
     def _log(self, row: Any, text: str, status: str, result: Any, length: int, ref: int | None) -> None:

@@ -1,14 +1,14 @@
-"""A run of config.yaml as verl 0.9.1 Hydra overrides; composing them on the CPU for ``--dry-run``.
+"""A run of config.yaml on verl 0.9.1: the recipe overlay plus the run's own values as Hydra overrides.
 
-The integration is configuration plus one reward manager (``lie.engines.verl_reward``): no fork of
-verl's trainer. Every setting of SPEC section 2 is an explicit override, so that what verl runs is
-what config.yaml says; the tests compose verl's own ``ppo_trainer.yaml`` with these overrides and
-check that each lands (verl 0.9 silently ignores the older reward keys).
+The integration is configuration plus one reward manager (``lie.engines.verl.reward_manager``): no
+fork of verl's trainer. What every run shares lives in ``lie_trainer.yaml`` (an overlay on verl's
+``ppo_trainer``); :func:`overrides` maps only a run's own settings of config.yaml onto it, and
+:func:`compose` composes both as ``main_ppo`` does, so that ``--dry-run``, the tests and the
+``verl_config.yaml`` of every launch show exactly what verl runs.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +18,8 @@ from lie import config as cfgmod
 from lie.grading.executor import DEFAULT_TIMEOUT_S
 from lie.runs import RunDir
 
-REWARD_MANAGER = "LIERewardManager"
+RECIPE_DIR = Path(__file__).parent
+RECIPE = "lie_trainer"  # lie_trainer.yaml: defaults [ppo_trainer, _self_]
 
 
 @dataclass(frozen=True)
@@ -44,9 +45,6 @@ def _q(value: Any) -> str:
     return f"'{text}'"
 
 
-REWARD_MODULE = "pkg://lie.engines.verl_reward"  # by package: its functions can be pickled
-
-
 def overrides(
     config: dict[str, Any],
     run: str,
@@ -54,9 +52,9 @@ def overrides(
     metrics_file: str | None = None,
     device: str = "gpu",
 ) -> list[str]:
-    """The complete list of Hydra overrides for ``python -m verl.trainer.main_ppo``.
+    """A run's own Hydra overrides of the recipe (``lie_trainer.yaml``) for ``main_ppo``.
 
-    ``device="cpu"`` adds what verl's CPU backend needs (``lie.engines.verl_cpu.overrides``) on top
+    ``device="cpu"`` adds what verl's CPU backend needs (``lie.engines.verl.cpu.overrides``) on top
     of the cluster's settings, and nothing else.
     """
     s = cfgmod.run_settings(config, run)
@@ -72,19 +70,10 @@ def overrides(
         # data
         "data.train_files": [inputs.train_file],
         "data.val_files": list(inputs.val_files),
-        "data.prompt_key": "prompt",
         "data.max_prompt_length": prompt_len,
         "data.max_response_length": response_len,
         "data.train_batch_size": int(s["train_batch_size"]),
-        "data.truncation": "left",
         "data.seed": int(s.get("seed", 1) or 1),
-        # algorithm: GRPO advantages, no KL anywhere
-        "algorithm.adv_estimator": "grpo",
-        "algorithm.norm_adv_by_std_in_grpo": True,
-        "algorithm.use_kl_in_reward": False,
-        "algorithm.kl_ctrl.kl_coef": 0.0,
-        "actor_rollout_ref.actor.use_kl_loss": False,
-        "actor_rollout_ref.actor.kl_loss_coef": 0.0,
         "actor_rollout_ref.actor.entropy_coeff": float(s["entropy_coeff"]),
         # the algorithm's loss
         "actor_rollout_ref.actor.policy_loss.loss_mode": s["loss_mode"],
@@ -95,7 +84,6 @@ def overrides(
         # optimisation
         "actor_rollout_ref.actor.optim.lr": float(s["lr"]),
         "actor_rollout_ref.actor.optim.lr_warmup_steps": int(s["lr_warmup_steps"]),
-        "actor_rollout_ref.actor.optim.lr_scheduler_type": "constant",
         "actor_rollout_ref.actor.optim.weight_decay": float(s["weight_decay"]),
         "actor_rollout_ref.actor.optim.clip_grad": float(s["grad_clip"]),  # what the FSDP engine reads
         "actor_rollout_ref.actor.grad_clip": float(s["grad_clip"]),  # kept equal (in the schema, unread)
@@ -103,8 +91,6 @@ def overrides(
         "actor_rollout_ref.actor.ppo_epochs": int(s["ppo_epochs"]),
         "actor_rollout_ref.actor.use_dynamic_bsz": bool(s["use_dynamic_bsz"]),
         "actor_rollout_ref.actor.ppo_max_token_len_per_gpu": token_budget,
-        "actor_rollout_ref.actor.fsdp_config.param_offload": True,
-        "actor_rollout_ref.actor.fsdp_config.optimizer_offload": True,
         "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz": bool(s["use_dynamic_bsz"]),
         "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu": token_budget,
         "actor_rollout_ref.ref.log_prob_use_dynamic_bsz": bool(s["use_dynamic_bsz"]),
@@ -112,28 +98,16 @@ def overrides(
         # model
         "actor_rollout_ref.model.path": inputs.model_path,
         "actor_rollout_ref.model.trust_remote_code": bool(config.get("trust_remote_code", False)),
-        "actor_rollout_ref.model.use_remove_padding": True,
-        "actor_rollout_ref.model.enable_gradient_checkpointing": True,
-        # rollouts (vLLM)
-        "actor_rollout_ref.rollout.name": "vllm",
+        # rollouts
         "actor_rollout_ref.rollout.n": int(s["rollout_n"]),
         "actor_rollout_ref.rollout.temperature": float(s["temperature"]),
         "actor_rollout_ref.rollout.top_p": float(s["top_p"]),
-        "actor_rollout_ref.rollout.top_k": -1,
-        "actor_rollout_ref.rollout.tensor_model_parallel_size": 1,
-        "actor_rollout_ref.rollout.gpu_memory_utilization": 0.8,
         "actor_rollout_ref.rollout.max_model_len": prompt_len + response_len,
         "actor_rollout_ref.rollout.max_num_batched_tokens": token_budget,
-        "actor_rollout_ref.rollout.enable_chunked_prefill": True,
         "actor_rollout_ref.rollout.val_kwargs.temperature": float(s["val_temperature"]),
         "actor_rollout_ref.rollout.val_kwargs.top_p": float(s["top_p"]),
-        "actor_rollout_ref.rollout.val_kwargs.top_k": -1,
         "actor_rollout_ref.rollout.val_kwargs.n": int(s.get("val_n", 1) or 1),
-        "actor_rollout_ref.rollout.val_kwargs.do_sample": True,
-        # the LIE reward manager (verl 0.9: the `reward` group; legacy keys are ignored)
-        "reward.reward_manager.source": "importlib",
-        "reward.reward_manager.name": REWARD_MANAGER,
-        "reward.reward_manager.module.path": REWARD_MODULE,
+        # the LIE reward manager's knobs
         "+reward.reward_kwargs.validation_sources": val_sources,
         "+reward.reward_kwargs.log_dir": str(rundir.rollouts_dir.resolve()),
         "+reward.reward_kwargs.grade_timeout_s": float(evaluation.get("grade_timeout_s", DEFAULT_TIMEOUT_S)),
@@ -149,7 +123,6 @@ def overrides(
         "trainer.max_actor_ckpt_to_keep": s.get("keep_checkpoints") if _final_eval(s) else None,
         "trainer.test_freq": int(s["test_freq"]),
         "trainer.val_before_train": bool(s.get("val_before_train", False)),
-        "trainer.resume_mode": "auto",
         "trainer.default_local_dir": str(rundir.checkpoints.resolve()),
         "trainer.rollout_data_dir": str((rundir.root / "verl_rollouts").resolve()),
         "trainer.validation_data_dir": str((rundir.root / "validation").resolve()),
@@ -161,7 +134,7 @@ def overrides(
     for key, value in knobs.items():
         o[f"+reward.reward_kwargs.lie.{key}"] = value
     if device == "cpu":
-        from lie.engines import verl_cpu
+        from lie.engines.verl import cpu as verl_cpu
 
         o.update(verl_cpu.overrides(s))
     if metrics_file is not None:
@@ -181,7 +154,7 @@ def prepare_resume(config: dict[str, Any], run: str, rundir: RunDir) -> bool:
     a kill, drop rollouts of the steps that will be redone. True when training already finished."""
     import json
 
-    from lie.engines import verl_checkpoints
+    from lie.engines.verl import checkpoints as verl_checkpoints
     from lie.identity import settings_hash
 
     digest = settings_hash(config, run)
@@ -198,7 +171,7 @@ def prepare_resume(config: dict[str, Any], run: str, rundir: RunDir) -> bool:
 
 def mark_complete(config: dict[str, Any], run: str, rundir: RunDir) -> None:
     """verl finished: record it, so that a rerun (e.g. for another eval_step) does not relaunch it."""
-    from lie.engines import verl_checkpoints
+    from lie.engines.verl import checkpoints as verl_checkpoints
     from lie.identity import settings_hash
     from lie.runs import write_json
 
@@ -219,16 +192,14 @@ def write_composed(override_list: list[str], path: Path) -> None:
 
 
 def compose(override_list: list[str]):
-    """verl's own ``ppo_trainer.yaml`` composed with the overrides, as ``main_ppo`` would (CPU)."""
-    import verl
+    """The recipe (verl's ``ppo_trainer.yaml`` + ``lie_trainer.yaml``) composed with the overrides, as main_ppo does."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    config_dir = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
     GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=config_dir, version_base=None):
-        return hydra_compose(config_name="ppo_trainer", overrides=override_list)
+    with initialize_config_dir(config_dir=str(RECIPE_DIR), version_base=None):
+        return hydra_compose(config_name=RECIPE, overrides=override_list)
 
 
 def check_composed(cfg: Any) -> None:
@@ -243,7 +214,8 @@ def command(override_list: list[str], python: str | None = None, hydra_dir: Path
     """``python -m verl.trainer.main_ppo`` with the overrides; Hydra's own log and config copy go to
     ``hydra_dir`` (the run folder) instead of ``./outputs/<date>`` of wherever the job started."""
     hydra = [f"hydra.run.dir={_q(str(hydra_dir))}"] if hydra_dir is not None else []
-    return [python or sys.executable, "-m", "verl.trainer.main_ppo", *override_list, *hydra]
+    recipe = ["--config-path", str(RECIPE_DIR), "--config-name", RECIPE]
+    return [python or sys.executable, "-m", "verl.trainer.main_ppo", *recipe, *override_list, *hydra]
 
 
 def inputs_for(config: dict[str, Any], run: str) -> VerlInputs:

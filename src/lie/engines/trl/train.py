@@ -24,11 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from lie import config as cfgmod
+from lie.engines.rewarding import Sample, scored
 from lie.errors import LieError
 from lie.grading import DEFAULT_TIMEOUT_S, GradingExecutor
 from lie.identity import settings_hash
 from lie.jsonl import dumps
-from lie.reward import RewardConfig, score
+from lie.reward import RewardConfig
 from lie.runs import RunDir, append_rollouts, rollout_record, write_json
 
 log = logging.getLogger(__name__)
@@ -138,35 +139,34 @@ class LIEReward:
     ):
         state = kw.get("trainer_state")
         step = self.schedule.rollout_step(state.global_step) if state is not None else 0
-        texts = [self.tokenizer.decode(list(ids), skip_special_tokens=True) for ids in completion_ids]
-        items = [
-            {"response": text, "gold": gold[i], "kind": kind[i], "choices": letters[i] or None}
-            for i, text in enumerate(texts)
+        samples = [
+            Sample(
+                text=self.tokenizer.decode(list(ids), skip_special_tokens=True),
+                token_ids=list(ids),
+                gold=gold[i],
+                kind=kind[i],
+                letters=tuple(letters[i] or ()),
+                ref_len=ref_len[i] if ref_len[i] >= 0 else None,
+                where=f"prompt {prompt_index[i]}",
+            )
+            for i, ids in enumerate(completion_ids)
         ]
-        grades = self.grader.grade_many(items, progress=False)
+        grades = self.grader.grade_many([s.item() for s in samples], progress=False)
         records, rewards = [], []
-        for i, (ids, text, graded) in enumerate(zip(completion_ids, texts, grades)):
-            ids = list(ids)
-            ref = ref_len[i] if ref_len[i] >= 0 else None
-            if ref is None and self.config.length_term:
-                raise LieError(
-                    f"prompt {prompt_index[i]}: no reward_model.num_tokens (L_ref); train on `lie reflen` output"
-                )
-            result = score(
-                text, bool(graded.correct), len(ids), ref, self.config,
-                token_ids=ids if self.config.unit == "token" else None,
-            )  # fmt: skip
+        for i, (sample, graded) in enumerate(zip(samples, grades)):
+            result = scored(sample, graded, self.config)
             rewards.append(result.reward)
+            group = f"{step}-{prompt_index[i]}"
             records.append(
                 rollout_record(
                     step,
-                    f"{step}-{prompt_index[i]}",
-                    f"{step}-{prompt_index[i]}-{i}",
+                    group,
+                    f"{group}-{i}",
                     prompt_index[i],
-                    text,
+                    sample.text,
                     result,
-                    len(ids),
-                    ref,
+                    len(sample.token_ids),
+                    sample.ref_len,
                     graded.status,
                 )  # fmt: skip
             )
