@@ -77,15 +77,6 @@ def test_scores_and_data_follow_the_umask(tmp_path, umask_002):
     assert mode(out) == 0o664
 
 
-def test_a_tiny_model_folder_follows_the_umask(tmp_path, umask_002):
-    out = tmp_path / "tiny"
-    assert (
-        main(["tiny-model", "--out", str(out), "--vocab-size", "300", "--hidden", "8", "--layers", "1"]) == 0
-    )
-    assert mode(out) == 0o775
-    assert all(mode(p) == 0o664 for p in out.iterdir())
-
-
 def test_base_model_and_merged_model_files_follow_the_umask(tmp_path, umask_002):
     """safetensors writes weights at 0600: a tiny base model and a merged TRL run must not keep that."""
     config = yaml.safe_load(SMOKE.read_text(encoding="utf-8"))

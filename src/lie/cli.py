@@ -27,7 +27,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("lie.commands.evaluate", "grade generations at every budget: Avg@n, Pass@1, pass@k"),
     "train": ("lie.commands.train", "train one run of config.yaml (verl or TRL)"),
     "merge": ("lie.commands.merge", "merge a run's final checkpoint into Hugging Face format"),
-    "tiny-model": ("lie.commands.tiny_model", "build a tiny Qwen3 model and tokenizer locally"),
     "base-model": (
         "lie.commands.base_model",
         "fetch a base model at its pinned revision, or build a tiny one",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -213,10 +213,3 @@ def ngram_stats(
 ) -> NgramStats:
     """N-gram statistics of one response, over words of ``text`` or over ``token_ids``."""
     return ngram_stats_of_hashes(unit_hashes(text, token_ids, unit), n)
-
-
-def ngram_stats_many(
-    texts: Iterable[str | None], token_ids: Iterable[Sequence[int] | None], n: int, unit: str
-) -> list[NgramStats]:
-    """:func:`ngram_stats` over many responses."""
-    return [ngram_stats(t, ids, n, unit) for t, ids in zip(texts, token_ids)]

@@ -13,7 +13,6 @@ from typing import Any
 from lie.errors import LieError
 
 # SPEC section 3: the Qwen files' instruction after the question.
-DEFAULT_TEMPLATE = "{question} Let's think step by step and output the final answer within \\boxed{{}}."
 
 
 def render_question(template: str, question: str, **fields: Any) -> str:

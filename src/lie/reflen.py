@@ -22,6 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from lie.data.rows import REFLEN_EXTRA_FIELDS, REFLEN_REWARD_FIELDS
 from lie.engines.generation import SamplingSettings
 from lie.errors import LieError
 from lie.grading.executor import DEFAULT_TIMEOUT_S
@@ -242,16 +243,9 @@ def add_reference_lengths(
         row["reward_model"], row["extra_info"] = reward, extra
     schema = table.schema
     for column, added in (
-        ("reward_model", [pa.field("num_tokens", pa.int64())]),
-        (
-            "extra_info",
-            [
-                pa.field("avg_response_len", pa.float64()),
-                pa.field("gen_count", pa.int64()),
-                pa.field("ori_acc", pa.float64()),
-            ],
-        ),
-    ):
+        ("reward_model", [pa.field(n, t) for n, t in REFLEN_REWARD_FIELDS]),
+        ("extra_info", [pa.field(n, t) for n, t in REFLEN_EXTRA_FIELDS]),
+    ):  # the data set's own struct (it may have more fields), with the reflen fields set
         old = schema.field(column).type if column in schema.names else pa.struct([])
         names = {f.name for f in added}
         kept = [old.field(i) for i in range(old.num_fields) if old.field(i).name not in names]

@@ -3,7 +3,7 @@
 The smoke run, the study and the tests use it so that every stage runs on a CPU in seconds.
 The tokenizer is a byte-level BPE trained on a corpus given by the caller (the smoke data), with
 Qwen's chat markers, so any text round-trips and ``apply_chat_template`` works as for Qwen3.
-Run: ``lie tiny-model --out DIR [--corpus FILE] [--seed 0]``.
+``lie base-model NAME`` builds one for a model entry with ``tiny:`` (its corpus: data sets of the config).
 """
 
 from __future__ import annotations
