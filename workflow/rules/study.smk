@@ -2,26 +2,18 @@
 # supervised models probed as RL samples them and gated before any RL run (study_gates), per-response
 # columns of every evaluation (depth needed and reached, n-gram states), and the report (study), all
 # from files. A config without `study:` stops when a target is asked for, with the fix in the message.
+from lie.study.gates import gate_inputs
 from lie.study.paths import StudyPaths
 from lie.study.report import study_inputs, study_paths
 
 STUDY = StudyPaths(LAYOUT)
-
-
-def get_study_gate_inputs(wildcards) -> list[str]:
-    from lie.study.spec import study_spec
-
-    return [str(STUDY.probe_responses(m)) for m in study_spec(config).base_models]
-
-
-def study_bench() -> str:
-    return str((config.get("study") or {}).get("bench", ""))
+STUDY_BENCH = str((config.get("study") or {}).get("bench", ""))
 
 
 rule study_probe:
     input:
         model=lambda w: get_model_dir(w.model),
-        data=lambda w: str(LAYOUT.dataset_file(study_bench())),
+        data=lambda w: str(LAYOUT.dataset_file(STUDY_BENCH)),
     output:
         gen=f"{OUT}/probe/{{model}}/generations.jsonl",
         scores=f"{OUT}/probe/{{model}}/scores.jsonl",
@@ -51,9 +43,9 @@ rule study_probe:
 
 rule study_responses:
     input:
-        gen=lambda w: str(LAYOUT.generations(w.key, study_bench())),
+        gen=lambda w: str(LAYOUT.generations(w.key, STUDY_BENCH)),
         scores=f"{OUT}/scores/{{key}}/scores.jsonl",
-        data=lambda w: str(LAYOUT.dataset_file(study_bench())),
+        data=lambda w: str(LAYOUT.dataset_file(STUDY_BENCH)),
         model=get_evaluated_model,
     output:
         f"{OUT}/responses/{{key}}.jsonl",
@@ -74,7 +66,7 @@ rule study_responses:
 
 rule study_gates:
     input:
-        get_study_gate_inputs,
+        lambda w: gate_inputs(config, LAYOUT),
     output:
         [str(p) for p in STUDY.gates],
     log:

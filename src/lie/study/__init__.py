@@ -1,11 +1,15 @@
-"""The CPU study of the Shallow Exploration Trap (``make study``, docs/study.md).
+"""The CPU study of the Shallow Exploration Trap (``make study``, docs/study/preregistration.md).
 
-A tiny policy taught to stop early (``lie.sft``), three RL arms on TRL with several seeds each,
-evaluated at several test-time budgets; this package turns the files those stages wrote into
-the study's figures and tables, from files only (``lie study-report --config CONFIG``):
+Two conditions (a strong and a weak trap), each with its own supervised model (``lie.sft``), arms of
+RL on TRL with several seeds each, evaluated at several test-time budgets. This package measures
+and reports, from files only:
 
 - :mod:`lie.study.spec`: the ``study:`` section, checked against the rest of the config;
-- :mod:`lie.study.inputs`: per-step curves from the rollouts, accuracy per budget from the
-  evaluation summaries, per-response statistics of the generations;
-- :mod:`lie.study.report`: aggregation over seeds (mean, min, max), figures and tables.
+- :mod:`lie.study.trap`: the trap index, analytic (from the stop probability) and counted on groups;
+- :mod:`lie.study.probe`, :mod:`lie.study.gates`: the supervised models sampled as the rollouts
+  sample, and the pre-registered gates on them (before any RL run);
+- :mod:`lie.study.responses`: per-response columns of every evaluation (depth, n-gram states, grades);
+- :mod:`lie.study.inputs`: per-step curves from the rollouts, per-condition summaries of responses;
+- :mod:`lie.study.paired`: paired differences by seed, intervals and the registered verdicts;
+- :mod:`lie.study.report`, :mod:`lie.study.figures`: tables and figures (``lie study-report``).
 """

@@ -129,6 +129,12 @@ def measure(
     )
 
 
+def gate_inputs(config: dict[str, Any], layout: Layout) -> list[str]:
+    """The files :func:`measure_all` reads (the ``study_gates`` rule's inputs)."""
+    paths = StudyPaths(layout)
+    return [str(paths.probe_responses(m)) for m in study_spec(config).base_models]
+
+
 def measure_all(config: dict[str, Any]) -> list[GateResult]:
     """Every condition's gates, from the probe files of its supervised model."""
     spec = study_spec(config)
