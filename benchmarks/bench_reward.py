@@ -1,7 +1,7 @@
 """Time the LIE reward on one training step's worth of rollouts.
 
 Run: ``.venv/bin/python benchmarks/bench_reward.py`` (or ``make bench``). A synthetic batch of
-1,024 responses of about 8,000 words, half of them looping, is scored by ``lie.reward.score_batch``
+1,024 responses of about 8,000 words, half of them looping, is scored by ``lie.core.reward.score_batch``
 and by a straightforward implementation written here (a Counter over word tuples, the baseline);
 ``str.split`` alone on the same batch is the floor. Targets: batch <= 1 s on one core, >= 5x.
 """
@@ -14,7 +14,7 @@ import random
 import time
 from collections import Counter
 
-from lie.reward import RewardConfig, score_batch
+from lie.core.reward import RewardConfig, score_batch
 
 
 def make_batch(size: int, words: int, seed: int) -> list[str]:
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"batch: {n} responses x {args.words} words ({looping} penalised as looping), one core")
     print(f"str.split alone (floor): {t_split:8.3f} s")
-    print(f"lie.reward.score_batch:  {t_ours:8.3f} s   target <= 1 s: {'yes' if t_ours <= 1 else 'NO'}")
+    print(f"lie.core.reward.score_batch:  {t_ours:8.3f} s   target <= 1 s: {'yes' if t_ours <= 1 else 'NO'}")
     print(f"baseline (Counter):      {t_base:8.3f} s")
     print(
         f"speed-up vs baseline:    {t_base / t_ours:8.1f} x  target >= 5x: {'yes' if t_base / t_ours >= 5 else 'NO'}"

@@ -96,14 +96,15 @@ def pipeline_config(root: Path, tiny: Path, loopy: Path) -> dict[str, Any]:
 
 def _build(root: Path) -> SimpleNamespace:
     from lie.cli import main
-    from lie.commands.evaluate import evaluate, write_summary
-    from lie.commands.generate import run_generate
     from lie.config import load_config
+    from lie.config.layout import Layout
     from lie.engines.generation import load_tokenizer
     from lie.engines.trl import train as trl_train
-    from lie.jsonl import atomic_output, dumps
-    from lie.layout import Layout
-    from lie.tiny import build_tiny
+    from lie.formats.jsonl import atomic_output, dumps
+    from lie.formats.scores import write_summary
+    from lie.stages.evaluate import evaluate
+    from lie.stages.generate import run_generate
+    from lie.stages.tiny import build_tiny
 
     corpus = [r["prompt"][0]["content"] for r in arithmetic_rows(40)] + ["The answer is \\boxed{7}."] * 5
     corpus += [LOOP_PHRASE * 3] * 20  # so that the phrase is a few distinct tokens
@@ -153,7 +154,7 @@ def fresh_copy(tmp: Path) -> SimpleNamespace:
     shutil.copytree(base.layout.root, out, ignore=shutil.ignore_patterns("checkpoints", "models", "base"))
     config = copy.deepcopy(base.config)
     config["outdir"] = str(out)
-    from lie.layout import Layout
+    from lie.config.layout import Layout
 
     return SimpleNamespace(root=tmp, cfg=write_config(tmp / "config.yaml", config), config=config,
                            layout=Layout(config), tiny=base.tiny, loopy=base.loopy)  # fmt: skip

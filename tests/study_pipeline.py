@@ -122,8 +122,8 @@ def _probe(cfg: Path, layout: Any, model: str) -> None:
 def _build(root: Path) -> SimpleNamespace:
     from lie.cli import main
     from lie.config import load_config
+    from lie.config.layout import Layout
     from lie.engines.trl import train as trl_train
-    from lie.layout import Layout
 
     cfg = write_config(root / "config.yaml", small_study_config(root / "out"))
     config = load_config(cfg)

@@ -9,8 +9,8 @@ import pytest
 
 from lie.analysis.diversity import group_diversity, mean_of, window_keys
 from lie.analysis.dynamics import pick_steps
-from lie.errors import LieError
-from lie.ngrams import ngram_stats
+from lie.core.errors import LieError
+from lie.core.ngrams import ngram_stats
 
 
 def test_two_overlapping_samples_by_hand():

@@ -9,8 +9,8 @@ import pytest
 from report_pipeline import RUNS, fresh_copy, pipeline
 
 from lie.analysis.dynamics import ENTROPY, run_dynamics
-from lie.errors import LieError
-from lie.runs import read_metrics, read_rollouts
+from lie.core.errors import LieError
+from lie.formats.runs import read_metrics, read_rollouts
 
 pytestmark = pytest.mark.slow
 GRPO, GSPO_LIE, LOOP = RUNS

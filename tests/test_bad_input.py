@@ -302,8 +302,8 @@ def test_a_reward_that_overflows_is_not_written_as_json(tmp_path):
 
 def test_run_summaries_and_rollouts_are_strict_json(tmp_path):
     """A non-finite number in a run summary or a rollout is an error naming it, never a bare NaN."""
-    from lie.errors import LieError
-    from lie.runs import append_rollouts, write_json
+    from lie.core.errors import LieError
+    from lie.formats.runs import append_rollouts, write_json
 
     with pytest.raises(LieError, match="field 'step'"):
         write_json(tmp_path / "final.json", {"checkpoint": "c", "step": float("nan")})

@@ -10,8 +10,8 @@ import yaml
 
 from lie.analysis.behaviours import BEHAVIOURS, Tally, load_classifier, split_sentences, tally
 from lie.analysis.judge import JudgeAnswerError, chunks, judge_texts, load_prompt, parse_answer
+from lie.core.errors import LieError
 from lie.engines.generation import Completion
-from lie.errors import LieError
 
 SENTENCES = Path(__file__).with_name("data") / "behaviour_sentences.yaml"
 # Measured on the labelled set when the patterns were written (docs/report.md gives the numbers);
@@ -186,7 +186,7 @@ class CannedJudge:
 
 
 def test_judge_adds_the_parts_and_keeps_unreadable_answers_as_errors(classifier):
-    from lie.tiny import build_tokenizer
+    from lie.stages.tiny import build_tokenizer
 
     tokenizer = build_tokenizer(["Wait, check the sum."], vocab_size=300)
     counts = '{{"backtracking": {}, "verification": 1, "subgoal_setting": 0, "enumeration": 0}}'

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from small import paper_config
 
-from lie.errors import LieError
+from lie.core.errors import LieError
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = "qwen3-4b-base_dapo_gspo_lie"

@@ -147,7 +147,7 @@ def test_a_package_yaml_reader_refuses_a_key_written_twice(tmp_path, capsys):
 
 
 def test_the_package_yaml_files_have_each_key_once():
-    from lie.overrides import load_yaml_mapping
+    from lie.config.yamlio import load_yaml_mapping
 
     files = sorted((REPO / "src" / "lie").rglob("*.yaml"))
     assert len(files) >= 4

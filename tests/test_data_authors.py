@@ -17,12 +17,12 @@ from conftest import shared_file
 from hubcache import repo_config
 
 from lie.cli import main
-from lie.data.build import VERBATIM, build_dataset
-from lie.data.formats import AUTHORS_INSTRUCTION, FORMATS, Context, normalise_answer
-from lie.data.rows import read_metadata
-from lie.data.sources import git_blob_sha1, url_cache_path
-from lie.errors import LieError
-from lie.prompts import render_question
+from lie.core.errors import LieError
+from lie.formats.prompts import render_question
+from lie.formats.rows import read_metadata
+from lie.stages.data.adapters import AUTHORS_INSTRUCTION, FORMATS, Context, normalise_answer
+from lie.stages.data.build import VERBATIM, build_dataset
+from lie.stages.data.sources import git_blob_sha1, url_cache_path
 
 COMMIT = "1b3bb02fc8b55e07e0defddf77ae531ad0a9e0eb"
 QWEN, LLAMA = "lie-authors/valid.all_qwen3.parquet", "lie-authors/valid.all_llama.parquet"
@@ -186,7 +186,7 @@ def test_authors_rows_parse_without_their_instruction():
 
 
 def test_octothinker_keys_read_the_bare_files():
-    from lie.data.spec import bare_questions, eval_data_file
+    from lie.stages.data.spec import bare_questions, eval_data_file
 
     config = repo_config()
     root = eval_data_file(config, "qwen3-4b-base", "aime24").parent

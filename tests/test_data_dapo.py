@@ -17,8 +17,8 @@ import yaml
 from hubcache import add_dataset, repo_config
 
 from lie.cli import main
-from lie.data.compare import compare
-from lie.data.formats import DAPO_PREFIX, DAPO_SUFFIX
+from lie.stages.data.adapters import DAPO_PREFIX, DAPO_SUFFIX
+from lie.stages.data.compare import compare
 
 
 @pytest.fixture

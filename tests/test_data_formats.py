@@ -7,10 +7,10 @@ import copy
 import pytest
 from hubcache import repo_config
 
-from lie.data.formats import FORMATS, Context, last_boxed, normalise_answer, strip_dapo_template
-from lie.data.rows import format_choices, make_row
-from lie.data.spec import KEYS, dataset_spec, parse_spec
-from lie.errors import LieError
+from lie.core.errors import LieError
+from lie.formats.rows import format_choices, make_row
+from lie.stages.data.adapters import FORMATS, Context, last_boxed, normalise_answer, strip_dapo_template
+from lie.stages.data.spec import KEYS, dataset_spec, parse_spec
 
 CTX = Context("datasets.eval.x", row=0, shuffle_seed=0)
 

@@ -20,11 +20,11 @@ import yaml
 from conftest import shared_file
 from hubcache import REPO, add_dataset, readme_configs, repo_config
 
-from lie.data.build import build_dataset
-from lie.data.formats import DAPO_PREFIX, DAPO_SUFFIX
-from lie.data.rows import read_metadata
-from lie.errors import LieError
-from lie.jsonl import read_jsonl
+from lie.core.errors import LieError
+from lie.formats.jsonl import read_jsonl
+from lie.formats.rows import read_metadata
+from lie.stages.data.adapters import DAPO_PREFIX, DAPO_SUFFIX
+from lie.stages.data.build import build_dataset
 
 SUFFIX = " Let's think step by step and output the final answer within \\boxed{}."
 

@@ -17,11 +17,11 @@ from conftest import shared_file
 from hubcache import repo_config
 
 from lie.cli import main
-from lie.data.build import build_dataset
-from lie.data.formats import normalise_answer
-from lie.data.rows import read_metadata, row_schema
-from lie.data.sources import git_blob_sha1, url_cache_path
-from lie.errors import LieError
+from lie.core.errors import LieError
+from lie.formats.rows import read_metadata, row_schema
+from lie.stages.data.adapters import normalise_answer
+from lie.stages.data.build import build_dataset
+from lie.stages.data.sources import git_blob_sha1, url_cache_path
 
 LOCAL = {
     "aime24-hub": "qwen25-math-eval/aime24.jsonl",

@@ -16,9 +16,9 @@ import yaml
 from conftest import REPO
 
 from lie.cli import main
-from lie.commands.evaluate import evaluate
-from lie.errors import LieError
+from lie.core.errors import LieError
 from lie.grading import grade_many
+from lie.stages.evaluate import evaluate
 
 OPTIONS = {0: ["trout", "whale", "crow", "frog"], 1: ["iron", "ice", "salt", "neon"]}
 GOLD = {0: "B", 1: "D"}

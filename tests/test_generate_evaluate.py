@@ -18,9 +18,8 @@ import yaml
 from conftest import REPO, shared_file
 
 from lie.cli import main
-from lie.commands.evaluate import budget_texts, evaluate, read_generations
-from lie.commands.generate import read_problems, run_generate
 from lie.config import load_config
+from lie.core.errors import LieError
 from lie.engines.generation import (
     HFEngine,
     SamplingSettings,
@@ -30,8 +29,10 @@ from lie.engines.generation import (
     load_engine,
     sample_seed,
 )
-from lie.errors import LieError
+from lie.formats.generations import read_generations
 from lie.grading import grade_many
+from lie.stages.evaluate import budget_texts, evaluate
+from lie.stages.generate import read_problems, run_generate
 
 ABCD = ["A", "B", "C", "D"]
 
@@ -73,7 +74,7 @@ def write_parquet(path, rows):
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    from lie.tiny import build_tiny
+    from lie.stages.tiny import build_tiny
 
     folder = tmp_path_factory.mktemp("gen")
     problems = aime()
@@ -120,7 +121,7 @@ def generate_cli(setup, out, *extra):
 def test_generate_writes_n_seeded_samples_per_problem(setup, tmp_path):
     from transformers import AutoTokenizer
 
-    from lie.prompts import prompt_token_ids
+    from lie.formats.prompts import prompt_token_ids
 
     out = tmp_path / "gen.jsonl"
     assert generate_cli(setup, out) == 0

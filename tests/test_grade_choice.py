@@ -17,7 +17,7 @@ import pytest
 import yaml
 from conftest import shared_file
 
-from lie.errors import LieError
+from lie.core.errors import LieError
 from lie.grading import (
     AUTHORS_PATTERNS,
     authors_letter,

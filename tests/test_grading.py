@@ -11,7 +11,7 @@ import pytest
 from conftest import shared_file
 from math_verify import parse, verify
 
-from lie.errors import LieError
+from lie.core.errors import LieError
 from lie.grading import GradeResult, GradingExecutor, default_workers, grade_item, grade_many, grade_math
 from lie.grading import mathverify as mv
 

@@ -6,8 +6,8 @@ from math import comb
 
 import pytest
 
-from lie.errors import LieError
-from lie.metrics import avg_at_n, mean_pass_at_k, metric_name, pass_at_k, summarize
+from lie.core.errors import LieError
+from lie.core.metrics import avg_at_n, mean_pass_at_k, metric_name, pass_at_k, summarize
 
 # (n, c, k, value) worked out by hand: 1 - C(n-c, k) / C(n, k)
 GOLDEN = [

@@ -23,7 +23,7 @@ def _run(args, env_extra, cwd):
 
 @pytest.fixture(scope="module")
 def tiny_files(tmp_path_factory):
-    from lie.tiny import build_tiny
+    from lie.stages.tiny import build_tiny
 
     folder = build_tiny(tmp_path_factory.mktemp("tiny") / "m", ["What is 1 + 1?"], vocab_size=300)
     return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lie import ngrams
-from lie.ngrams import ngram_stats, split_words, unit_hashes
+from lie.core import ngrams
+from lie.core.ngrams import ngram_stats, split_words, unit_hashes
 
 
 def oracle(units: list, n: int) -> tuple[int, int, int]:

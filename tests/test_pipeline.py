@@ -13,7 +13,7 @@ import yaml
 from small import paper_config
 
 from lie.config import load_config, selected_runs, validate_config
-from lie.errors import LieError
+from lie.core.errors import LieError
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
@@ -158,7 +158,7 @@ def test_profiles_parse_and_ask_slurm_for_account_and_partitions_from_the_enviro
 def test_plan_counts_steps_from_the_data(tmp_path):
     import math
 
-    from lie.plan import plan, render
+    from lie.stages.plan import plan, render
 
     config = paper_config()
     config["outdir"] = str(tmp_path)

@@ -14,13 +14,13 @@ from conftest import shared_file
 from hubcache import repo_config
 
 from lie.cli import main
-from lie.data.build import build_dataset
-from lie.data.formats import DAPO_PREFIX, DAPO_SUFFIX
-from lie.data.rows import read_metadata
+from lie.core.errors import LieError
 from lie.engines.generation import Completion, HFEngine, sample_seed
-from lie.errors import LieError
-from lie.prompts import prompt_token_ids
-from lie.reflen import (
+from lie.formats.prompts import prompt_token_ids
+from lie.formats.rows import read_metadata
+from lie.stages.data.adapters import DAPO_PREFIX, DAPO_SUFFIX
+from lie.stages.data.build import build_dataset
+from lie.stages.reflen import (
     add_reference_lengths,
     reference_length,
     run_reflen,
@@ -74,7 +74,7 @@ def test_settings_reject_unknown_and_bad_keys():
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from lie.tiny import build_tiny
+    from lie.stages.tiny import build_tiny
 
     return str(build_tiny(tmp_path_factory.mktemp("tiny") / "model", ["What is 2 + 2?"], seed=0))
 

@@ -13,7 +13,7 @@ from small import REPO
 
 from lie.analysis.behaviours import load_classifier
 from lie.cli import main
-from lie.errors import LieError
+from lie.core.errors import LieError
 from lie.report import build
 from lie.report.build import build_report, report_paths
 
@@ -235,8 +235,9 @@ def test_a_failure_leaves_no_output_that_looks_complete(tmp_path, monkeypatch):
 
 
 def test_a_benchmark_missing_from_a_summary_is_a_marked_gap(tmp_path):
-    from lie.commands.evaluate import evaluate, write_summary
     from lie.engines.generation import load_tokenizer
+    from lie.formats.scores import write_summary
+    from lie.stages.evaluate import evaluate
 
     copy = fresh_copy(tmp_path)
     gens = [str(copy.layout.generations(BASE, "math500"))]  # as if arc-c had not been evaluated

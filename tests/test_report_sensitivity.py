@@ -13,7 +13,7 @@ from test_report_tables import report_data
 
 from lie.cli import main
 from lie.config import reward_settings, selected_runs, validate_config
-from lie.layout import Layout
+from lie.config.layout import Layout
 from lie.report import tables
 from lie.report.build import report_paths
 from lie.report.groups import table_keys

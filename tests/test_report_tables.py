@@ -14,14 +14,14 @@ import pytest
 from small import paper_config
 
 from lie.analysis.behaviours import load_classifier
-from lie.commands.evaluate import summarize_scores
-from lie.layout import Layout
+from lie.config.layout import Layout
 from lie.report import tables
 from lie.report.build import report_paths
 from lie.report.groups import evaluated_keys, table_keys
 from lie.report.inputs import ReportData
 from lie.report.paper import load_paper
 from lie.report.render import markdown
+from lie.stages.evaluate import summarize_scores
 
 B = "qwen3-4b-base"
 R = "qwen3-4b-base_dapo_"

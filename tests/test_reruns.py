@@ -20,7 +20,7 @@ import pytest
 import yaml
 from small import arithmetic_rows, paper_config, small_config, write_config, write_parquet
 
-from lie.runs import RunDir
+from lie.formats.runs import RunDir
 
 REPO = Path(__file__).resolve().parents[1]
 LIE_ON = {
@@ -144,7 +144,7 @@ def test_a_dry_run_never_rewrites_the_config_running_jobs_read(finished):
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
-    from lie.tiny import build_tiny
+    from lie.stages.tiny import build_tiny
 
     corpus = [r["prompt"][0]["content"] for r in arithmetic_rows(40)] + ["The answer is \\boxed{7}."] * 5
     return build_tiny(tmp_path_factory.mktemp("tiny") / "model", corpus, seed=0, vocab_size=300)

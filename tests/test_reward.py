@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lie.errors import LieError
-from lie.reward import RewardConfig, length_reward, score, score_batch
+from lie.core.errors import LieError
+from lie.core.reward import RewardConfig, length_reward, score, score_batch
 
 CODE = RewardConfig()
 BLOCK = " ".join(f"w{i}" for i in range(10))  # ten distinct words

@@ -11,8 +11,8 @@ from collections import Counter
 import pyarrow.parquet as pq
 import pytest
 
-from lie.ngrams import split_words
-from lie.reward import RewardConfig, score_batch
+from lie.core.ngrams import split_words
+from lie.core.reward import RewardConfig, score_batch
 
 ETA = 3.33e-5
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lie.runs import ROLLOUT_FIELDS, read_metrics, read_rollouts
+from lie.formats.runs import ROLLOUT_FIELDS, read_metrics, read_rollouts
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow

@@ -1,5 +1,5 @@
 """The CPU study end to end on a shrunken run (tests/study_pipeline.py): the supervised stage, the probe
-and gates, two RL steps of each arm rewarded as lie.reward says, per-response columns that copy the
+and gates, two RL steps of each arm rewarded as lie.core.reward says, per-response columns that copy the
 grades, and a report that reads real files; `make study` is two targets of the same DAG."""
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import pytest
 import yaml
 from study_pipeline import ARMS, BASES, RUNS, pipeline, study_config
 
-from lie.errors import LieError
-from lie.reward import RewardConfig, length_reward
-from lie.runs import RunDir, read_rollouts
+from lie.core.errors import LieError
+from lie.core.reward import RewardConfig, length_reward
+from lie.formats.runs import RunDir, read_rollouts
 
 pytestmark = pytest.mark.slow
 

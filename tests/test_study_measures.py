@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from lie.errors import LieError
+from lie.core.errors import LieError
 from lie.study import trap
 from lie.study.paired import paired, verdict
 from lie.tasks import arithmetic as A

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from lie.errors import LieError
+from lie.core.errors import LieError
 from lie.grading import grade_math
 from lie.tasks import arithmetic as A
 from lie.tasks import chain as C
@@ -173,7 +173,7 @@ SFT = {"task": "chain", "seed": 0, "problems": 10, "min_depth": 1, "max_depth": 
     ],
 )
 def test_a_bad_supervised_stage_key_is_named(change, message):
-    from lie.sft import SFTSettings
+    from lie.stages.sft import SFTSettings
 
     mapping = {**SFT, **change}
     with pytest.raises(LieError, match=message):
@@ -185,8 +185,8 @@ def test_a_bad_supervised_stage_key_is_named(change, message):
 
 def test_the_supervised_stage_teaches_full_solutions_then_the_shallow_habit():
     """A few real steps on a tiny model: the record counts the shallow phase only."""
-    from lie.sft import SFTSettings, run_sft
-    from lie.tiny import build_model, build_tokenizer
+    from lie.stages.sft import SFTSettings, run_sft
+    from lie.stages.tiny import build_model, build_tokenizer
 
     settings = SFTSettings.from_mapping({**SFT, "steps": 6, "full_steps": 3, "stop_prob": 1.0}, "sft")
     tok = build_tokenizer([p.solution() for p in C.generate(50, 0, 1, 3)], 300)

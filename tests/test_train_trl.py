@@ -14,14 +14,14 @@ from small import arithmetic_rows, paper_config, small_config, write_config, wri
 
 from lie.config import run_settings
 from lie.engines.trl import train as trl_train
-from lie.runs import ROLLOUT_FIELDS, RunDir, read_metrics, read_rollouts
+from lie.formats.runs import ROLLOUT_FIELDS, RunDir, read_metrics, read_rollouts
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from lie.tiny import build_tiny
+    from lie.stages.tiny import build_tiny
 
     path = tmp_path_factory.mktemp("tiny") / "model"
     corpus = [r["prompt"][0]["content"] for r in arithmetic_rows(40)] + ["The answer is \\boxed{7}."] * 5

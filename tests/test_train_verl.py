@@ -17,8 +17,8 @@ pytest.importorskip("verl")
 from small import paper_config  # noqa: E402
 
 from lie import config as cfgmod  # noqa: E402
+from lie.core.reward import RewardConfig, score  # noqa: E402
 from lie.engines.verl import overrides as verl_overrides  # noqa: E402
-from lie.reward import RewardConfig, score  # noqa: E402
 
 CONFIG = paper_config()
 INPUTS = verl_overrides.VerlInputs(
@@ -133,7 +133,7 @@ def dapo_rows(request):
 
 @pytest.fixture(scope="module")
 def tokenizer(dapo_rows):
-    from lie.tiny import build_tokenizer
+    from lie.stages.tiny import build_tokenizer
 
     corpus = [r["prompt"][0]["content"] for r in dapo_rows]
     return build_tokenizer(corpus + ["The answer is \\boxed{42}. " * 3], vocab_size=400)
@@ -159,7 +159,7 @@ def _item(tokenizer, row, response: str, data_source: str = "math_dapo", step: i
     from tensordict import TensorDict
     from verl import DataProto
 
-    from lie.prompts import prompt_token_ids
+    from lie.formats.prompts import prompt_token_ids
 
     prompt = torch.tensor(prompt_token_ids(tokenizer, row["prompt"]))
     resp = torch.tensor(tokenizer(response, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id])
@@ -206,7 +206,7 @@ def _padded(data, prompt_width: int, response_width: int):
 
 def test_reward_manager_matches_the_core_on_real_rows(tmp_path, tokenizer, dapo_rows):
     from lie.engines.verl.reward_manager import EXTRA_KEYS
-    from lie.runs import ROLLOUT_FIELDS, read_rollouts
+    from lie.formats.runs import ROLLOUT_FIELDS, read_rollouts
 
     run = "qwen3-4b-base_dapo_gspo_lie"  # extra_tokens 500
     manager = _load(_manager(run, tmp_path / "rollouts"), tokenizer)
@@ -256,7 +256,7 @@ def test_validation_sources_and_baselines_score_accuracy_only(tmp_path, tokenize
 
 
 def test_training_row_without_reference_length_is_an_error(tmp_path, tokenizer, dapo_rows):
-    from lie.errors import LieError
+    from lie.core.errors import LieError
 
     row = copy.deepcopy(dapo_rows[0])
     del row["reward_model"]["num_tokens"]

@@ -22,14 +22,14 @@ pytest.importorskip("verl")
 from small import arithmetic_rows, small_config, write_config, write_parquet  # noqa: E402
 
 from lie.engines.sampling import Request, sample_batch  # noqa: E402
-from lie.runs import RunDir, read_metrics, read_rollouts  # noqa: E402
+from lie.formats.runs import RunDir, read_metrics, read_rollouts  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
-    from lie.tiny import build_tiny
+    from lie.stages.tiny import build_tiny
 
     corpus = [r["prompt"][0]["content"] for r in arithmetic_rows(40)] + ["The answer is \\boxed{7}."] * 5
     return build_tiny(tmp_path_factory.mktemp("tiny") / "model", corpus, seed=0, vocab_size=300)

@@ -1,6 +1,6 @@
 """LIE (Length-Incentivized Exploration): the reference reproduction pipeline.
 
-Layers, dependencies pointing down only: ``lie.reward`` / ``lie.ngrams`` (core) <- grading <-
+Layers, dependencies pointing down only: ``lie.core.reward`` / ``lie.core.ngrams`` (core) <- grading <-
 engines (verl, TRL, vLLM, transformers) <- pipeline (Snakemake rules calling the ``lie`` CLI).
 """
 

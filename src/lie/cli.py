@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from lie import __version__
-from lie.errors import LieError, describe
+from lie.core.errors import LieError, describe
 
 log = logging.getLogger("lie.cli")
 

@@ -7,8 +7,8 @@ import yaml
 from snakemake.utils import validate
 
 from lie import config as lie_config
-from lie import identity
-from lie.layout import Layout
+from lie.config import identity
+from lie.config.layout import Layout
 
 if not workflow.overwrite_configfiles:  # no --configfile: the paper's matrix (--config still applies)
 
@@ -105,7 +105,7 @@ def get_generations(wildcards) -> list[str]:
 
 
 def get_run_settings(wildcards) -> str:
-    """What a run learns (lie.identity: no execution settings, only the reward knobs it uses) and the
+    """What a run learns (lie.config.identity: no execution settings, only the reward knobs it uses) and the
     checkpoint it names for evaluation: a change retrains (or, for eval_step, rewrites final.json)."""
     settings = identity.learning_settings(config, wildcards.run)
     eval_step = lie_config.run_settings(config, wildcards.run).get("eval_step")

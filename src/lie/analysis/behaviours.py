@@ -18,9 +18,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from lie.errors import LieError
+from lie.core.errors import LieError
 
 PATTERNS_FILE = Path(__file__).with_name("behaviours.yaml")
 BEHAVIOURS = ("backtracking", "verification", "subgoal_setting", "enumeration")
@@ -75,7 +74,7 @@ class Classifier:
 
 def load_classifier(path: str | Path | None = None) -> Classifier:
     """The classifier of ``behaviours.yaml`` (or another file of the same form)."""
-    from lie.overrides import load_yaml_mapping
+    from lie.config.yamlio import load_yaml_mapping
 
     source = Path(path) if path is not None else PATTERNS_FILE
     entries = load_yaml_mapping(source, what="behaviour patterns").get("behaviours")
@@ -138,16 +137,4 @@ def tally(texts: Iterable[str], classifier: Classifier) -> Tally:
     out = Tally(classifier.names)
     for text in texts:
         out.add(classifier.count(text))
-    return out
-
-
-def read_texts(path: str | Path) -> list[dict[str, Any]]:
-    """``bench``, ``index``, ``sample`` and ``text`` of every line of a ``lie generate`` file."""
-    from lie.jsonl import read_jsonl
-
-    out = []
-    for lineno, obj in read_jsonl(str(path)):
-        if not isinstance(obj.get("text"), str):
-            raise LieError(f"{path} line {lineno}: field 'text' must be a string (a `lie generate` file)")
-        out.append({k: obj.get(k) for k in ("bench", "index", "sample")} | {"text": obj["text"]})
     return out

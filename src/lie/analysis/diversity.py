@@ -2,7 +2,7 @@
 
 The paper argues that LIE keeps "global diversity" high while a baseline collapses to a few
 modes. Two numbers per group (one prompt's samples), on the reward's own n-gram states
-(``lie.ngrams``: the same word split, or token ids, and the same ``n`` as ``R_red``/``C_context``):
+(``lie.core.ngrams``: the same word split, or token ids, and the same ``n`` as ``R_red``/``C_context``):
 
 - ``distinct``: distinct n-grams across the whole group over all n-grams of the group (1.0: no
   window repeats anywhere in the group; 1/k: the k samples are one text k times);
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lie.ngrams import unit_hashes, window_hashes
+from lie.core.ngrams import unit_hashes, window_hashes
 
 __all__ = ["GroupDiversity", "window_keys", "group_diversity", "mean_of"]
 
@@ -34,7 +34,7 @@ def window_keys(
 ) -> np.ndarray:
     """The 64-bit keys of every n-gram window of one response, in order (repeats kept).
 
-    ``lie.ngrams.window_hashes``, as the reward counts them, so that the
+    ``lie.core.ngrams.window_hashes``, as the reward counts them, so that the
     distinct keys of one response are exactly its ``C_context`` states (the tests check it).
     """
     return window_hashes(unit_hashes(text, token_ids, unit), n)

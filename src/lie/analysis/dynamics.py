@@ -1,4 +1,4 @@
-"""Training dynamics of one run, per step, from the files both engines write (``lie.runs``).
+"""Training dynamics of one run, per step, from the files both engines write (``lie.formats.runs``).
 
 From the rollout dumps (``runs/<run>/rollouts/step-N.*.jsonl``, one line per training sample):
 mean response length (tokens), accuracy, ``C_context``, ``R_context``; the share of responses
@@ -11,7 +11,7 @@ are always 0 and say nothing about how often it loops or stops short. ``red_flag
 ``len_flagged`` apply the reward's tests with the config's knobs (``reward:`` and the run's
 ``extra_tokens``) to every run alike: ``max_ngram_count`` reaches ``theta`` (on correct answers
 too unless ``red_on_correct`` is off), and a wrong answer's ``R_len`` would be negative
-(``lie.reward.length_reward`` with the length term on; wrong answers without ``L_ref`` are left
+(``lie.core.reward.length_reward`` with the length term on; wrong answers without ``L_ref`` are left
 out). ``red_applied`` / ``len_applied`` are the shares the run was actually penalised on.
 
 Gaps and errors: a run folder without metrics or without rollouts is an error (a finished run of
@@ -31,9 +31,9 @@ from typing import Any
 
 from lie import config as cfgmod
 from lie.analysis.diversity import group_diversity, mean_of
-from lie.errors import LieError
-from lie.reward import RewardConfig, length_reward
-from lie.runs import RunDir, read_metrics, read_rollouts, rollout_files
+from lie.core.errors import LieError
+from lie.core.reward import RewardConfig, length_reward
+from lie.formats.runs import RunDir, read_metrics, read_rollouts, rollout_files
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ def flag_config(config: dict[str, Any], run: str) -> RewardConfig:
 
 
 def red_flag(record: dict[str, Any], reward: RewardConfig) -> bool:
-    """``R_red``'s test on a sample's most repeated n-gram (``lie.reward.redundancy_penalty``)."""
+    """``R_red``'s test on a sample's most repeated n-gram (``lie.core.reward.redundancy_penalty``)."""
     if record["acc"] and not reward.red_on_correct:
         return False
     count = int(record["max_ngram_count"])

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lie.analysis.behaviours import Classifier, split_sentences
-from lie.errors import LieError
+from lie.core.errors import LieError
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ class JudgePrompt:
 
 
 def load_prompt(path: str | Path | None = None) -> JudgePrompt:
-    from lie.overrides import load_yaml_mapping
+    from lie.config.yamlio import load_yaml_mapping
 
     source = Path(path) if path is not None else PROMPT_FILE
     data = load_yaml_mapping(source, what="the judge prompt")
@@ -132,7 +132,7 @@ def judge_texts(
 ) -> list[Judgement]:
     """Judge every text; one :class:`Judgement` per text, in order."""
     from lie.engines.generation import SamplingSettings, load_engine
-    from lie.prompts import chat_messages, prompt_token_ids
+    from lie.formats.prompts import chat_messages, prompt_token_ids
 
     prompt = prompt or load_prompt()
     parts = [chunks(text, chunk_chars) for text in texts]

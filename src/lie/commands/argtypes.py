@@ -23,8 +23,8 @@ def key_value(text: str) -> tuple[str, Any]:
 
     NaN and infinity are refused by ``lie.cli`` for every flag, this one included.
     """
-    from lie.errors import LieError
-    from lie.overrides import load_yaml
+    from lie.config.yamlio import load_yaml
+    from lie.core.errors import LieError
 
     key, sep, value = text.partition("=")
     if not sep or not key.strip():

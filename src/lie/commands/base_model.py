@@ -3,7 +3,7 @@
 Models with ``hf_id``/``revision`` are downloaded at that revision (``HF_TOKEN`` from the
 environment for gated ones; offline from the hub cache with ``HF_HUB_OFFLINE=1``); models with
 ``tiny:`` are built locally, their tokenizer trained on the ``--corpus`` data files; with ``sft:``
-beside ``tiny:`` they are then taught by a short supervised stage (``lie.sft``, the CPU study).
+beside ``tiny:`` they are then taught by a short supervised stage (``lie.stages.sft``, the CPU study).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from lie.errors import LieError
+from lie.core.errors import LieError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,8 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from lie.config import load_config, model_entry
-    from lie.layout import Layout
-    from lie.models import build_tiny_model, fetch_model
+    from lie.config.layout import Layout
+    from lie.stages.base_model import build_tiny_model, fetch_model
 
     config = load_config(args.config)
     entry = model_entry(config, args.name)

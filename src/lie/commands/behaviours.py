@@ -18,7 +18,7 @@ import logging
 from typing import Any
 
 from lie.commands.argtypes import key_value
-from lie.errors import LieError
+from lie.core.errors import LieError
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +46,9 @@ def _cell(count: int, responses: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.analysis.behaviours import Tally, load_classifier, read_texts
-    from lie.jsonl import atomic_output, dumps
+    from lie.analysis.behaviours import Tally, load_classifier
+    from lie.formats.generations import read_texts
+    from lie.formats.jsonl import atomic_output, dumps
 
     if args.judge and not args.model:
         raise LieError("--judge needs --model (the judge model's folder or hub id)")

@@ -5,7 +5,7 @@ The source, revision, split, format and selection of NAME come from ``datasets:`
 N rows (smoke runs); ``--bare`` writes an evaluation set's bare questions (its ``bare`` file, else
 the question alone), for the models of ``evaluation.bare_questions``. Offline: ``HF_HUB_OFFLINE=1``
 reads the hub cache, or set ``local:``. ``--compare-with FILE`` then prints, as JSON, the rows found
-in only one of the two files (``lie.data.compare``: e.g. our DAPO set beside the authors').
+in only one of the two files (``lie.stages.data.compare``: e.g. our DAPO set beside the authors').
 Example: ``lie data --config config.yaml --set-name aime24 --out data/aime24.parquet``.
 """
 
@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from lie.config import load_config
-    from lie.data.build import build_dataset
+    from lie.stages.data.build import build_dataset
 
     if args.no_progress:
         from huggingface_hub.utils import disable_progress_bars
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     if args.compare_with:
         import json
 
-        from lie.data.compare import compare
+        from lie.stages.data.compare import compare
 
         print(json.dumps(compare(args.out, args.compare_with), indent=2, ensure_ascii=False))
     return 0

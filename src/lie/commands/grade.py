@@ -17,7 +17,7 @@ import logging
 from collections import Counter
 from typing import Any
 
-from lie.errors import LieError
+from lie.core.errors import LieError
 from lie.grading.executor import DEFAULT_TIMEOUT_S
 from lie.grading.items import CHOICE_GRADINGS
 
@@ -64,8 +64,8 @@ def with_choice_grading(obj: Any, mode: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    from lie.formats.jsonl import atomic_output, dumps, read_jsonl
     from lie.grading import check_item, grade_many
-    from lie.jsonl import atomic_output, dumps, read_jsonl
 
     timeout, workers = grading_settings(args.config, args.timeout, args.workers)
     name = "<stdin>" if args.inp == "-" else args.inp

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lie.errors import LieError
+from lie.core.errors import LieError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,8 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from lie.config import load_config
-    from lie.jsonl import share_tree
-    from lie.layout import Layout
+    from lie.config.layout import Layout
+    from lie.formats.jsonl import share_tree
 
     config = load_config(args.config)
     layout = Layout(config)

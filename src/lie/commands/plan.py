@@ -1,4 +1,4 @@
-"""``lie plan``: steps, rollout tokens and GPU-hours of the selected runs (lie.plan says how).
+"""``lie plan``: steps, rollout tokens and GPU-hours of the selected runs (lie.stages.plan says how).
 
 Examples: ``lie plan --config config.yaml``; ``lie plan --runs qwen3-4b-base_dapo_gspo_lie --mfu 0.3``;
 ``lie plan --group sensitivity`` (an optional group of experiments, left out of the default runs).
@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import argparse
 
-from lie.errors import LieError
+from lie.core.errors import LieError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from lie.plan import GEN_TOKENS_PER_S_4B, MFU
+    from lie.stages.plan import GEN_TOKENS_PER_S_4B, MFU
 
     parser.add_argument("--config", default="config.yaml")
     parser.add_argument("--runs", nargs="*", help="runs to plan (default: config's runs, else all)")
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from lie.config import load_config
-    from lie.plan import plan, render
+    from lie.stages.plan import plan, render
 
     config = load_config(args.config)
     runs = list(args.runs or [])

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 
 from lie.commands.argtypes import flag, key_value
-from lie.errors import LieError
+from lie.core.errors import LieError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from lie.config import load_config
-    from lie.reflen import run_reflen
+    from lie.stages.reflen import run_reflen
 
     if args.out == args.data:
         raise LieError("--out must differ from --data (the input is read while the output is written)")

@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lie.errors import LieError
-from lie.jsonl import atomic_output, dumps, read_jsonl
+from lie.core.errors import LieError
+from lie.formats.jsonl import atomic_output, dumps, read_jsonl
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +35,7 @@ def _field(obj: dict[str, Any], name: str, where: str, required: bool = True) ->
 
 def _score_row(obj: dict[str, Any], where: str, config: Any) -> Any:
     """The reward of one input object; every message starts with ``where`` once."""
-    from lie.reward import score
+    from lie.core.reward import score
 
     response = _field(obj, "response", where)
     if not isinstance(response, str):
@@ -64,7 +64,7 @@ def _score_row(obj: dict[str, Any], where: str, config: Any) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.overrides import reward_config
+    from lie.config.yamlio import reward_config
 
     config = reward_config(args.config, args.set)
     name = "<stdin>" if args.inp == "-" else args.inp

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from lie.errors import LieError
+from lie.core.errors import LieError
 
 log = logging.getLogger(__name__)
 
@@ -21,8 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from lie.config import load_config
-    from lie.jsonl import atomic_output
-    from lie.layout import Layout
+    from lie.config.layout import Layout
+    from lie.formats.jsonl import atomic_output
     from lie.study.gates import failures, gates_markdown, measure_all
     from lie.study.paths import StudyPaths
     from lie.study.report import csv_text

@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from lie.config import load_config
     from lie.engines.generation import load_tokenizer
-    from lie.models import resolve_model
+    from lie.stages.base_model import resolve_model
     from lie.study.responses import response_rows, write_rows
 
     config = load_config(args.config)

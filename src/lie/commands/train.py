@@ -4,7 +4,7 @@ Examples:
   lie train qwen3-4b-base_dapo_gspo_lie --config config.yaml --dry-run   # compose verl's config, print it
   lie train qwen3-4b-base_dapo_gspo_lie --config config.yaml             # run verl on this node
   lie train smoke_gspo_lie --config workflow/configs/smoke.yaml --engine trl
-Inputs default to the pipeline's layout (lie.layout); outputs go to <outdir>/runs/<run>/.
+Inputs default to the pipeline's layout (lie.config.layout); outputs go to <outdir>/runs/<run>/.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from lie.errors import LieError
-from lie.runs import write_json
+from lie.core.errors import LieError
+from lie.formats.runs import write_json
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ def _config(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.identity import train_engine
+    from lie.config.identity import train_engine
 
     config = _config(args)
     engine = args.engine or train_engine(config, args.run)
@@ -70,7 +70,7 @@ def _run_verl(config: dict, args: argparse.Namespace) -> int:
     from lie.config import outdir, run_settings
     from lie.engines.verl import cpu as verl_cpu
     from lie.engines.verl import overrides as verl_overrides
-    from lie.runs import RunDir
+    from lie.formats.runs import RunDir
 
     inputs = verl_overrides.inputs_for(config, args.run)
     inputs = verl_overrides.VerlInputs(
@@ -149,7 +149,7 @@ def _print_verl_plan(config: dict, run: str, inputs, rundir, device: str) -> int
 
 
 def _run_trl(config: dict, args: argparse.Namespace) -> int:
-    from lie.layout import Layout
+    from lie.config.layout import Layout
 
     layout = Layout(config)
     from lie.config import experiment

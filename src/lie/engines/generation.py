@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import InitVar, dataclass
 from typing import Any, Protocol
 
-from lie.errors import LieError
+from lie.core.errors import LieError
 
 log = logging.getLogger(__name__)
 

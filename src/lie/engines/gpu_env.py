@@ -19,7 +19,7 @@ import shutil
 import subprocess
 import sys
 
-from lie.errors import LieError
+from lie.core.errors import LieError
 
 log = logging.getLogger(__name__)
 

@@ -2,8 +2,8 @@
 
 verl's reward manager (one sample at a time, awaited) and TRL's reward function (a batch at a time)
 differ only in how they reach the grading executor. What is graded, how ``L_ref`` is checked, and
-how the grade becomes R = R_acc + R_len + R_red (``lie.reward.score``) and a rollout record
-(``lie.runs.rollout_record``) is written once, here.
+how the grade becomes R = R_acc + R_len + R_red (``lie.core.reward.score``) and a rollout record
+(``lie.formats.runs.rollout_record``) is written once, here.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from lie.errors import LieError
+from lie.core.errors import LieError
+from lie.core.reward import RewardBreakdown, RewardConfig, score
 from lie.grading import GradeResult
-from lie.reward import RewardBreakdown, RewardConfig, score
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lie.errors import LieError
+from lie.core.errors import LieError
 from lie.grading import choice_cues as cues
 from lie.grading.choice_letters import Group
 from lie.grading.choice_letters import groups as letter_groups

@@ -28,7 +28,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from lie.errors import LieError
+from lie.core.errors import LieError
 from lie.grading import mathverify
 from lie.grading.items import check_item, grade_item
 from lie.grading.result import GradeResult

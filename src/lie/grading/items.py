@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lie.errors import LieError
+from lie.core.errors import LieError
 from lie.grading.choice import LETTERS, grade_choice
 from lie.grading.choice_authors import grade_choice_authors
 from lie.grading.mathverify import grade_math

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lie.layout import Layout
+from lie.config.layout import Layout
 from lie.report import figures, render, tables
 from lie.report.groups import TABLES, table_keys, tables_of
 from lie.report.inputs import ReportData, collect

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -22,8 +21,9 @@ from lie import config as cfgmod
 from lie.analysis.behaviours import Classifier, Tally, load_classifier
 from lie.analysis.diversity import group_diversity, mean_of
 from lie.analysis.dynamics import RunDynamics, run_dynamics
-from lie.errors import LieError
-from lie.layout import Layout
+from lie.config.layout import Layout
+from lie.core.errors import LieError
+from lie.formats.scores import read_summary
 from lie.report.groups import evaluated_keys
 from lie.report.paper import Paper, load_paper
 
@@ -41,14 +41,7 @@ def load_summary(layout: Layout, key: str, budget: int) -> dict[str, Any]:
     """``scores/<key>/summary.json``, checked to hold ``budget``."""
     path = layout.summary(key)
     fix = f"run `lie evaluate` for {key} (snakemake target {path})"
-    try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise LieError(f"{path} is missing: {fix}") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise LieError(f"{path} cannot be read ({exc}): {fix}") from None
-    if not isinstance(summary, dict) or not isinstance(summary.get("benchmarks"), dict):
-        raise LieError(f"{path}: no 'benchmarks' mapping; it is not a `lie evaluate` summary: {fix}")
+    summary = read_summary(path, fix)
     if budget not in [int(b) for b in summary.get("budgets") or []]:
         raise LieError(
             f"{path}: graded at budgets {summary.get('budgets')}, not at {budget} (evaluation.budgets "
@@ -80,7 +73,7 @@ def analyse_generations(
     ``samples``: samples a problem per benchmark (from the summary), so that the texts of
     one-sample benchmarks (MMLU-Pro's 12k) are not kept in memory; unknown ones are kept.
     """
-    from lie.jsonl import read_jsonl
+    from lie.formats.generations import iter_texts
 
     out = EvalAnalysis()
     for bench in benchmarks:
@@ -92,14 +85,10 @@ def analyse_generations(
         keep = (samples or {}).get(bench, 2) > 1
         tally = Tally(classifier.names)
         groups: dict[Any, list[tuple[str, list[int] | None]]] = defaultdict(list)
-        for lineno, obj in read_jsonl(str(path)):
-            if not isinstance(obj.get("text"), str):
-                raise LieError(f"{path} line {lineno}: field 'text' must be a string; regenerate the file")
-            tally.add(classifier.count(obj["text"]))
+        for line in iter_texts(str(path), token_ids=unit == "token"):
+            tally.add(classifier.count(line["text"]))
             if keep:
-                groups[obj.get("index")].append(
-                    (obj["text"], obj.get("token_ids") if unit == "token" else None)
-                )
+                groups[line["index"]].append((line["text"], line.get("token_ids")))
         out.behaviours[bench] = tally
         size = max((len(g) for g in groups.values()), default=0)
         if size > 1:

@@ -14,7 +14,7 @@ from typing import Any
 
 from lie.analysis.behaviours import Tally
 from lie.analysis.dynamics import FIELDS, phase_mean
-from lie.errors import LieError
+from lie.core.errors import LieError
 from lie.report.inputs import ReportData
 from lie.report.notes import markers, table_notes
 from lie.report.paper import DOMAINS

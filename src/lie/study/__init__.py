@@ -1,6 +1,6 @@
 """The CPU study of the Shallow Exploration Trap (``make study``, docs/study/preregistration.md).
 
-Two conditions (a strong and a weak trap), each with its own supervised model (``lie.sft``), arms of
+Two conditions (a strong and a weak trap), each with its own supervised model (``lie.stages.sft``), arms of
 RL on TRL with several seeds each, evaluated at several test-time budgets. This package measures
 and reports, from files only:
 

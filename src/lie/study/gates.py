@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from lie.errors import LieError
-from lie.layout import Layout
+from lie.config.layout import Layout
+from lie.core.errors import LieError
 from lie.study import trap
 from lie.study.paths import StudyPaths
 from lie.study.responses import read_rows

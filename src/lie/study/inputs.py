@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from lie import config as cfgmod
-from lie.errors import LieError
-from lie.runs import RunDir, read_rollouts
+from lie.core.errors import LieError
+from lie.formats.runs import RunDir, read_rollouts
 from lie.study.responses import loop_config, loop_test, units
 from lie.study.trap import trap_index
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lie.layout import Layout
+from lie.config.layout import Layout
 
 
 class StudyPaths:

@@ -12,7 +12,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from lie.errors import LieError
+from lie.core.errors import LieError
 from lie.study.spec import study_spec
 
 
@@ -32,7 +32,7 @@ def run_probe(
     config: dict[str, Any], model: str, data: str | Path, out: str | Path, progress: bool = True
 ) -> dict[str, Any]:
     """Sample ``model`` on the study's benchmark as the rollouts do; write ``lie generate`` lines to ``out``."""
-    from lie.commands.generate import run_generate
+    from lie.stages.generate import run_generate
 
     spec = study_spec(config)
     return run_generate(

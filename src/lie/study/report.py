@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from lie import config as cfgmod
-from lie.layout import Layout
+from lie.config.layout import Layout
 from lie.study.gates import GateResult, gates_markdown, measure_all
 from lie.study.inputs import EvalSummary, StepPoint, eval_summary, run_curve
 from lie.study.paired import Paired, paired, verdict
@@ -447,7 +447,7 @@ def csv_text(rows: Sequence[dict[str, Any]]) -> str:
 
 def build_study(config: dict[str, Any]) -> list[Path]:
     """Read the study's files and write its figures and tables; return their paths."""
-    from lie.jsonl import atomic_output
+    from lie.formats.jsonl import atomic_output
     from lie.study.figures import budget_figure, combined_figure, dynamics_figure
 
     data = collect(config)

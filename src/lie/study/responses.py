@@ -26,9 +26,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from lie.errors import LieError
-from lie.ngrams import NgramStats, ngram_stats, split_words
-from lie.reward import RewardConfig, c_context, r_context, redundancy_penalty
+from lie.core.errors import LieError
+from lie.core.ngrams import NgramStats, ngram_stats, split_words
+from lie.core.reward import RewardConfig, c_context, r_context, redundancy_penalty
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ def units(text: str, num_tokens: int, reward: RewardConfig) -> int:
 
 def bench_task(config: dict[str, Any], bench: str) -> Any:
     """The task module of a synthetic benchmark, if it can read responses back (``trace``)."""
-    from lie.data.spec import dataset_spec
+    from lie.stages.data.spec import dataset_spec
     from lie.tasks import task_module
 
     spec = dataset_spec(config, bench)
@@ -100,7 +100,7 @@ def read_problems(
 
 def read_grades(path: str | Path) -> dict[tuple[str, int, int], dict[str, bool]]:
     """``(bench, index, sample) -> {budget: correct}`` of a ``lie evaluate`` scores file."""
-    from lie.jsonl import read_jsonl
+    from lie.formats.jsonl import read_jsonl
 
     grades = {}
     for lineno, obj in read_jsonl(path):
@@ -153,7 +153,7 @@ def response_rows(
     tokenizer: Any,
 ) -> list[dict[str, Any]]:
     """Every sample of ``gen_paths`` with its columns (:data:`COLUMNS`)."""
-    from lie.jsonl import read_jsonl
+    from lie.formats.jsonl import read_jsonl
 
     problems = read_problems(config, data_paths)
     grades = read_grades(scores_path)
@@ -187,7 +187,7 @@ def response_rows(
 
 
 def write_rows(path: str | Path, rows: Iterable[dict[str, Any]]) -> None:
-    from lie.jsonl import atomic_output
+    from lie.formats.jsonl import atomic_output
 
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     with atomic_output(path) as out:
@@ -197,7 +197,7 @@ def write_rows(path: str | Path, rows: Iterable[dict[str, Any]]) -> None:
 
 def read_rows(path: str | Path) -> list[dict[str, Any]]:
     """Lines written by :func:`write_rows`, checked for the columns."""
-    from lie.jsonl import read_jsonl
+    from lie.formats.jsonl import read_jsonl
 
     if not Path(path).exists():
         raise LieError(f"{path} is missing; run lie study-responses (snakemake ... study)")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from lie.errors import LieError
+from lie.core.errors import LieError
 
 PREDICTIONS = ("positive", "zero")
 

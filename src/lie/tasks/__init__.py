@@ -20,7 +20,7 @@ TASKS = ("arithmetic", "chain", "pointer")
 
 def task_module(name: str) -> ModuleType:
     """The module of synthetic task ``name`` (one of :data:`TASKS`)."""
-    from lie.errors import LieError
+    from lie.core.errors import LieError
 
     if name not in TASKS:
         raise LieError(f"unknown synthetic task {name!r}; one of {', '.join(TASKS)}")

@@ -7,8 +7,8 @@ clip ratios are ``epsilon``/``epsilon_high``, ``clip_ratio_c`` is ``delta`` (dua
 (``beta=0``), ``rollout_n`` is ``num_generations``. One verl step (``train_batch_size`` prompts,
 updated in mini-batches of ``ppo_mini_batch_size``) is ``steps_per_generation`` optimizer steps.
 
-The reward goes through the same core (``lie.reward.score``) with the completion token ids; metrics
-and rollouts land in the layout of ``lie.runs`` with verl's metric names, so that everything
+The reward goes through the same core (``lie.core.reward.score``) with the completion token ids; metrics
+and rollouts land in the layout of ``lie.formats.runs`` with verl's metric names, so that everything
 downstream reads both engines alike. Checkpoints resume: a killed run continues from its last one.
 """
 
@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from lie import config as cfgmod
+from lie.config.identity import settings_hash
+from lie.core.errors import LieError
+from lie.core.reward import RewardConfig
 from lie.engines.rewarding import Sample, scored
-from lie.errors import LieError
+from lie.formats.jsonl import dumps
+from lie.formats.runs import RunDir, append_rollouts, rollout_record, write_json
 from lie.grading import DEFAULT_TIMEOUT_S, GradingExecutor
-from lie.identity import settings_hash
-from lie.jsonl import dumps
-from lie.reward import RewardConfig
-from lie.runs import RunDir, append_rollouts, rollout_record, write_json
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ def load_rows(
     """Training rows of a ``lie reflen`` parquet file, flattened for TRL (prompts rendered, left-cut)."""
     import pyarrow.parquet as pq
 
-    from lie.prompts import prompt_token_ids
+    from lie.formats.prompts import prompt_token_ids
 
     try:
         table = pq.read_table(path).to_pylist()
@@ -116,7 +116,7 @@ def load_rows(
 
 
 class LIEReward:
-    """TRL reward function: grade each completion, then R = R_acc + R_len + R_red (lie.reward)."""
+    """TRL reward function: grade each completion, then R = R_acc + R_len + R_red (lie.core.reward)."""
 
     __name__ = "lie"
 

@@ -22,7 +22,7 @@ import re
 import shutil
 from pathlib import Path
 
-from lie.runs import RunDir
+from lie.formats.runs import RunDir
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ def repair(rundir: RunDir, keep: int | None = None, protect: frozenset[int] = fr
             (folder / TRACKER).unlink(missing_ok=True)
             log.warning("%s: no complete verl checkpoint; training starts from the initial model", rundir.run)
         else:
-            from lie.jsonl import atomic_output
+            from lie.formats.jsonl import atomic_output
 
             with atomic_output(folder / TRACKER) as out:
                 out.write(str(latest))

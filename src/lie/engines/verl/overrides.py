@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from lie import config as cfgmod
+from lie.formats.runs import RunDir
 from lie.grading.executor import DEFAULT_TIMEOUT_S
-from lie.runs import RunDir
 
 RECIPE_DIR = Path(__file__).parent
 RECIPE = "lie_trainer"  # lie_trainer.yaml: defaults [ppo_trainer, _self_]
@@ -154,8 +154,8 @@ def prepare_resume(config: dict[str, Any], run: str, rundir: RunDir) -> bool:
     a kill, drop rollouts of the steps that will be redone. True when training already finished."""
     import json
 
+    from lie.config.identity import settings_hash
     from lie.engines.verl import checkpoints as verl_checkpoints
-    from lie.identity import settings_hash
 
     digest = settings_hash(config, run)
     rundir.claim(digest)
@@ -171,9 +171,9 @@ def prepare_resume(config: dict[str, Any], run: str, rundir: RunDir) -> bool:
 
 def mark_complete(config: dict[str, Any], run: str, rundir: RunDir) -> None:
     """verl finished: record it, so that a rerun (e.g. for another eval_step) does not relaunch it."""
+    from lie.config.identity import settings_hash
     from lie.engines.verl import checkpoints as verl_checkpoints
-    from lie.identity import settings_hash
-    from lie.runs import write_json
+    from lie.formats.runs import write_json
 
     step = verl_checkpoints.tracked_step(rundir.checkpoints)
     write_json(rundir.checkpoints / COMPLETED, {"settings": settings_hash(config, run), "step": step})
@@ -183,7 +183,7 @@ def write_composed(override_list: list[str], path: Path) -> None:
     """verl's whole configuration of this launch, as main_ppo will compose it, into the run folder."""
     from omegaconf import OmegaConf
 
-    from lie.jsonl import atomic_output
+    from lie.formats.jsonl import atomic_output
 
     composed = compose(override_list)
     check_composed(composed)
@@ -220,7 +220,7 @@ def command(override_list: list[str], python: str | None = None, hydra_dir: Path
 
 def inputs_for(config: dict[str, Any], run: str) -> VerlInputs:
     """Default file locations of the pipeline (the Snakemake rules pass the same paths)."""
-    from lie.layout import Layout
+    from lie.config.layout import Layout
 
     layout = Layout(config)
     spec = cfgmod.experiment(config, run)
@@ -251,7 +251,7 @@ def final_checkpoint(rundir: RunDir, eval_step: Any = "final") -> Path:
     else:
         tracker = ckpts / "latest_checkpointed_iteration.txt"
         if not tracker.exists():
-            from lie.errors import LieError
+            from lie.core.errors import LieError
 
             raise LieError(f"{ckpts}: no latest_checkpointed_iteration.txt; has the run saved a checkpoint?")
         path = ckpts / f"global_step_{int(tracker.read_text().strip())}"

@@ -1,4 +1,4 @@
-"""verl 0.9 reward manager for LIE: grade, then call the core reward (``lie.reward.score``).
+"""verl 0.9 reward manager for LIE: grade, then call the core reward (``lie.core.reward.score``).
 
 Selected by ``lie train`` through verl's reward-loop keys: ``reward.reward_manager.source=importlib``,
 ``.name=LIERewardManager`` and ``.module.path=pkg://lie.engines.verl.reward_manager``. verl imports a
@@ -6,7 +6,7 @@ Selected by ``lie train`` through verl's reward-loop keys: ``reward.reward_manag
 and nothing defined in it could then be pickled to a grading worker). Its knobs arrive as
 ``reward.reward_kwargs``:
 
-- ``lie``: the ``lie.reward.RewardConfig`` keys of the run (baselines: both terms off);
+- ``lie``: the ``lie.core.reward.RewardConfig`` keys of the run (baselines: both terms off);
 - ``validation_sources``: data sources scored by accuracy alone (verl does not tell a manager
   whether a call is for validation, SPEC 6);
 - ``log_dir``: where every training sample's reward and state metrics go, one JSON line each
@@ -29,11 +29,11 @@ from typing import Any
 
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
+from lie.core.errors import LieError
+from lie.core.reward import RewardConfig
 from lie.engines.rewarding import Sample, scored
-from lie.errors import LieError
+from lie.formats.runs import append_rollouts, rollout_record
 from lie.grading import DEFAULT_TIMEOUT_S, GradingExecutor
-from lie.reward import RewardConfig
-from lie.runs import append_rollouts, rollout_record
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +109,7 @@ class LIERewardManager(RewardManagerBase):
         return {"reward_score": result.reward, "reward_extra_info": info}
 
     def _log(self, row: Any, text: str, status: str, result: Any, length: int, ref: int | None) -> None:
-        """One JSON line per training sample, in the rollout schema both engines share (lie.runs)."""
+        """One JSON line per training sample, in the rollout schema both engines share (lie.formats.runs)."""
         step = int(_plain(row.get("global_steps", -1)))
         uid = str(_plain(row.get("uid", "")))
         index = _plain(row.get("index", -1))

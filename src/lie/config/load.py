@@ -11,9 +11,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from lie.errors import LieError
+from lie.core.errors import LieError
 
-SCHEMA = Path(__file__).with_name("schemas") / "config.schema.yaml"
+SCHEMA = Path(__file__).with_name("schema.yaml")
 LIE_MODES = ("on", "off", "length-only")
 NAME_RULE = (
     "use letters, digits, '_', '.' and '-', starting with a letter or digit "
@@ -23,7 +23,7 @@ NAME_RULE = (
 
 def load_config(path: str | Path, validate: bool = True) -> dict[str, Any]:
     """Read ``path`` (YAML, each key once), check it whole, and return it as a dict."""
-    from lie.overrides import load_yaml_mapping
+    from lie.config.yamlio import load_yaml_mapping
 
     config = load_yaml_mapping(path)
     if validate:
@@ -64,7 +64,7 @@ def _check_finite(value: Any, source: str, where: str = "") -> None:
 
 
 def _schema() -> dict[str, Any]:
-    from lie.overrides import load_yaml
+    from lie.config.yamlio import load_yaml
 
     return load_yaml(SCHEMA.read_text(encoding="utf-8"), str(SCHEMA))
 
@@ -193,7 +193,7 @@ def run_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
 
 
 def reward_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
-    """The ``lie.reward.RewardConfig`` keys of a run: shared knobs, its own, its LIE mode, its extra tokens."""
+    """The ``lie.core.reward.RewardConfig`` keys of a run: shared knobs, its own, its LIE mode, its extra tokens."""
     spec = experiment(config, run)
     mode = spec.get("lie", "off")
     if mode not in LIE_MODES:
@@ -231,7 +231,7 @@ def write_effective_config(config: dict[str, Any], path: str | Path) -> None:
     """The config a Snakemake invocation runs with, as the file its jobs read (atomically, kept when equal)."""
     import yaml
 
-    from lie.jsonl import atomic_output
+    from lie.formats.jsonl import atomic_output
 
     path = Path(path)
     text = yaml.safe_dump(config, sort_keys=False)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lie.errors import LieError
+from lie.core.errors import LieError
 
 log = logging.getLogger(__name__)
 

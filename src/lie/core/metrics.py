@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from lie.errors import LieError
+from lie.core.errors import LieError
 
 PASS_KS = (1, 2, 4, 8, 16, 32)
 

@@ -17,12 +17,12 @@ import numpy as np
 import pyarrow as pa
 
 from lie import __version__
-from lie.data.formats import FORMATS, GPQA_SHUFFLE, Context
-from lie.data.rows import make_row, to_table, write_table
-from lie.data.sources import resolve
-from lie.data.spec import DatasetSpec, bare_spec, dataset_spec
-from lie.data.tables import DRAW_METHOD, apply_filter, dedup_first, read_columns, seeded_draw
-from lie.errors import LieError
+from lie.core.errors import LieError
+from lie.formats.rows import make_row, to_table, write_table
+from lie.stages.data.adapters import FORMATS, GPQA_SHUFFLE, Context
+from lie.stages.data.sources import resolve
+from lie.stages.data.spec import DatasetSpec, bare_spec, dataset_spec
+from lie.stages.data.tables import DRAW_METHOD, apply_filter, dedup_first, read_columns, seeded_draw
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ def build_dataset(
     fmt = FORMATS[spec.format]
     template = BARE_TEMPLATES[spec.kind] if bare and not verbatim else template_for(config, spec.kind)
     if spec.synthetic is not None:
-        from lie.data.synthetic import synthetic_table
+        from lie.stages.data.synthetic import synthetic_table
 
         table, origin = synthetic_table(spec)
     else:

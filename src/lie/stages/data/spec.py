@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lie.errors import LieError
+from lie.core.errors import LieError
 
 KEYS = (
     "hf_id",  # hub data set id
@@ -24,7 +24,7 @@ KEYS = (
     "url",  # a raw file URL pinned to a commit (OlympiadBench, Minerva)
     "sha1",  # git blob id of the url's file, checked after download
     "local",  # a local file or directory (a mirror of the hub repo); wins over url and hf_id
-    "format",  # which adapter reads the rows (lie.data.formats.FORMATS)
+    "format",  # which adapter reads the rows (lie.stages.data.adapters.FORMATS)
     "kind",  # math | choice
     "gated",  # true: the hub repo needs HF_TOKEN (GPQA)
     "dedup",  # true: keep the first row of every distinct prompt
@@ -96,7 +96,7 @@ def _get(entry: dict[str, Any], key: str, where: str, types: tuple[type, ...], r
 _HELP = {
     "revision": "pin the hub revision (a 40-hex commit SHA, or a tag/branch such as main)",
     "split": "name the split to read (e.g. train or test)",
-    "format": "name the row adapter, one of lie.data.formats.FORMATS",
+    "format": "name the row adapter, one of lie.stages.data.adapters.FORMATS",
     "kind": "set math or choice",
     "seed": "a seeded draw needs its seed",
     "shuffle_seed": "options are shuffled with a recorded seed; set an integer",
@@ -105,7 +105,7 @@ _HELP = {
 
 def parse_spec(name: str, group: str, entry: Any) -> DatasetSpec:
     """Check ``entry`` (the mapping under ``datasets.<group>.<name>``) and return its spec."""
-    from lie.data.formats import FORMATS
+    from lie.stages.data.adapters import FORMATS
 
     where = f"datasets.{group}.{name}"
     if not isinstance(entry, dict):
@@ -242,7 +242,7 @@ def bare_questions(config: dict[str, Any], key: str) -> bool:
 
 def eval_data_file(config: dict[str, Any], key: str, bench: str) -> Path:
     """The data file ``key`` is evaluated on for ``bench``: ``data/bare/<bench>.parquet`` or ``data/<bench>.parquet``."""
-    from lie.layout import Layout
+    from lie.config.layout import Layout
 
     plain = Layout(config).dataset_file(bench)
     return plain.parent / "bare" / plain.name if bare_questions(config, key) else plain

@@ -22,9 +22,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from lie.data.rows import REFLEN_EXTRA_FIELDS, REFLEN_REWARD_FIELDS
+from lie.core.errors import LieError
 from lie.engines.generation import SamplingSettings
-from lie.errors import LieError
+from lie.formats.rows import REFLEN_EXTRA_FIELDS, REFLEN_REWARD_FIELDS
 from lie.grading.executor import DEFAULT_TIMEOUT_S
 
 log = logging.getLogger(__name__)
@@ -130,24 +130,41 @@ def sample_lengths(
 ) -> list[dict[str, Any]]:
     """Per row: ``index``, token ``lengths``, ``correct``, ``finish`` and ``budgets`` of its k samples.
 
-    Resumable, in shards of ``settings.shard_size`` samples of the flat (row, sample) order.
+    Resumable, in shards of ``settings.shard_size`` samples of the flat (row, sample) order
+    (``lie.stages.sampling``, the loop ``lie generate`` uses too).
     """
     from lie.engines.generation import SEED_RULE
-    from lie.resumable import iter_shards, run_in_shards
+    from lie.formats.resumable import iter_shards
+    from lie.stages.sampling import Draw, Prompt, sample_in_shards
 
     if grader is None:
         from lie.grading import grade_many as grader
-    engine: list[Any] = []
+    prompts = [
+        Prompt(i, _messages(row, f"{source} row {i}"), f"{source} row {i}") for i, row in enumerate(rows)
+    ]
+    draw = Draw(settings.sampling(), settings.seed, settings.enable_thinking, settings.max_prompt_tokens)
 
-    def work(shard: range) -> list[dict[str, Any]]:
-        if not engine:
-            engine.append(load_engine())
-        return _sample_shard(engine[0], rows, settings, grader, source, shard)
+    def records(drawn: list[Any]) -> list[dict[str, Any]]:
+        items = [
+            {"response": d.completion.text, "gold": _gold(rows[d.prompt.index], d.prompt.where),
+             "kind": _kind(rows[d.prompt.index])}
+            for d in drawn
+        ]  # fmt: skip
+        grades = grader(
+            items, timeout_s=settings.grade_timeout_s, workers=settings.grade_workers, progress=False
+        )
+        if len(grades) != len(items):
+            raise LieError(f"the grader returned {len(grades)} results for {len(items)} responses")
+        return [
+            {"index": d.prompt.index, "sample": d.sample, "length": len(d.completion.token_ids),
+             "correct": bool(grade.correct), "finish": d.completion.finish_reason,
+             "budget": d.completion.max_tokens}
+            for d, grade in zip(drawn, grades)
+        ]  # fmt: skip
 
     state = dict(manifest, **asdict(settings), shard_unit="sample", seed_rule=SEED_RULE)
-    total = len(rows) * settings.k
-    paths = run_in_shards(
-        total, settings.shard_size, work_dir, state, work, desc="reflen", progress=progress, unit="sample"
+    paths = sample_in_shards(
+        prompts, draw, load_engine, records, Path(work_dir), state, settings.shard_size, "reflen", progress
     )
     samples = sorted(iter_shards(paths), key=lambda r: (r["index"], r["sample"]))
     if [(s["index"], s["sample"]) for s in samples] != [
@@ -157,62 +174,6 @@ def sample_lengths(
             f"{work_dir}: the shards do not cover rows 0..{len(rows) - 1}; delete that folder and rerun"
         )
     return [_row_stats(samples[i * settings.k : (i + 1) * settings.k]) for i in range(len(rows))]
-
-
-def _sample_shard(
-    engine: Any,
-    rows: Sequence[dict[str, Any]],
-    settings: ReflenSettings,
-    grader: Callable[..., list[Any]],
-    source: str,
-    shard: range,
-) -> list[dict[str, Any]]:
-    """Sample and grade ``shard`` of the flat (row, sample) order: one record per sample."""
-    from lie.engines.generation import sample_seed, token_budget
-    from lie.prompts import prompt_token_ids
-
-    units = [divmod(k, settings.k) for k in shard]
-    prompts: dict[int, list[int]] = {}
-    golds: dict[int, str] = {}
-    for i, _ in units:
-        if i not in prompts:
-            where = f"{source} row {i}"
-            prompts[i] = prompt_token_ids(
-                engine.tokenizer,
-                _messages(rows[i], where),
-                settings.enable_thinking,
-                settings.max_prompt_tokens,
-            )
-            golds[i] = _gold(rows[i], where)
-            token_budget(len(prompts[i]), settings.max_tokens, engine.max_model_len, where)
-    outs = engine.generate(
-        [prompts[i] for i, _ in units],
-        replace(settings.sampling(), n=1),
-        [sample_seed(settings.seed, i, j) for i, j in units],
-    )
-    for (i, _), comps in zip(units, outs, strict=True):
-        if len(comps) != 1:
-            raise LieError(
-                f"the engine gave {len(comps)} samples for one request of {source} row {i}, expected 1"
-            )
-    items = [
-        {"response": comps[0].text, "gold": golds[i], "kind": _kind(rows[i])}
-        for (i, _), comps in zip(units, outs)
-    ]
-    grades = grader(items, timeout_s=settings.grade_timeout_s, workers=settings.grade_workers, progress=False)
-    if len(grades) != len(items):
-        raise LieError(f"the grader returned {len(grades)} results for {len(items)} responses")
-    return [
-        {
-            "index": i,
-            "sample": j,
-            "length": len(comps[0].token_ids),
-            "correct": bool(grade.correct),
-            "finish": comps[0].finish_reason,
-            "budget": comps[0].max_tokens,
-        }
-        for (i, j), comps, grade in zip(units, outs, grades)
-    ]
 
 
 def _row_stats(samples: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -272,8 +233,8 @@ def run_reflen(
     """``lie reflen``: read ``data``, sample, write ``out`` with L_ref; return the recorded metadata."""
     import pyarrow.parquet as pq
 
-    from lie.data.rows import read_metadata, with_metadata, write_table
     from lie.engines.generation import batch_invariant_mode, load_engine
+    from lie.formats.rows import read_metadata, with_metadata, write_table
 
     settings = settings_from_config(config, **overrides)
     kind = engine or (config.get("engines") or {}).get("generate") or "hf"
@@ -288,7 +249,7 @@ def run_reflen(
         if limit < 1:
             raise LieError(f"--limit must be >= 1, got {limit}")
         table = table.slice(0, limit)
-    from lie.models import file_sha256, resolve_model
+    from lie.stages.base_model import file_sha256, resolve_model
 
     path, entry = resolve_model(config, model)
     if settings.enable_thinking is None and entry.get("enable_thinking") is not None:

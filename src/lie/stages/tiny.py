@@ -97,7 +97,7 @@ def build_tiny(
     """Write a tiny model and its tokenizer to ``out_dir`` (Hugging Face format).
 
     ``train(model, tokenizer)``, when given, runs between building and saving (the study's
-    supervised stage, ``lie.sft``).
+    supervised stage, ``lie.stages.sft``).
     """
     out = Path(out_dir)
     tokenizer = build_tokenizer(corpus, vocab_size)

@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from lie.errors import LieError
+from lie.core.errors import LieError
 
 
 def _rows(path: str | Path) -> list[dict[str, Any]]:
@@ -28,7 +28,7 @@ def _rows(path: str | Path) -> list[dict[str, Any]]:
 
 def _theirs(path: str | Path) -> list[tuple[str, str, str]]:
     """(question, answer, source id) of every row of a verl file, read as the authors' rows."""
-    from lie.data.formats import FORMATS, Context
+    from lie.stages.data.adapters import FORMATS, Context
 
     parse = FORMATS["lie-authors"].parse
     out = []

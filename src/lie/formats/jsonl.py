@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from lie.errors import LieError
+from lie.core.errors import LieError
 
 FIX = "fix or remove that line"
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]", re.ASCII)

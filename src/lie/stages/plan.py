@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from lie import config as cfgmod
-from lie.errors import LieError
-from lie.layout import Layout
+from lie.config.layout import Layout
+from lie.core.errors import LieError
 
 GEN_TOKENS_PER_S_4B = 8000.0  # vLLM output tokens/s per H100 for a 4B model at high concurrency
 PEAK_FLOPS = 989e12  # H100 SXM bf16 dense

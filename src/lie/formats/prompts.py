@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from lie.errors import LieError
+from lie.core.errors import LieError
 
 # SPEC section 3: the Qwen files' instruction after the question.
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from lie import config as cfgmod
-from lie.runs import RunDir
+from lie.formats.runs import RunDir
 
 
 class Layout:

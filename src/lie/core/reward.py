@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from lie.errors import LieError
-from lie.ngrams import NgramStats, ngram_stats
+from lie.core.errors import LieError
+from lie.core.ngrams import NgramStats, ngram_stats
 
 __all__ = [
     "RewardConfig",

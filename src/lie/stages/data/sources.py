@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lie.data.spec import DatasetSpec
-from lie.errors import LieError
+from lie.core.errors import LieError
+from lie.stages.data.spec import DatasetSpec
 
 log = logging.getLogger(__name__)
 
@@ -222,7 +222,7 @@ def fetch_url(url: str, sha1: str | None, where: str) -> Path:
         )
     data = _download(url, where)
     _check_blob(data, sha1, url, where, None)
-    from lie.jsonl import atomic_output
+    from lie.formats.jsonl import atomic_output
 
     with atomic_output(path, "wb") as out:
         out.write(data)

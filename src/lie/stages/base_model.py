@@ -1,6 +1,6 @@
 """Base models: fetched from the hub at a pinned revision, or built locally (tiny models).
 
-Every stage then reads the model from a local folder (``lie.layout.Layout.base_model``), so that
+Every stage then reads the model from a local folder (``lie.config.layout.Layout.base_model``), so that
 one download serves data, reference lengths, training and evaluation, and the revision is
 recorded beside the weights (``lie_source.json``).
 """
@@ -13,8 +13,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from lie.errors import LieError
-from lie.jsonl import dumps
+from lie.core.errors import LieError
+from lie.formats.jsonl import dumps
 
 log = logging.getLogger(__name__)
 TINY_KEYS = ("seed", "vocab_size", "hidden", "layers", "corpus")
@@ -22,7 +22,7 @@ MODEL_FILES = ["*.json", "*.safetensors", "*.txt", "*.model", "*.jinja", "*.tikt
 
 
 def _replace_dir(tmp: Path, out: Path) -> None:
-    from lie.jsonl import share_tree
+    from lie.formats.jsonl import share_tree
 
     share_tree(tmp)  # the group reads the weights too (shared file system)
     if out.exists():
@@ -40,7 +40,7 @@ def snapshot(name: str, entry: dict[str, Any]) -> Path:
         RevisionNotFoundError,
     )
 
-    from lie.data.sources import hub_offline
+    from lie.stages.data.sources import hub_offline
 
     hf_id, revision = entry.get("hf_id"), entry.get("revision")
     if not hf_id or not revision:
@@ -71,7 +71,7 @@ def resolve_model(config: dict[str, Any], model: str) -> tuple[str, dict[str, An
     A name resolves to its ``path``, else the folder ``lie base-model`` made for it, else (hub
     models) the pinned snapshot in the hub cache; a tiny model must have been built first.
     """
-    from lie.layout import Layout
+    from lie.config.layout import Layout
 
     models = config.get("models") or {}
     if model in models:
@@ -142,12 +142,12 @@ def corpus_texts(files: list[Path]) -> list[str]:
 def build_tiny_model(
     name: str, entry: dict[str, Any], out: Path, corpus_files: list[Path], template: str | None = None
 ) -> Path:
-    """A tiny model built here; with ``sft:`` in its entry, taught by the supervised stage (lie.sft).
+    """A tiny model built here; with ``sft:`` in its entry, taught by the supervised stage (lie.stages.sft).
 
     ``template`` is the config's ``prompt.math``: the supervised stage prompts as the pipeline does.
     Without ``sft`` (or ``sft: null``) the model keeps its random weights (the smoke run).
     """
-    from lie.tiny import build_tiny
+    from lie.stages.tiny import build_tiny
 
     tiny = entry["tiny"]
     unknown = sorted(set(tiny) - set(TINY_KEYS))
@@ -159,7 +159,7 @@ def build_tiny_model(
     source: dict[str, Any] = {"tiny": tiny}
     train = None
     if entry.get("sft") is not None:
-        from lie.sft import SFTSettings, run_sft, tokenizer_corpus
+        from lie.stages.sft import SFTSettings, run_sft, tokenizer_corpus
 
         settings = SFTSettings.from_mapping(entry["sft"], f"models.{name}.sft")
         if not template:

@@ -19,9 +19,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lie.errors import LieError
-
-LETTERS = "ABCDEFGHIJ"
+from lie.core.errors import LieError
+from lie.formats.rows import LETTERS, Item
 
 # DAPO-Math-17k wraps every problem in this instruction (the hub set's `prompt` column).
 DAPO_PREFIX = (
@@ -37,15 +36,6 @@ AUTHORS_INSTRUCTION = " Let's think step by step and output the final answer wit
 GPQA_SHUFFLE = (
     "numpy.random.default_rng([shuffle_seed, source_row]).permutation(4) of [correct, incorrect 1-3]"
 )
-
-
-@dataclass(frozen=True)
-class Item:
-    question: str
-    answer: str
-    choices: tuple[str, ...] = ()
-    source_id: str = ""
-    prompt: str | None = None  # the source's own user message, kept verbatim (lie-authors)
 
 
 @dataclass(frozen=True)

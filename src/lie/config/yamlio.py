@@ -6,7 +6,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from lie.errors import LieError
+from lie.core.errors import LieError
 
 
 def parse_sets(items: list[str] | None) -> dict[str, str]:
@@ -89,7 +89,7 @@ def load_yaml_mapping(path: str | Path, section: str | None = None, what: str = 
 
 def reward_config(config_path: str | None, sets: list[str] | None):
     """The reward knobs: defaults, then the YAML file (flat or under ``reward:``), then ``--set``."""
-    from lie.reward import RewardConfig
+    from lie.core.reward import RewardConfig
 
     values: dict[str, Any] = {}
     source = "reward config"

@@ -10,8 +10,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from lie.data.spec import DatasetSpec
-from lie.errors import LieError
+from lie.core.errors import LieError
+from lie.stages.data.spec import DatasetSpec
 from lie.tasks import arithmetic, task_module
 
 

@@ -9,7 +9,7 @@
 - ``checkpoints/``: the engine's checkpoints (``global_step_N/`` for verl, ``checkpoint-N/`` for TRL);
 - ``run.json``: the resolved settings and the command; ``final.json``: written last, names the
   checkpoint to evaluate (the final one or a fixed step from config, never the best on a test set);
-- ``settings.sha256``: the digest of what the checkpoints were trained with (``lie.identity``); a
+- ``settings.sha256``: the digest of what the checkpoints were trained with (``lie.config.identity``); a
   launch with other settings moves the old checkpoints, rollouts and metrics into
   ``superseded/<time>/`` (never deleting them) and starts afresh;
 - ``verl_config.yaml``: verl's whole composed configuration of the last launch (verl runs).
@@ -26,8 +26,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from lie.errors import LieError
-from lie.jsonl import dumps
+from lie.core.errors import LieError
+from lie.formats.jsonl import dumps
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ class RunDir:
             )
         if old != digest:
             self.root.mkdir(parents=True, exist_ok=True)
-            from lie.jsonl import atomic_output
+            from lie.formats.jsonl import atomic_output
 
             with atomic_output(self.settings_file) as out:
                 out.write(digest + "\n")
@@ -213,7 +213,7 @@ def append_rollouts(folder: Path, step: int, writer: str, records: list[dict[str
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
     """Atomically, as strict JSON (NaN or infinity is an error naming the field, not a bare NaN)."""
-    from lie.jsonl import atomic_output
+    from lie.formats.jsonl import atomic_output
 
     with atomic_output(path) as out:
         out.write(dumps(data, indent=2, sort_keys=True, default=str) + "\n")

@@ -12,13 +12,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from lie.data.formats import LETTERS, Item
-from lie.errors import LieError
+from lie.core.errors import LieError
+
+LETTERS = "ABCDEFGHIJ"  # multiple-choice options, A to J (MMLU-Pro has ten)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One problem of a source, read by its format's adapter (lie.stages.data.adapters)."""
+
+    question: str
+    answer: str
+    choices: tuple[str, ...] = ()
+    source_id: str = ""
+    prompt: str | None = None  # the source's own user message, kept verbatim (lie-authors)
+
 
 METADATA_KEY = b"lie"
 
@@ -63,7 +77,7 @@ def format_choices(choices: Sequence[str]) -> str:
 
 def make_row(name: str, kind: str, split: str, index: int, item: Item, template: str) -> dict[str, Any]:
     """One verl row for ``item`` of data set ``name``."""
-    from lie.prompts import render_question
+    from lie.formats.prompts import render_question
 
     fields = {"choices": format_choices(item.choices)} if kind == "choice" else {}
     content = render_question(template, question=item.question, **fields)
@@ -99,7 +113,7 @@ def write_table(table: pa.Table, out: str | Path) -> None:
     """Write ``table`` to ``out`` atomically (a temporary file renamed into place on success)."""
     import pyarrow.parquet as pq
 
-    from lie.jsonl import atomic_output
+    from lie.formats.jsonl import atomic_output
 
     with atomic_output(out, "wb") as handle:
         pq.write_table(table, handle)

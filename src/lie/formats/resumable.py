@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from lie.errors import LieError
-from lie.jsonl import atomic_output, dumps
+from lie.core.errors import LieError
+from lie.formats.jsonl import atomic_output, dumps
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lie.errors import LieError
+from lie.core.errors import LieError
 from lie.tasks import TASKS
 
 log = logging.getLogger(__name__)
@@ -118,7 +118,7 @@ def sft_problems(settings: SFTSettings) -> list[Any]:
 
 def tokenizer_corpus(settings: SFTSettings, template: str) -> list[str]:
     """Texts for the tokenizer: the questions as prompted and their full solutions (compact steps)."""
-    from lie.prompts import render_question
+    from lie.formats.prompts import render_question
 
     problems = sft_problems(settings)
     return [render_question(template, p.question()) for p in problems] + [p.solution() for p in problems]
@@ -180,7 +180,7 @@ def run_sft(model: Any, tokenizer: Any, settings: SFTSettings, template: str) ->
     import torch
     from tqdm import tqdm
 
-    from lie.prompts import chat_messages, prompt_token_ids, render_question
+    from lie.formats.prompts import chat_messages, prompt_token_ids, render_question
     from lie.tasks import task_module
     from lie.tasks.shallow import shallow_example
 

@@ -1,0 +1,237 @@
+"""Evaluation (``lie evaluate``): grade generations at every token budget and summarise per benchmark.
+
+``lie evaluate --config config.yaml --gen GEN.jsonl [--gen ...] [--data BENCH.parquet ...]
+--tokenizer MODEL --out-scores SCORES.jsonl --out-summary SUMMARY.json`` (or ``SUMMARY.csv``).
+
+Test-time scaling without regenerating: each generation (``lie generate``) is cut at every budget
+of ``evaluation.budgets`` (its first B token ids, decoded with the model's tokenizer, special
+tokens skipped) and graded; a generation of at most B tokens is graded once, on its own text.
+Identical texts are graded once. Grading runs in worker processes under
+``evaluation.grade_timeout_s`` per item (``lie.grading.grade_many``). Multiple-choice items are
+read in the mode ``evaluation.choice_grading`` (``robust``, or ``authors``: their evaluation
+script's patterns) with their option texts (``options``), taken from the benchmarks' data files
+(``--data``, rows of ``lie data``: ``extra_info.choices``) or from the generation lines; the mode
+is recorded in the summary, so that both modes can be graded from the same generations.
+
+Scores, one JSON line per sample: ``bench``, ``index``, ``sample``, ``kind``, ``gold``,
+``num_tokens``, ``finish_reason``, ``grades`` ({budget: {``correct``, ``pred``, ``status``}}).
+Summary per benchmark and budget: ``avg@n:n=N``, ``pass@k:k=K&n=N`` (K in 1,2,4,..,32, K <= N;
+``pass@k:k=1`` is Pass@1), ``n_timeouts``, ``n_no_answer``, ``n_errors``, ``n_truncated``; per
+benchmark ``mean_tokens`` (the mean response length at each budget, in tokens); and the
+in-domain and out-of-domain averages of avg@n over ``evaluation.in_domain`` / ``out_of_domain``
+(``null`` with the ``missing`` benchmarks named when any is absent; ``mean_of_present`` beside it).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from lie.core.errors import LieError
+from lie.formats.generations import Sample, read_generations, read_options
+from lie.formats.scores import DOMAINS
+from lie.grading import check_item
+from lie.grading.executor import DEFAULT_TIMEOUT_S
+
+log = logging.getLogger(__name__)
+
+CHOICE_GRADING = ("robust", "authors")
+
+
+def budget_texts(samples: Sequence[Sample], budgets: Sequence[int], tokenizer: Any) -> list[list[str]]:
+    """For every sample, its text at each budget: the first B token ids decoded, or its own text."""
+    out = []
+    for s in samples:
+        texts = []
+        for budget in budgets:
+            if len(s.token_ids) <= budget:
+                texts.append(s.text)
+            else:
+                texts.append(tokenizer.decode(list(s.token_ids[:budget]), skip_special_tokens=True))
+        out.append(texts)
+    return out
+
+
+def _budgets(evaluation: dict[str, Any]) -> list[int]:
+    budgets = evaluation.get("budgets")
+    if not isinstance(budgets, list) or not budgets or not all(isinstance(b, int) and b > 0 for b in budgets):
+        raise LieError(f"config: evaluation.budgets must be a list of positive token counts, got {budgets!r}")
+    return sorted(set(budgets))
+
+
+def choice_grading(evaluation: dict[str, Any], override: str | None = None) -> str:
+    """The multiple-choice grading mode: ``override``, else ``evaluation.choice_grading`` (robust)."""
+    mode = override if override is not None else evaluation.get("choice_grading", "robust")
+    if mode not in CHOICE_GRADING:
+        raise LieError(f"config: evaluation.choice_grading must be one of {CHOICE_GRADING}, got {mode!r}")
+    return mode
+
+
+def grading_items(
+    samples: Sequence[Sample], texts: Sequence[Sequence[str]], mode: str
+) -> tuple[list[dict[str, Any]], list[list[int]]]:
+    """The distinct items to grade, and for every sample the item of each budget's text."""
+    unique: dict[tuple[Any, ...], int] = {}
+    items: list[dict[str, Any]] = []
+    slots: list[list[int]] = []
+    for s, per_budget in zip(samples, texts):
+        row = []
+        for text in per_budget:
+            key = (text, s.gold, s.kind, tuple(s.letters), tuple(s.options))
+            if key not in unique:
+                unique[key] = len(items)
+                item: dict[str, Any] = {"response": text, "gold": s.gold, "kind": s.kind}
+                if s.kind == "choice":
+                    item.update(choices=s.letters, choice_grading=mode)
+                    if s.options:
+                        item["options"] = s.options
+                items.append(item)
+            row.append(unique[key])
+        slots.append(row)
+    return items, slots
+
+
+def evaluate(
+    config: dict[str, Any],
+    gen_paths: Sequence[str],
+    tokenizer: Any | Callable[[], Any] | None = None,
+    timeout_s: float | None = None,
+    workers: int | None = None,
+    progress: bool = True,
+    grader: Callable[..., list[Any]] | None = None,
+    data_paths: Sequence[str] = (),
+    mode: str | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(per-sample score lines, summary). ``tokenizer`` may be a loader, called only if some text is cut.
+
+    ``data_paths``: the benchmarks' data files, for the option texts; ``mode``: the choice grading
+    mode (default ``evaluation.choice_grading``).
+    """
+    if grader is None:
+        from lie.grading import grade_many as grader
+    evaluation = config.get("evaluation") or {}
+    budgets = _budgets(evaluation)
+    mode = choice_grading(evaluation, mode)
+    timeout_s = float(
+        timeout_s if timeout_s is not None else evaluation.get("grade_timeout_s", DEFAULT_TIMEOUT_S)
+    )
+    workers = int(workers if workers is not None else evaluation.get("grade_workers", 0))
+    samples = read_generations(gen_paths, read_options(data_paths) if data_paths else None)
+    for s in samples:  # gold, kind and letters as the graders take them, or the line named
+        check_item(
+            {"response": s.text, "gold": s.gold, "kind": s.kind, "choices": s.letters or None}, s.where
+        )
+    longest = max(len(s.token_ids) for s in samples)
+    if longest > budgets[0]:
+        if tokenizer is None:
+            cut = sum(len(s.token_ids) > budgets[0] for s in samples)
+            raise LieError(
+                f"{cut} generations are longer than the {budgets[0]}-token budget: "
+                "pass --tokenizer (the generating model) to decode their prefixes"
+            )
+        if callable(tokenizer) and not hasattr(tokenizer, "decode"):
+            tokenizer = tokenizer()
+    texts = budget_texts(samples, budgets, tokenizer)
+    items, slots = grading_items(samples, texts, mode)
+    log.info(
+        "%d samples x %d budgets: %d distinct texts to grade (limit %.1f s each, choice grading %s)",
+        len(samples),
+        len(budgets),
+        len(items),
+        timeout_s,
+        mode,
+    )
+    results = grader(items, timeout_s=timeout_s, workers=workers, progress=progress)
+    scores = []
+    for s, row in zip(samples, slots):
+        grades = {}
+        for budget, slot in zip(budgets, row):
+            r = results[slot]
+            grade = {"correct": bool(r.correct), "pred": r.pred, "status": r.status}
+            if r.message:
+                grade["message"] = r.message
+            grades[str(budget)] = grade
+        scores.append(
+            {
+                "bench": s.bench,
+                "index": s.index,
+                "sample": s.sample,
+                "kind": s.kind,
+                "gold": s.gold,
+                "num_tokens": len(s.token_ids),
+                "finish_reason": s.finish_reason,
+                "grades": grades,
+            }
+        )
+    summary = summarize_scores(scores, budgets, config)
+    choice = [s for s in samples if s.kind == "choice"]
+    summary["grading"] = {
+        "timeout_s": timeout_s,
+        "choice_grading": mode,
+        "samples": len(samples),
+        "graded_texts": len(items),
+        "choice_samples": len(choice),
+        "choice_samples_with_options": sum(bool(s.options) for s in choice),
+    }
+    return scores, summary
+
+
+def summarize_scores(
+    scores: Sequence[dict[str, Any]], budgets: Sequence[int], config: dict[str, Any]
+) -> dict[str, Any]:
+    """Per benchmark and budget: avg@n, pass@k, status counts; then the domain averages."""
+    from lie.core.metrics import PASS_KS, metric_name, summarize
+
+    evaluation = config.get("evaluation") or {}
+    eval_sets = (config.get("datasets") or {}).get("eval") or {}
+    by_bench: dict[str, dict[int, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for line in scores:
+        by_bench[line["bench"]][line["index"]].append(line)
+    benchmarks: dict[str, Any] = {}
+    for bench in sorted(by_bench):
+        problems = [sorted(v, key=lambda x: x["sample"]) for _, v in sorted(by_bench[bench].items())]
+        n = len(problems[0])
+        entry: dict[str, Any] = {"problems": len(problems), "n": n, "samples": sum(map(len, problems))}
+        per_budget = {}
+        for budget in budgets:
+            key = str(budget)
+            correct = [[s["grades"][key]["correct"] for s in p] for p in problems]
+            metrics: dict[str, Any] = summarize(correct, PASS_KS, what=f"benchmark {bench}")
+            statuses = [s["grades"][key]["status"] for p in problems for s in p]
+            metrics.update(
+                n_timeouts=statuses.count("timeout"),
+                n_no_answer=statuses.count("no_answer"),
+                n_errors=statuses.count("error"),
+                n_truncated=sum(s["num_tokens"] > budget for p in problems for s in p),
+            )
+            per_budget[key] = metrics
+        entry["avg@n"] = metric_name("avg@n", n=n)
+        entry["budgets"] = per_budget
+        entry["mean_tokens"] = mean_tokens(problems, budgets)
+        benchmarks[bench] = entry
+        expected = (eval_sets.get(bench) or {}).get("n")
+        if expected is not None and expected != n:
+            log.warning("%s: %d samples a problem, config says %d", bench, n, expected)
+    summary: dict[str, Any] = {"budgets": list(budgets), "benchmarks": benchmarks}
+    for domain in DOMAINS:
+        names = list(evaluation.get(domain) or [])
+        present = [b for b in names if b in benchmarks]
+        missing = [b for b in names if b not in benchmarks]
+        values = {}
+        for budget in budgets:
+            key = str(budget)
+            got = [benchmarks[b]["budgets"][key][benchmarks[b]["avg@n"]] for b in present]
+            mean_present = sum(got) / len(got) if got else None
+            values[key] = {"avg": None if missing else mean_present, "mean_of_present": mean_present}
+        if missing and present:
+            log.warning("%s average left empty: %s not evaluated", domain, ", ".join(missing))
+        summary[domain] = {"benchmarks": names, "missing": missing, "budgets": values}
+    return summary
+
+
+def mean_tokens(problems: Sequence[Sequence[dict[str, Any]]], budgets: Sequence[int]) -> dict[str, float]:
+    """Mean response length in tokens at each budget (a response longer than B counts B)."""
+    lengths = [s["num_tokens"] for p in problems for s in p]
+    return {str(b): sum(min(n, b) for n in lengths) / max(1, len(lengths)) for b in budgets}

@@ -1,0 +1,228 @@
+"""Generation (``lie generate``): n sampled completions per benchmark problem, with their token ids.
+
+``lie generate --config config.yaml --model M --bench aime24 --data aime24.parquet --out GEN.jsonl``
+samples ``datasets.eval.<bench>.n`` completions per problem (32 for AIME24/AIME25/AMC, 1 for the
+rest) to ``evaluation.max_tokens`` (capped at the model's context minus the prompt) at
+``evaluation.temperature`` / ``top_p``, each sample with its own seed hashed from
+(``evaluation.seed``, problem index, sample), with engine ``engines.generate`` (vllm on GPUs, hf on
+a CPU). ``M`` is a model of config.yaml or a local folder (a merged checkpoint). Work goes in
+``GEN.jsonl.shards/``, ``evaluation.shard_size`` samples a shard (a killed run resumes there;
+removed after success).
+
+Out, one JSON line per sample: ``bench``, ``index`` (problem), ``sample`` (0..n-1), ``gold``,
+``kind``, ``letters`` (choice items), ``prompt_tokens``, ``max_tokens`` (the sample's budget),
+``seed``, ``token_ids``, ``text``, ``num_tokens``, ``finish_reason`` (``stop`` | ``length``).
+``lie evaluate`` scores them at every token budget.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from lie.core.errors import LieError
+from lie.engines.generation import SamplingSettings
+from lie.formats.generations import generation_line
+from lie.stages.sampling import Draw, Drawn, Prompt, sample_in_shards
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Problem:
+    index: int
+    messages: list[dict[str, str]]
+    gold: str
+    kind: str
+    letters: list[str]
+
+
+def _field(row: dict[str, Any], path: str, where: str) -> Any:
+    value: Any = row
+    for part in path.split("."):
+        if not isinstance(value, dict) or value.get(part) is None:
+            raise LieError(f"{where}: field '{path}' is missing; build the file with `lie data`")
+        value = value[part]
+    return value
+
+
+def read_problems(path: str | Path, bench: str, limit: int | None = None) -> list[Problem]:
+    """The benchmark's problems (verl rows), checked; a bad row names its number and field."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lie.grading import KINDS
+
+    try:
+        rows = pq.read_table(path).to_pylist()
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise LieError(f"cannot read {path} as parquet ({exc})") from None
+    if limit is not None:
+        if limit < 1:
+            raise LieError(f"--limit must be >= 1, got {limit}")
+        rows = rows[:limit]
+    problems: list[Problem] = []
+    seen: dict[int, int] = {}
+    for number, row in enumerate(rows):
+        where = f"{path} row {number}"
+        source = row.get("data_source")
+        if source and source != bench:
+            raise LieError(f"{where}: data_source is {source!r}, not the benchmark {bench!r}; check --data")
+        messages = _field(row, "prompt", where)
+        if (
+            not isinstance(messages, list)
+            or not messages
+            or not all(
+                isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+                for m in messages
+            )
+        ):
+            raise LieError(f"{where}: field 'prompt' must be a list of chat messages {{role, content}}")
+        gold = _field(row, "reward_model.ground_truth", where)
+        extra = row.get("extra_info") or {}
+        kind = extra.get("kind") or row.get("ability")
+        if kind not in KINDS:
+            raise LieError(f"{where}: field 'extra_info.kind' must be one of {KINDS}, got {kind!r}")
+        letters = list(extra.get("letters") or [])
+        if kind == "choice" and not letters:
+            raise LieError(f"{where}: a choice item needs field 'extra_info.letters' (e.g. [A, B, C, D])")
+        index = _field(row, "extra_info.index", where)
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise LieError(f"{where}: field 'extra_info.index' must be an integer, got {index!r}")
+        if index in seen:
+            raise LieError(
+                f"{where}: extra_info.index {index} repeats row {seen[index]}; keep one row per problem "
+                "(the n samples come from datasets.eval.<bench>.n)"
+            )
+        seen[index] = number
+        problems.append(Problem(index, [dict(m) for m in messages], str(gold), kind, letters))
+    if not problems:
+        raise LieError(f"{path}: no problems")
+    return problems
+
+
+def run_generate(
+    config: dict[str, Any],
+    model: str,
+    bench: str,
+    data: str | Path,
+    out: str | Path,
+    engine: str | None = None,
+    n: int | None = None,
+    max_tokens: int | None = None,
+    seed: int | None = None,
+    shard_size: int | None = None,
+    enable_thinking: bool | None = None,
+    limit: int | None = None,
+    engine_kwargs: dict[str, Any] | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Generate, resumably, and write ``out``; return the settings and counts."""
+    from lie.config import dataset_entry
+    from lie.engines.generation import SEED_RULE, batch_invariant_mode, load_engine
+    from lie.formats.jsonl import atomic_output, dumps
+    from lie.formats.resumable import iter_shards
+    from lie.stages.base_model import file_sha256, resolve_model
+
+    group, entry = dataset_entry(config, bench)
+    if group != "eval":
+        raise LieError(f"{bench!r} is a training set; --bench takes a name of datasets.eval")
+    evaluation = config.get("evaluation") or {}
+    kind = engine or (config.get("engines") or {}).get("generate") or "hf"
+    sampling = _sampling(evaluation, entry, bench, n, max_tokens)
+    seed = int(seed if seed is not None else evaluation.get("seed", 0))
+    shard_size = int(shard_size if shard_size is not None else evaluation.get("shard_size", 256))
+    problems = read_problems(data, bench, limit)
+    path, model_entry = resolve_model(config, model)
+    if enable_thinking is None and model_entry.get("enable_thinking") is not None:
+        enable_thinking = bool(model_entry["enable_thinking"])
+    trust = bool(config.get("trust_remote_code", False))
+    settings = {
+        "bench": bench,
+        "data": str(Path(data).resolve()),
+        "data_sha256": file_sha256(data),
+        "limit": limit,
+        "model": str(path),
+        "engine": kind,
+        "engine_kwargs": engine_kwargs or {},
+        "batch_invariant": batch_invariant_mode(kind, engine_kwargs),
+        "enable_thinking": enable_thinking,
+        "shard_size": shard_size,
+        "shard_unit": "sample",
+        "seed": seed,
+        "seed_rule": SEED_RULE,
+        **asdict(sampling),
+    }
+    log.info("generate %s: %s", bench, ", ".join(f"{k}={v}" for k, v in settings.items()))
+    prompts = [Prompt(p.index, p.messages, f"{bench} problem {p.index}") for p in problems]
+    draw = Draw(sampling, seed, enable_thinking)
+    by_index = {p.index: p for p in problems}
+
+    def load() -> Any:
+        return load_engine(kind, str(path), trust_remote_code=trust, **(engine_kwargs or {}))
+
+    work_dir = Path(f"{out}.shards")
+    paths = sample_in_shards(
+        prompts,
+        draw,
+        load,
+        lambda drawn: [_line(bench, by_index[d.prompt.index], d) for d in drawn],
+        work_dir,
+        settings,
+        shard_size,
+        desc=f"generate {bench}",
+        progress=progress,
+    )
+    count = truncated = capped = 0
+    with atomic_output(out) as handle:
+        for line in iter_shards(paths):
+            handle.write(dumps(line) + "\n")
+            count += 1
+            truncated += line["finish_reason"] == "length"
+            capped += line["max_tokens"] < sampling.max_tokens
+    shutil.rmtree(work_dir, ignore_errors=True)
+    log.info("%s: %d samples of %d problems, %d cut at their budget", out, count, len(problems), truncated)
+    if capped:
+        log.warning(
+            "%s: %d samples had less than max_tokens=%d: the model's context minus the prompt "
+            "(each line's max_tokens is its budget)",
+            out,
+            capped,
+            sampling.max_tokens,
+        )
+    return {
+        **settings,
+        "problems": len(problems),
+        "samples": count,
+        "truncated": truncated,
+        "budget_capped": capped,
+    }
+
+
+def _sampling(
+    evaluation: dict[str, Any], entry: dict[str, Any], bench: str, n: int | None, max_tokens: int | None
+) -> SamplingSettings:
+    """The sampling settings, checked before any model loads; an error names the key to change."""
+    return SamplingSettings(
+        n=int(n if n is not None else entry.get("n", 1)),
+        max_tokens=int(max_tokens if max_tokens is not None else evaluation.get("max_tokens", 32768)),
+        temperature=float(evaluation.get("temperature", 0.6)),
+        top_p=float(evaluation.get("top_p", 1.0)),
+        keys={
+            "n": f"datasets.eval.{bench}.n (or --n)" if n is None else "--n",
+            "max_tokens": "evaluation.max_tokens (or --max-tokens)" if max_tokens is None else "--max-tokens",
+            "temperature": "evaluation.temperature",
+            "top_p": "evaluation.top_p",
+        },
+    )
+
+
+def _line(bench: str, problem: Problem, drawn: Drawn) -> dict[str, Any]:
+    comp = drawn.completion
+    return generation_line(
+        bench, problem.index, drawn.sample, problem.gold, problem.kind, problem.letters, drawn.prompt_tokens,
+        comp.max_tokens, comp.seed, comp.token_ids, comp.text, comp.finish_reason,
+    )  # fmt: skip
