@@ -218,31 +218,6 @@ def command(override_list: list[str], python: str | None = None, hydra_dir: Path
     return [python or sys.executable, "-m", "verl.trainer.main_ppo", *recipe, *override_list, *hydra]
 
 
-def inputs_for(config: dict[str, Any], run: str) -> VerlInputs:
-    """Default file locations of the pipeline (the Snakemake rules pass the same paths)."""
-    from lie.config.layout import Layout
-
-    layout = Layout(config)
-    spec = cfgmod.experiment(config, run)
-    s = cfgmod.run_settings(config, run)
-    model = layout.init_model(run)
-    train = layout.reflen_file(spec["data"], spec["model"])
-    vals = tuple(str(layout.dataset_file(name)) for name in s.get("val_sets") or [])
-    return VerlInputs(train_file=str(train), val_files=vals, model_path=str(model))
-
-
-def absolute(inputs: VerlInputs) -> VerlInputs:
-    """Ray workers on other nodes read these paths: make them absolute (on the shared file system)."""
-    resolve = lambda p: str(Path(p).resolve()) if not _is_hub_id(p) else p  # noqa: E731
-    return VerlInputs(
-        resolve(inputs.train_file), tuple(resolve(p) for p in inputs.val_files), resolve(inputs.model_path)
-    )
-
-
-def _is_hub_id(path: str) -> bool:
-    return not Path(path).exists() and path.count("/") == 1 and not path.startswith((".", "/"))
-
-
 def final_checkpoint(rundir: RunDir, eval_step: Any = "final") -> Path:
     """The checkpoint to evaluate: the last one saved, or ``global_step_<eval_step>``."""
     ckpts = rundir.checkpoints

@@ -1,0 +1,188 @@
+"""Training (``lie train RUN``): one run of the config with its engine, and the plan it would run.
+
+verl on GPUs (Ray, vLLM, several nodes) or on its CPU backend where no GPU is visible
+(``lie.engines.verl.cpu``); TRL on a CPU or one GPU. A run's engine is its own ``engine`` key, else
+``engines.train``. Inputs default to the pipeline's layout (the Snakemake rules pass the same
+paths); outputs go to ``<outdir>/runs/<run>/`` (``lie.formats.runs``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lie.config import experiment, outdir, run_settings
+from lie.config.identity import train_engine
+from lie.config.layout import Layout
+from lie.core.errors import LieError
+from lie.engines.verl.overrides import VerlInputs
+from lie.formats.runs import RunDir, write_json
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Request:
+    """What ``lie train`` was asked: the run, and any input or engine choice the layout would not make."""
+
+    run: str
+    engine: str | None = None
+    device: str = "auto"  # verl: gpu, cpu, or auto (cpu when no GPU is visible)
+    train_file: str | None = None
+    val_files: tuple[str, ...] | None = None
+    model: str | None = None
+    stop_after: int | None = None  # TRL: stop after this many steps (a rerun resumes)
+    threads: int | None = None  # TRL on a CPU: torch threads
+
+
+def engine_of(config: dict[str, Any], request: Request) -> str:
+    experiment(config, request.run)  # an unknown run: one clear line
+    return request.engine or train_engine(config, request.run)
+
+
+def verl_inputs(config: dict[str, Any], request: Request) -> VerlInputs:
+    """The layout's files for the run, or the request's; absolute (Ray workers on other nodes read them)."""
+    layout = Layout(config)
+    spec = experiment(config, request.run)
+    vals = tuple(
+        str(layout.dataset_file(name)) for name in run_settings(config, request.run).get("val_sets") or []
+    )
+    return VerlInputs(
+        train_file=_absolute(request.train_file or str(layout.reflen_file(spec["data"], spec["model"]))),
+        val_files=tuple(_absolute(p) for p in (request.val_files or vals)),
+        model_path=_absolute(request.model or str(layout.init_model(request.run))),
+    )
+
+
+def _absolute(path: str) -> str:
+    hub_id = not Path(path).exists() and path.count("/") == 1 and not path.startswith((".", "/"))
+    return path if hub_id else str(Path(path).resolve())
+
+
+def verl_device(request: Request) -> str:
+    from lie.engines.verl import cpu as verl_cpu
+
+    return request.device if request.device != "auto" else ("gpu" if verl_cpu.gpu_visible() else "cpu")
+
+
+def train(config: dict[str, Any], request: Request) -> Path:
+    """Train the run to its end (resuming from its last complete checkpoint); return its folder."""
+    if engine_of(config, request) == "verl":
+        return _train_verl(config, request)
+    return _train_trl(config, request)
+
+
+def _train_verl(config: dict[str, Any], request: Request) -> Path:
+    from lie.engines.verl import cpu as verl_cpu
+    from lie.engines.verl import overrides as verl_overrides
+
+    run, inputs, device = request.run, verl_inputs(config, request), verl_device(request)
+    rundir = RunDir(outdir(config), run)
+    for path in (inputs.train_file, *inputs.val_files):
+        if not Path(path).exists():
+            raise LieError(
+                f"run {run}: input {path} does not exist; run its `lie data`/`lie reflen` stage first"
+            )
+    settings = run_settings(config, run)
+    if device == "gpu":
+        from lie.engines.gpu_env import check_driver
+
+        check_driver()
+    if not verl_overrides.prepare_resume(config, run, rundir):
+        overrides = verl_overrides.overrides(
+            config, run, inputs, metrics_file=str(rundir.new_metrics_file().resolve()), device=device
+        )
+        verl_overrides.write_composed(overrides, rundir.verl_config)
+        cmd = verl_overrides.command(overrides, hydra_dir=(rundir.root / "hydra").resolve())
+        write_json(
+            rundir.run_json,
+            {"engine": "verl", "device": device, "run": run, "settings": settings, "command": cmd},
+        )
+        env = {**os.environ, "HYDRA_FULL_ERROR": "1"}
+        if device == "cpu":
+            env = verl_cpu.environment(env)
+        log.info("running verl (%s): %s", device, " ".join(cmd[:4]) + " ...")
+        code = subprocess.run(cmd, env=env).returncode
+        if code != 0:
+            raise LieError(
+                f"run {run}: verl exited with status {code}; rerun to resume from the last checkpoint"
+            )
+        verl_overrides.mark_complete(config, run, rundir)
+    checkpoint = verl_overrides.final_checkpoint(rundir, settings.get("eval_step", "final"))
+    step = int(checkpoint.name.rsplit("_", 1)[1])
+    write_json(rundir.final_json, {"engine": "verl", "checkpoint": str(checkpoint), "step": step})
+    return rundir.root
+
+
+def _train_trl(config: dict[str, Any], request: Request) -> Path:
+    from lie.engines.trl import train as trl_train
+
+    layout = Layout(config)
+    spec = experiment(config, request.run)
+    train_file = Path(request.train_file or layout.reflen_file(spec["data"], spec["model"]))
+    model = Path(request.model or layout.init_model(request.run))
+    for path in (train_file, model):
+        if not path.exists():
+            raise LieError(
+                f"run {request.run}: input {path} does not exist; build it first (see `snakemake -n`)"
+            )
+    threads = request.threads or int(os.environ.get("OMP_NUM_THREADS", "1") or 1)
+    return trl_train.train(
+        config, request.run, train_file, model, stop_after=request.stop_after, threads=threads
+    )
+
+
+def plan(config: dict[str, Any], request: Request) -> str:
+    """What the engine would run, composed and checked, as text (``lie train --dry-run``); nothing runs."""
+    if engine_of(config, request) == "verl":
+        return _verl_plan(config, request)
+    return _trl_plan(config, request)
+
+
+def _verl_plan(config: dict[str, Any], request: Request) -> str:
+    from omegaconf import OmegaConf
+
+    from lie.engines.verl import cpu as verl_cpu
+    from lie.engines.verl import overrides as verl_overrides
+
+    device = verl_device(request)
+    rundir = RunDir(outdir(config), request.run)
+    overrides = verl_overrides.overrides(
+        config, request.run, verl_inputs(config, request), metrics_file=str(rundir.metrics_dir / "launch.jsonl"),
+        device=device,
+    )  # fmt: skip
+    composed = verl_overrides.compose(overrides)
+    verl_overrides.check_composed(composed)
+    lines = [f"# device: {device}"]
+    if device == "cpu":
+        lines.append(
+            "# the CPU backend's overrides (lie.engines.verl.cpu.overrides), on top of the cluster's"
+        )
+        lines += [f"#   {k}={v}" for k, v in verl_cpu.overrides(run_settings(config, request.run)).items()]
+    for title, section in (("reward (verl 0.9 `reward` group, as composed)", composed.reward),
+                           ("data", composed.data), ("actor_rollout_ref.actor", composed.actor_rollout_ref.actor)):  # fmt: skip
+        lines += [f"# {title}", OmegaConf.to_yaml(section)]
+    lines += ["# command", " ".join(verl_overrides.command(overrides))]
+    return "\n".join(lines)
+
+
+TRL_KEYS = ("importance_sampling_level", "loss_type", "epsilon", "epsilon_high", "delta", "beta",
+            "num_generations", "per_device_train_batch_size", "steps_per_generation", "num_iterations",
+            "temperature", "top_p", "max_completion_length", "learning_rate", "warmup_steps",
+            "weight_decay", "max_grad_norm", "scale_rewards")  # fmt: skip
+
+
+def _trl_plan(config: dict[str, Any], request: Request) -> str:
+    from lie.engines.trl import train as trl_train
+
+    settings = run_settings(config, request.run)
+    batch, mini = int(settings["train_batch_size"]), int(settings["ppo_mini_batch_size"])
+    sched = trl_train.Schedule(batch // mini, int(settings["ppo_epochs"]), 1)
+    cfg = trl_train.grpo_config(
+        settings, sched, Layout(config).run_dir(request.run).checkpoints, use_cpu=True
+    )
+    return "\n".join(f"{key}: {getattr(cfg, key)}" for key in TRL_KEYS)
