@@ -9,9 +9,10 @@ import pytest
 import yaml
 
 from lie.analysis.behaviours import BEHAVIOURS, Tally, load_classifier, split_sentences, tally
-from lie.analysis.judge import JudgeAnswerError, chunks, judge_texts, load_prompt, parse_answer
+from lie.analysis.judge import JudgeAnswerError, chunks, load_prompt, parse_answer
 from lie.core.errors import LieError
 from lie.engines.generation import Completion
+from lie.stages.judge import judge_texts
 
 SENTENCES = Path(__file__).with_name("data") / "behaviour_sentences.yaml"
 # Measured on the labelled set when the patterns were written (docs/report.md gives the numbers);

@@ -4,9 +4,9 @@ An alternative to the phrase patterns of :mod:`lie.analysis.behaviours` for read
 model's judgement: each response (in parts of at most ``chunk_chars`` characters, cut between
 sentences) goes into the prompt of ``judge_prompt.yaml`` with the behaviours' descriptions from
 ``behaviours.yaml``; the judge answers with a JSON object of counts, and the parts' counts are
-added. The judge runs through ``lie.engines.generation`` (vLLM on GPUs; ``hf`` works for tiny
-models), greedy, one request per part. An answer that cannot be read is kept as an error, never
-counted as zero. Only prompt building and answer parsing run in the CPU tests: vLLM is not there.
+added. Running the judge model is a stage (``lie.stages.judge``); here are the prompt, the parts
+and the reading of its answers. An answer that cannot be read is kept as an error, never counted as
+zero.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,41 +116,12 @@ class Judgement:
     answers: list[str] | None = None
 
 
-def judge_texts(
-    texts: Sequence[str],
-    classifier: Classifier,
-    model: str,
-    engine: str = "vllm",
-    prompt: JudgePrompt | None = None,
-    chunk_chars: int = 12000,
-    max_tokens: int = 1024,
-    batch: int = 256,
-    engine_kwargs: dict[str, Any] | None = None,
-    trust_remote_code: bool = False,
-    engine_factory: Callable[[], Any] | None = None,
-    keep_answers: bool = False,
-) -> list[Judgement]:
-    """Judge every text; one :class:`Judgement` per text, in order."""
-    from lie.engines.generation import SamplingSettings, load_engine
-    from lie.formats.prompts import chat_messages, prompt_token_ids
-
-    prompt = prompt or load_prompt()
-    parts = [chunks(text, chunk_chars) for text in texts]
-    flat = [(i, part) for i, pieces in enumerate(parts) for part in pieces]
-    factory = engine_factory or (
-        lambda: load_engine(engine, model, trust_remote_code=trust_remote_code, **(engine_kwargs or {}))
-    )
-    eng = factory()
-    settings = SamplingSettings(n=1, max_tokens=max_tokens, temperature=0.0, top_p=1.0)
-    answers: list[str] = []
-    for start in range(0, len(flat), batch):
-        block = flat[start : start + batch]
-        ids = [prompt_token_ids(eng.tokenizer, chat_messages(prompt.render(p, classifier))) for _, p in block]
-        outs = eng.generate(ids, settings, list(range(start, start + len(block))))
-        answers.extend(out[0].text for out in outs)
-        log.info("judged %d of %d parts", len(answers), len(flat))
+def judgements(parts: Sequence[Sequence[str]], answers: Sequence[str], classifier: Classifier,
+               keep_answers: bool = False) -> list[Judgement]:  # fmt: skip
+    """The judge's answers to every part (in order) added up per response; an unreadable one is an error."""
     results = [Judgement(dict.fromkeys(classifier.names, 0), len(p)) for p in parts]
-    for (i, _), answer in zip(flat, answers):
+    owners = [i for i, pieces in enumerate(parts) for _ in pieces]
+    for i, answer in zip(owners, answers, strict=True):
         result = results[i]
         if keep_answers:
             result.answers = [*(result.answers or []), answer]

@@ -62,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
             rows.append({"file": path, **item, "counts": classifier.count(item["text"])})
     judged: dict[str, Tally] = {}
     if args.judge:
-        from lie.analysis.judge import judge_texts, load_prompt
+        from lie.analysis.judge import load_prompt
+        from lie.stages.judge import judge_texts
 
         prompt = load_prompt(args.prompt)
         results = judge_texts(

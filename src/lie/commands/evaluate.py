@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-from pathlib import Path
 from typing import Any
 
 from lie.core.errors import LieError
@@ -38,7 +37,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from lie.config import load_config
-    from lie.engines.generation import load_tokenizer
     from lie.formats.jsonl import atomic_output, dumps
     from lie.formats.scores import write_summary
     from lie.stages.evaluate import evaluate
@@ -46,15 +44,11 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     if not str(args.out_summary).lower().endswith((".json", ".csv")):
         raise LieError(f"--out-summary must end in .json or .csv, got {args.out_summary}")
-    trust = bool(config.get("trust_remote_code", False))
 
     def tokenizer() -> Any:
-        if args.tokenizer is None:
-            return None
-        from lie.stages.base_model import resolve_model
+        from lie.stages.base_model import tokenizer_for
 
-        path = args.tokenizer if Path(args.tokenizer).is_dir() else resolve_model(config, args.tokenizer)[0]
-        return load_tokenizer(str(path), trust_remote_code=trust)
+        return tokenizer_for(config, args.tokenizer)
 
     scores, summary = evaluate(
         config,

@@ -1,7 +1,7 @@
 """``lie study-probe --config C --model M --data D --out GEN``: the supervised model, sampled as RL samples.
 
 ``study.probe.n`` samples per problem of the study's benchmark at the rollouts' temperature and
-length limit (``lie.study.probe``), in ``lie generate``'s format; grade them with ``lie evaluate``.
+length limit (``lie.stages.probe``), in ``lie generate``'s format; grade them with ``lie evaluate``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from lie.config import load_config
-    from lie.study.probe import run_probe
+    from lie.stages.probe import run_probe
 
     run_probe(load_config(args.config), args.model, args.data, args.out, progress=not args.no_progress)
     return 0

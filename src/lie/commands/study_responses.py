@@ -21,12 +21,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from lie.config import load_config
-    from lie.engines.generation import load_tokenizer
-    from lie.stages.base_model import resolve_model
+    from lie.stages.base_model import tokenizer_for
     from lie.study.responses import response_rows, write_rows
 
     config = load_config(args.config)
-    path, _ = resolve_model(config, args.tokenizer)
-    tokenizer = load_tokenizer(str(path))
+    tokenizer = tokenizer_for(config, args.tokenizer)
     write_rows(args.out, response_rows(config, args.gen, args.scores, args.data, tokenizer))
     return 0

@@ -91,6 +91,14 @@ def resolve_model(config: dict[str, Any], model: str) -> tuple[str, dict[str, An
     raise LieError(f"model {model!r} is neither a model of the config ({', '.join(models)}) nor a folder")
 
 
+def tokenizer_for(config: dict[str, Any], model: str) -> Any:
+    """The tokenizer of ``model`` (a name of config ``models:``, or a folder), remote code only if the config allows."""
+    from lie.engines.generation import load_tokenizer
+
+    path, _ = resolve_model(config, model)
+    return load_tokenizer(str(path), trust_remote_code=bool(config.get("trust_remote_code", False)))
+
+
 def file_sha256(path: str | Path) -> str:
     """Content digest of an input, recorded beside what was made from it."""
     import hashlib

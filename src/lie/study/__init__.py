@@ -6,7 +6,7 @@ and reports, from files only:
 
 - :mod:`lie.study.spec`: the ``study:`` section, checked against the rest of the config;
 - :mod:`lie.study.trap`: the trap index, analytic (from the stop probability) and counted on groups;
-- :mod:`lie.study.probe`, :mod:`lie.study.gates`: the supervised models sampled as the rollouts
+- :mod:`lie.stages.probe` (a stage: it samples), :mod:`lie.study.gates`: the supervised models sampled as the rollouts
   sample, and the pre-registered gates on them (before any RL run);
 - :mod:`lie.study.responses`: per-response columns of every evaluation (depth, n-gram states, grades);
 - :mod:`lie.study.inputs`: per-step curves from the rollouts, per-condition summaries of responses;

@@ -60,11 +60,10 @@ def units(text: str, num_tokens: int, reward: RewardConfig) -> int:
 
 def bench_task(config: dict[str, Any], bench: str) -> Any:
     """The task module of a synthetic benchmark, if it can read responses back (``trace``)."""
-    from lie.stages.data.spec import dataset_spec
+    from lie.config import dataset_entry
     from lie.tasks import task_module
 
-    spec = dataset_spec(config, bench)
-    name = (spec.synthetic or {}).get("task")
+    name = (dataset_entry(config, bench)[1].get("synthetic") or {}).get("task")
     task = task_module(name) if name else None
     if task is None or not hasattr(task, "trace"):
         raise LieError(f"datasets.eval.{bench}: the study reads depth from a synthetic chain or pointer task")
