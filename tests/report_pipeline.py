@@ -115,9 +115,7 @@ def _build(root: Path) -> SimpleNamespace:
     layout = Layout(config)
     for bench in BENCHMARKS:
         out = layout.dataset_file(bench)
-        assert (
-            main(["data", "--config", str(cfg), "--set-name", bench, "--out", str(out), "--no-progress"]) == 0
-        )
+        assert main(["data", bench, "--config", str(cfg), "--out", str(out), "--no-progress"]) == 0
     train_file = write_parquet(root / "arith.reflen.parquet", arithmetic_rows(6, ref_len=40))
     for run in RUNS:
         model = layout.base_model(config["experiments"][run]["model"])

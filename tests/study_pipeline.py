@@ -88,7 +88,6 @@ def _evaluate(cfg: Path, layout: Any, key: str) -> None:
         str(cfg),
         "--model",
         str(model),
-        "--bench",
         "chain-test",
         "--data",
         str(data),
@@ -131,10 +130,10 @@ def _build(root: Path) -> SimpleNamespace:
     datasets = ("chain-strong-train", "chain-weak-train", "chain-test")
     for name in datasets:
         out = str(layout.dataset_file(name))
-        assert main(["data", "--config", str(cfg), "--set-name", name, "--out", out, "--no-progress"]) == 0
+        assert main(["data", name, "--config", str(cfg), "--out", out, "--no-progress"]) == 0
     corpus = [f"--corpus={layout.dataset_file(n)}" for n in datasets]
     for model in BASES:
-        assert main(["base-model", "--config", str(cfg), "--name", model, *corpus]) == 0
+        assert main(["base-model", model, "--config", str(cfg), *corpus]) == 0
         _probe(cfg, layout, model)
     for run in RUNS:
         spec = config["experiments"][run]

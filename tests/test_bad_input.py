@@ -70,10 +70,7 @@ def test_scores_and_data_follow_the_umask(tmp_path, umask_002):
     assert main(["score", "--in", str(src), "--out", str(tmp_path / "scored.jsonl")]) == 0
     assert mode(tmp_path / "scored.jsonl") == 0o664
     out = tmp_path / "arith-test.parquet"
-    assert (
-        main(["data", "--config", str(SMOKE), "--set-name", "arith-test", "--out", str(out), "--no-progress"])
-        == 0
-    )
+    assert main(["data", "arith-test", "--config", str(SMOKE), "--out", str(out), "--no-progress"]) == 0
     assert mode(out) == 0o664
 
 
@@ -84,7 +81,7 @@ def test_base_model_and_merged_model_files_follow_the_umask(tmp_path, umask_002)
     config_file = tmp_path / "config.yaml"
     config_file.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     corpus = tmp_path / "arith-test.parquet"
-    assert main(["data", "--config", str(config_file), "--set-name", "arith-test", "--out", str(corpus)]) == 0
+    assert main(["data", "arith-test", "--config", str(config_file), "--out", str(corpus)]) == 0
     base = tmp_path / "base"
     assert (
         main(
@@ -92,7 +89,6 @@ def test_base_model_and_merged_model_files_follow_the_umask(tmp_path, umask_002)
                 "base-model",
                 "--config",
                 str(config_file),
-                "--name",
                 "tiny",
                 "--out",
                 str(base),
@@ -141,10 +137,10 @@ def hub_config(tmp_path: Path) -> Path:
     "args, fetched",
     [
         (
-            ["data", "--set-name", "dapo", "--out", "{tmp}/dapo.parquet"],
+            ["data", "dapo", "--out", "{tmp}/dapo.parquet"],
             "data set BytedTsinghua-SIA/DAPO-Math-17k",
         ),
-        (["base-model", "--name", "qwen3-4b", "--out", "{tmp}/qwen3-4b"], "model Qwen/Qwen3-4B"),
+        (["base-model", "qwen3-4b", "--out", "{tmp}/qwen3-4b"], "model Qwen/Qwen3-4B"),
     ],
 )
 def test_no_network_without_offline_mode_is_one_line(tmp_path, args, fetched):
@@ -257,7 +253,6 @@ def test_ctrl_c_exits_130_without_a_traceback(tmp_path):
             "config.yaml",
             "--model",
             "m",
-            "--bench",
             "b",
             "--data",
             "d",
@@ -283,7 +278,7 @@ def test_a_reward_knob_that_is_not_finite_is_refused(tmp_path, capsys, knob):
     yaml_file = tmp_path / "knobs.yaml"
     yaml_file.write_text(f"reward:\n  {knob.split('=')[0]}: .nan\n")
     assert (
-        main(["score", "--in", str(src), "--out", str(tmp_path / "out.jsonl"), "--config", str(yaml_file)])
+        main(["score", "--in", str(src), "--out", str(tmp_path / "out.jsonl"), "--knobs", str(yaml_file)])
         == 2
     )
     assert "must be a finite number" in capsys.readouterr().err

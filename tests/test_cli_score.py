@@ -51,12 +51,12 @@ def test_knobs_from_set_and_yaml(tmp_path):
     cfg = tmp_path / "knobs.yaml"
     cfg.write_text("reward:\n  beta: 0.5\n  length_term: false\n")
     assert (
-        main(["score", "--in", str(src), "--out", str(dst), "--config", str(cfg), "--set", "theta=11"]) == 0
+        main(["score", "--in", str(src), "--out", str(dst), "--knobs", str(cfg), "--set", "theta=11"]) == 0
     )
     out = [json.loads(line) for line in dst.read_text().splitlines()]
     assert out[0]["r_red"] == 0.0  # theta 11 from --set wins over the default 10
     assert out[2]["r_len"] == 0.0
-    assert main(["score", "--in", str(src), "--out", str(dst), "--config", str(cfg)]) == 0
+    assert main(["score", "--in", str(src), "--out", str(dst), "--knobs", str(cfg)]) == 0
     assert json.loads(dst.read_text().splitlines()[0])["r_red"] == -0.5
 
 

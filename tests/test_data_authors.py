@@ -168,7 +168,7 @@ def test_cli_bare_flag(tmp_path, cache):
     cfg = tmp_path / "config.yaml"
     cfg.write_text(yaml.safe_dump(cache), encoding="utf-8")
     out = tmp_path / "bare" / "amc.parquet"
-    args = ["data", "--config", str(cfg), "--set-name", "amc", "--bare", "--out", str(out), "--no-progress"]
+    args = ["data", "amc", "--config", str(cfg), "--bare", "--out", str(out), "--no-progress"]
     assert main(args) == 0
     rows = pq.read_table(out).to_pylist()
     assert len(rows) == 83 and not rows[0]["prompt"][0]["content"].endswith(AUTHORS_INSTRUCTION)

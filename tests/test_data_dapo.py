@@ -66,7 +66,7 @@ def test_compare_names_the_rows_in_one_file_only(tmp_path, hub, authors_dapo, ca
     cfg = tmp_path / "config.yaml"
     cfg.write_text(yaml.safe_dump(repo_config()), encoding="utf-8")
     out = tmp_path / "dapo.parquet"
-    args = ["data", "--config", str(cfg), "--set-name", "dapo", "--out", str(out), "--no-progress",
+    args = ["data", "dapo", "--config", str(cfg), "--out", str(out), "--no-progress",
             "--compare-with", str(authors_dapo)]  # fmt: skip
     assert main(args) == 0
     report = json.loads(capsys.readouterr().out)

@@ -384,7 +384,6 @@ def test_cli_offline_env_and_the_token_never_leaks(tmp_path):
         "data",
         "--config",
         str(cfg),
-        "--set-name",
         "gpqa-diamond",
         "--out",
         str(out),

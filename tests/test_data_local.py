@@ -108,7 +108,6 @@ def test_cli_writes_atomically_with_limit(tmp_path):
                 "data",
                 "--config",
                 str(cfg),
-                "--set-name",
                 "math500-hub",
                 "--out",
                 str(out),
@@ -130,7 +129,7 @@ def test_a_failed_build_leaves_no_file(tmp_path, capsys):
     cfg = tmp_path / "config.yaml"
     cfg.write_text(yaml.safe_dump(config), encoding="utf-8")
     out = tmp_path / "math500.parquet"
-    assert main(["data", "--config", str(cfg), "--set-name", "math500-hub", "--out", str(out)]) == 2
+    assert main(["data", "math500-hub", "--config", str(cfg), "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert "datasets.eval.math500-hub" in err and "column 'question', 'final_answer' missing" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yaml"]

@@ -113,7 +113,7 @@ def read_lines(path):
 
 
 def generate_cli(setup, out, *extra):
-    args = ["generate", "--config", str(setup.cfg), "--model", setup.tiny, "--bench", "aime24"]
+    args = ["generate", "--config", str(setup.cfg), "--model", setup.tiny, "aime24"]
     args += ["--data", str(setup.math), "--out", str(out), "--engine", "hf", "--no-progress", *extra]
     return main(args)
 
@@ -244,7 +244,7 @@ def test_sampling_vllm_refuses_is_refused_before_a_model_loads(
     config = dict(setup.config, evaluation=dict(setup.config["evaluation"], temperature=temperature))
     cfg = tmp_path / "config.yaml"
     cfg.write_text(yaml.safe_dump(config), encoding="utf-8")
-    args = ["generate", "--config", str(cfg), "--model", str(tmp_path / "no-model"), "--bench", "aime24"]
+    args = ["generate", "--config", str(cfg), "--model", str(tmp_path / "no-model"), "aime24"]
     args += ["--data", str(setup.math), "--out", str(tmp_path / "o.jsonl"), "--n", str(n), "--no-progress"]
     assert main(args) == 2
     err = capsys.readouterr().err

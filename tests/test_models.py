@@ -36,7 +36,7 @@ def test_fetches_the_pinned_revision_offline_from_the_hub_cache(tmp_path, tiny_f
     out = tmp_path / "base"
     env = {"HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1"}
     proc = _run(
-        ["base-model", "--config", "config.yaml", "--name", "qwen3-4b-base", "--out", str(out)],
+        ["base-model", "qwen3-4b-base", "--config", "config.yaml", "--out", str(out)],
         env,
         os.getcwd(),
     )
@@ -53,7 +53,7 @@ def test_missing_model_says_what_to_do(tmp_path):
     env = {"HF_HUB_CACHE": str(tmp_path / "empty"), "HF_HUB_OFFLINE": "1"}
     out = tmp_path / "base"
     proc = _run(
-        ["base-model", "--config", "config.yaml", "--name", "qwen3-8b-base", "--out", str(out)],
+        ["base-model", "qwen3-8b-base", "--config", "config.yaml", "--out", str(out)],
         env,
         os.getcwd(),
     )
@@ -79,9 +79,7 @@ def test_builds_a_tiny_model_from_its_corpus(tmp_path):
     )  # the corpus is a data set
     cfg = write_config(tmp_path / "c.yaml", config)
     corpus = write_parquet(tmp_path / "arith.parquet", arithmetic_rows(10))
-    proc = _run(
-        ["base-model", "--config", str(cfg), "--name", "toy", "--corpus", str(corpus)], {}, os.getcwd()
-    )
+    proc = _run(["base-model", "toy", "--config", str(cfg), "--corpus", str(corpus)], {}, os.getcwd())
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = tmp_path / "out" / "base" / "toy"
     from transformers import AutoModelForCausalLM, AutoTokenizer

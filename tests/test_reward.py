@@ -137,8 +137,10 @@ def test_baseline_switches_leave_accuracy_only():
 
 
 def test_config_from_strings_and_errors_naming_the_key():
-    cfg = RewardConfig.from_mapping({"eta": "1e-5", "theta_inclusive": "false", "n": "8", "unit": "token"})
+    cfg = RewardConfig.from_mapping({"eta": "1e-5", "theta_inclusive": False, "n": "8", "unit": "token"})
     assert (cfg.eta, cfg.theta_inclusive, cfg.n, cfg.unit) == (1e-5, False, 8, "token")
+    with pytest.raises(LieError, match="'theta_inclusive' must be bool"):  # booleans come parsed (YAML)
+        RewardConfig.from_mapping({"theta_inclusive": "false"})
     with pytest.raises(LieError, match="unknown reward key.*thetta"):
         RewardConfig.from_mapping({"thetta": 3}, source="x.yaml")
     with pytest.raises(LieError, match="'n' must be int"):

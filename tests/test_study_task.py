@@ -269,6 +269,6 @@ def test_the_supervised_stage_is_for_tiny_models_only(tmp_path, capsys):
     config["outdir"] = str(tmp_path / "out")
     config["models"]["tiny-strong"]["tiny"] = None
     cfg = write_config(tmp_path / "c.yaml", config)
-    assert main(["base-model", "--config", str(cfg), "--name", "tiny-strong"]) == 2
+    assert main(["base-model", "tiny-strong", "--config", str(cfg)]) == 2
     assert "models.tiny-strong.sft: the supervised stage is for tiny models" in capsys.readouterr().err
     assert not (tmp_path / "out" / "base" / "tiny-strong").exists()

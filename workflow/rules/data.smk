@@ -16,7 +16,7 @@ rule data:
         runtime=120,
     container: IMAGE or None
     shell:
-        "lie data --config {params.config} --set-name {wildcards.dataset} --out {output} > {log} 2>&1"
+        "lie data {wildcards.dataset} --config {params.config} --out {output} > {log} 2>&1"
 
 
 rule base_model:
@@ -36,7 +36,7 @@ rule base_model:
         runtime=120,
     container: IMAGE or None
     shell:
-        "lie base-model --config {params.config} --name {wildcards.model} --out {output} {params.corpus} > {log} 2>&1"
+        "lie base-model {wildcards.model} --config {params.config} --out {output} {params.corpus} > {log} 2>&1"
 
 
 rule reflen:

@@ -18,7 +18,7 @@ rule data_bare:
         runtime=120,
     container: IMAGE or None
     shell:
-        "lie data --config {params.config} --set-name {wildcards.bench} --bare --out {output} > {log} 2>&1"
+        "lie data {wildcards.bench} --config {params.config} --bare --out {output} > {log} 2>&1"
 
 
 rule generate:
@@ -45,7 +45,7 @@ rule generate:
         gpus=gpu_count(),
     container: IMAGE or None
     shell:
-        "workflow/scripts/gpu_slots.sh {resources.gpus} lie generate --config {params.config} --model {input.model} --bench {wildcards.bench} --data {input.data}"
+        "workflow/scripts/gpu_slots.sh {resources.gpus} lie generate {wildcards.bench} --config {params.config} --model {input.model} --data {input.data}"
         " --out {output} --engine {params.engine} {params.limit} {params.thinking} > {log} 2>&1"
 
 

@@ -1,4 +1,4 @@
-"""``lie base-model --name M --out DIR``: a base model of config.yaml in a local folder.
+"""``lie base-model M --out DIR``: a base model of config.yaml in a local folder.
 
 Models with ``hf_id``/``revision`` are downloaded at that revision (``HF_TOKEN`` from the
 environment for gated ones; offline from the hub cache with ``HF_HUB_OFFLINE=1``); models with
@@ -15,8 +15,10 @@ from lie.core.errors import LieError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", default="config.yaml")
-    parser.add_argument("--name", required=True, help="a model name of config.yaml's models")
+    parser.add_argument(
+        "--config", default="config.yaml", help="the pipeline's config (default: config.yaml)"
+    )
+    parser.add_argument("name", help="a model name of config.yaml's models")
     parser.add_argument("--out", help="output folder (default: <outdir>/base/<name>)")
     parser.add_argument(
         "--corpus", action="append", default=[], help="tiny models: data file(s) for the tokenizer"

@@ -1,4 +1,4 @@
-"""``lie data --config config.yaml --set-name NAME --out FILE.parquet``: one data set in verl rows.
+"""``lie data NAME --config config.yaml --out FILE.parquet``: one data set in verl rows.
 
 The source, revision, split, format and selection of NAME come from ``datasets:`` in the config
 (see docs/data.md); the file records them in its parquet metadata. ``--limit N`` keeps the first
@@ -6,7 +6,7 @@ N rows (smoke runs); ``--bare`` writes an evaluation set's bare questions (its `
 the question alone), for the models of ``evaluation.bare_questions``. Offline: ``HF_HUB_OFFLINE=1``
 reads the hub cache, or set ``local:``. ``--compare-with FILE`` then prints, as JSON, the rows found
 in only one of the two files (``lie.stages.data.compare``: e.g. our DAPO set beside the authors').
-Example: ``lie data --config config.yaml --set-name aime24 --out data/aime24.parquet``.
+Example: ``lie data aime24 --out data/aime24.parquet``.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import argparse
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", required=True, help="the pipeline's config.yaml")
     parser.add_argument(
-        "--set-name", required=True, help="a data set of config.yaml (datasets.train or datasets.eval)"
+        "--config", default="config.yaml", help="the pipeline's config.yaml (default: config.yaml)"
     )
+    parser.add_argument("name", help="a data set of config.yaml (datasets.train or datasets.eval)")
     parser.add_argument("--out", required=True, help="output parquet file (written atomically)")
     parser.add_argument("--limit", type=int, default=None, help="keep the first N rows (smoke runs)")
     parser.add_argument(
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         disable_progress_bars()
     config = load_config(args.config)
     build_dataset(
-        config, args.set_name, args.out, limit=args.limit, progress=not args.no_progress, bare=args.bare
+        config, args.name, args.out, limit=args.limit, progress=not args.no_progress, bare=args.bare
     )
     if args.compare_with:
         import json

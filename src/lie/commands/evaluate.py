@@ -17,7 +17,9 @@ log = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", required=True, help="config.yaml (its evaluation: section)")
+    parser.add_argument(
+        "--config", default="config.yaml", help="config.yaml (its evaluation: section) (default: config.yaml)"
+    )
     parser.add_argument(
         "--gen", action="append", required=True, help="generations of `lie generate` (repeat)"
     )

@@ -11,7 +11,9 @@ import argparse
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run")
-    parser.add_argument("--config", default="config.yaml")
+    parser.add_argument(
+        "--config", default="config.yaml", help="the pipeline's config (default: config.yaml)"
+    )
     parser.add_argument("--out", help="output folder (default: <outdir>/models/<run>)")
 
 

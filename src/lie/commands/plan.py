@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import argparse
 
+from lie.commands.argtypes import key_value
 from lie.core.errors import LieError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from lie.stages.plan import GEN_TOKENS_PER_S_4B, MFU
 
-    parser.add_argument("--config", default="config.yaml")
+    parser.add_argument(
+        "--config", default="config.yaml", help="the pipeline's config (default: config.yaml)"
+    )
     parser.add_argument("--runs", nargs="*", help="runs to plan (default: config's runs, else all)")
     parser.add_argument(
         "--group",
@@ -27,7 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--mfu", type=float, default=MFU, help="training model-FLOP utilisation")
     parser.add_argument(
-        "--params", action="append", default=[], metavar="MODEL=BILLIONS", help="model size override"
+        "--params",
+        type=key_value,
+        action="append",
+        default=[],
+        metavar="MODEL=BILLIONS",
+        help="model size override",
     )
 
 
@@ -48,12 +56,10 @@ def run(args: argparse.Namespace) -> int:
 
         validate_config(config, source=f"{args.config} with --runs/--group")
     params = {}
-    for item in args.params:
-        name, _, value = item.partition("=")
-        try:
-            params[name] = float(value)
-        except ValueError:
-            raise LieError(f"--params expects MODEL=BILLIONS, got {item!r}") from None
+    for name, value in args.params:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise LieError(f"--params {name}={value!r}: expected a model size in billions of parameters")
+        params[name] = float(value)
     if not 0 < args.mfu <= 1 or args.gen_tps <= 0:
         raise LieError("--mfu must be in (0, 1] and --gen-tps > 0")
     print(render(plan(config, params, args.gen_tps, args.mfu), args.gen_tps, args.mfu))

@@ -16,7 +16,11 @@ import argparse
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", required=True, help="the pipeline's config (its outdir holds the inputs)")
+    parser.add_argument(
+        "--config",
+        default="config.yaml",
+        help="the pipeline's config (its outdir holds the inputs) (default: config.yaml)",
+    )
     parser.add_argument(
         "--max-points", type=int, default=200, help="training steps read per run, evenly spaced (default 200)"
     )

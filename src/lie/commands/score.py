@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from lie.commands.argtypes import key_value
 from lie.core.errors import LieError
 from lie.formats.jsonl import atomic_output, dumps, read_jsonl
 
@@ -19,10 +20,13 @@ from lie.formats.jsonl import atomic_output, dumps, read_jsonl
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--in", dest="inp", required=True, help="JSON-lines input file, or - for stdin")
     parser.add_argument("--out", required=True, help="JSON-lines output file, or - for stdout")
-    parser.add_argument("--config", help="YAML file of reward knobs (flat, or under a 'reward:' key)")
     parser.add_argument(
-        "--set", action="append", metavar="KEY=VALUE", help="a reward knob, e.g. --set extra_tokens=500"
+        "--knobs", help="YAML file of reward knobs (flat, or under a 'reward:' key, as config.yaml)"
     )
+    parser.add_argument(
+        "--set", type=key_value, action="append", default=[], metavar="KEY=VALUE",
+        help="a reward knob, e.g. --set extra_tokens=500",
+    )  # fmt: skip
 
 
 def _field(obj: dict[str, Any], name: str, where: str, required: bool = True) -> Any:
@@ -66,7 +70,7 @@ def _score_row(obj: dict[str, Any], where: str, config: Any) -> Any:
 def run(args: argparse.Namespace) -> int:
     from lie.config.yamlio import reward_config
 
-    config = reward_config(args.config, args.set)
+    config = reward_config(args.knobs, dict(args.set))
     name = "<stdin>" if args.inp == "-" else args.inp
     scored = []
     for lineno, obj in read_jsonl(args.inp):

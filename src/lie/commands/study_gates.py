@@ -16,7 +16,11 @@ log = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", required=True, help="the study's config (with a study: section)")
+    parser.add_argument(
+        "--config",
+        default="config.yaml",
+        help="the study's config (with a study: section) (default: config.yaml)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,7 +10,11 @@ import argparse
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", required=True, help="the study's config (with a study: section)")
+    parser.add_argument(
+        "--config",
+        default="config.yaml",
+        help="the study's config (with a study: section) (default: config.yaml)",
+    )
     parser.add_argument("--model", required=True, help="a model name of the config, or a model folder")
     parser.add_argument("--data", required=True, help="the study benchmark's parquet (lie data)")
     parser.add_argument("--out", required=True, help="JSON-lines output, as lie generate writes it")

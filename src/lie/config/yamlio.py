@@ -1,4 +1,4 @@
-"""Knobs from a YAML file and ``--set key=value`` pairs (command-line values win)."""
+"""YAML reading with keys written once and errors that name the line; reward knobs from a file and ``--set``."""
 
 from __future__ import annotations
 
@@ -7,17 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from lie.core.errors import LieError
-
-
-def parse_sets(items: list[str] | None) -> dict[str, str]:
-    """``["a=1", "b=x"]`` -> ``{"a": "1", "b": "x"}``; a pair without '=' is an error."""
-    out: dict[str, str] = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise LieError(f"--set expects key=value, got {item!r}")
-        out[key.strip()] = value
-    return out
 
 
 @functools.cache
@@ -87,8 +76,8 @@ def load_yaml_mapping(path: str | Path, section: str | None = None, what: str = 
     return data
 
 
-def reward_config(config_path: str | None, sets: list[str] | None):
-    """The reward knobs: defaults, then the YAML file (flat or under ``reward:``), then ``--set``."""
+def reward_config(config_path: str | None, sets: dict[str, Any] | None):
+    """The reward knobs: defaults, then the YAML file (flat or under ``reward:``), then ``--set`` pairs."""
     from lie.core.reward import RewardConfig
 
     values: dict[str, Any] = {}
@@ -96,7 +85,7 @@ def reward_config(config_path: str | None, sets: list[str] | None):
     if config_path:
         values.update(load_yaml_mapping(config_path, section="reward"))
         source = str(config_path)
-    overrides = parse_sets(sets)
+    overrides = dict(sets or {})
     if overrides:
         values.update(overrides)
         source = f"{source} with --set" if config_path else "--set"

@@ -114,12 +114,7 @@ def _coerce(name: str, value: Any, type_name: str, source: str) -> Any:
         return value
     text = value.strip()
     try:
-        if type_name == "bool":
-            lowered = text.lower()
-            if lowered in ("true", "yes", "on", "1"):
-                return True
-            if lowered in ("false", "no", "off", "0"):
-                return False
+        if type_name == "bool":  # booleans arrive parsed (YAML, --set): a string is a mistake
             raise ValueError
         if type_name == "int":
             return int(text)

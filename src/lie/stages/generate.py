@@ -1,6 +1,6 @@
 """Generation (``lie generate``): n sampled completions per benchmark problem, with their token ids.
 
-``lie generate --config config.yaml --model M --bench aime24 --data aime24.parquet --out GEN.jsonl``
+``lie generate aime24 --config config.yaml --model M --data aime24.parquet --out GEN.jsonl``
 samples ``datasets.eval.<bench>.n`` completions per problem (32 for AIME24/AIME25/AMC, 1 for the
 rest) to ``evaluation.max_tokens`` (capped at the model's context minus the prompt) at
 ``evaluation.temperature`` / ``top_p``, each sample with its own seed hashed from

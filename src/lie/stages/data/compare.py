@@ -1,6 +1,6 @@
 """Our built data set beside another file of the same problems (the authors'): what differs, by row.
 
-``lie data --set-name dapo --out data/dapo.parquet --compare-with dapo-math-17k_llama-add1k.parquet``
+``lie data dapo --out data/dapo.parquet --compare-with dapo-math-17k_llama-add1k.parquet``
 answers "which of our 17,398 DAPO prompts are not among the authors' 17,390 rows": rows are matched
 on the bare question (``extra_info.question``: the problem without any instruction, whitespace at
 the ends dropped) and, where both files carry one, on the source id (DAPO's ``extra_info.index``).
