@@ -38,7 +38,7 @@ def test_scores_every_line_and_keeps_its_fields(tmp_path):
     assert main(["score", "--in", str(src), "--out", str(dst)]) == 0
     out = [json.loads(line) for line in dst.read_text().splitlines()]
     assert [o["id"] for o in out] == [1, 2, 3]
-    added = {"r_acc", "r_len", "r_red", "reward", "max_ngram_count", "c_context", "r_context"}
+    added = {"acc", "r_len", "r_red", "reward", "max_ngram_count", "c_context", "r_context"}
     assert all(added <= set(o) for o in out)
     assert out[0]["r_red"] == -0.6 and out[0]["max_ngram_count"] == 10
     assert out[1]["reward"] == 1.0
@@ -50,9 +50,7 @@ def test_knobs_from_set_and_yaml(tmp_path):
     write_lines(src, rows())
     cfg = tmp_path / "knobs.yaml"
     cfg.write_text("reward:\n  beta: 0.5\n  length_term: false\n")
-    assert (
-        main(["score", "--in", str(src), "--out", str(dst), "--knobs", str(cfg), "--set", "theta=11"]) == 0
-    )
+    assert main(["score", "--in", str(src), "--out", str(dst), "--knobs", str(cfg), "--set", "theta=11"]) == 0
     out = [json.loads(line) for line in dst.read_text().splitlines()]
     assert out[0]["r_red"] == 0.0  # theta 11 from --set wins over the default 10
     assert out[2]["r_len"] == 0.0

@@ -32,7 +32,7 @@ from typing import Any
 from lie import config as cfgmod
 from lie.analysis.diversity import group_diversity, mean_of
 from lie.core.errors import LieError
-from lie.core.reward import RewardConfig, length_reward
+from lie.core.reward import RewardConfig, length_reward, redundancy_fires
 from lie.formats.runs import RunDir, read_metrics, read_rollouts, rollout_files
 
 log = logging.getLogger(__name__)
@@ -88,11 +88,8 @@ def flag_config(config: dict[str, Any], run: str) -> RewardConfig:
 
 
 def red_flag(record: dict[str, Any], reward: RewardConfig) -> bool:
-    """``R_red``'s test on a sample's most repeated n-gram (``lie.core.reward.redundancy_penalty``)."""
-    if record["acc"] and not reward.red_on_correct:
-        return False
-    count = int(record["max_ngram_count"])
-    return count >= reward.theta if reward.theta_inclusive else count > reward.theta
+    """``R_red``'s test on a sample's most repeated n-gram (``lie.core.reward.redundancy_fires``)."""
+    return redundancy_fires(int(record["max_ngram_count"]), None, bool(record["acc"]), reward)
 
 
 def len_flag(record: dict[str, Any], reward: RewardConfig) -> bool | None:

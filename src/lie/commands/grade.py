@@ -6,7 +6,7 @@ texts, aligned with ``choices``) and ``choice_grading`` (``robust`` | ``authors`
 ``--choice-grading``, itself ``robust``). Out: the same objects with ``correct``, ``pred``,
 ``status`` (``ok`` | ``no_answer`` | ``timeout`` | ``error``) and ``message``.
 Math answers go through math-verify in worker processes, each under a hard time limit
-(``--timeout``, default ``evaluation.grade_timeout_s`` of ``--config`` or 10 s).
+(``--timeout``, default ``evaluation.grade_timeout_s`` of ``--config`` or 20 s).
 Example: ``lie grade --in responses.jsonl --out graded.jsonl --workers 8``.
 """
 
@@ -43,14 +43,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def grading_settings(
     config_path: str | None, timeout: float | None, workers: int | None
 ) -> tuple[float, int]:
-    """(time limit, workers): the flags, else ``evaluation:`` of the config, else 10 s and one per core."""
-    evaluation: dict[str, Any] = {}
-    if config_path:
-        from lie.config import load_config
+    """(time limit, workers): the flags, else ``evaluation:`` of the config, else the executor's defaults."""
+    from lie.config import grading_limits, load_config
 
-        evaluation = load_config(config_path).get("evaluation") or {}
-    timeout = float(timeout if timeout is not None else evaluation.get("grade_timeout_s", DEFAULT_TIMEOUT_S))
-    workers = int(workers if workers is not None else evaluation.get("grade_workers", 0))
+    limit, default_workers = (
+        grading_limits(load_config(config_path)) if config_path else (DEFAULT_TIMEOUT_S, 0)
+    )
+    timeout = float(timeout if timeout is not None else limit)
+    workers = int(workers if workers is not None else default_workers)
     if timeout <= 0 or workers < 0:
         raise LieError(f"the time limit must be > 0 and workers >= 0, got {timeout} and {workers}")
     return timeout, workers

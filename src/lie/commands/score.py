@@ -3,7 +3,7 @@
 In: ``response`` (str), ``correct`` (bool), ``num_tokens`` (int, the response's length L in
 tokens), ``ref_len`` (int, the prompt's L_ref), optional ``token_ids`` (list of int, needed with
 ``unit=token``) and ``extra_tokens`` (int, else the config's). Out: the same objects with
-``r_acc``, ``r_len``, ``r_red``, ``reward``, ``max_ngram_count``, ``c_context``, ``r_context``.
+``reward``, ``acc`` (R_acc), ``r_len``, ``r_red``, ``max_ngram_count``, ``c_context``, ``r_context``.
 Example: ``lie score --in rollouts.jsonl --out scored.jsonl --set variant=paper``.
 """
 

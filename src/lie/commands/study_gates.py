@@ -27,9 +27,9 @@ def run(args: argparse.Namespace) -> int:
     from lie.config import load_config
     from lie.config.layout import Layout
     from lie.formats.jsonl import atomic_output
+    from lie.report.render import csv_text
     from lie.study.gates import failures, gates_markdown, measure_all
     from lie.study.paths import StudyPaths
-    from lie.study.report import csv_text
     from lie.study.spec import study_spec
 
     config = load_config(args.config)

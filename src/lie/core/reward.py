@@ -22,6 +22,7 @@ __all__ = [
     "RewardBreakdown",
     "length_reward",
     "redundancy_penalty",
+    "redundancy_fires",
     "c_context",
     "r_context",
     "score",
@@ -125,7 +126,12 @@ def _coerce(name: str, value: Any, type_name: str, source: str) -> Any:
 
 @dataclass(frozen=True)
 class RewardBreakdown:
-    """The reward of one response and the state metrics beside it."""
+    """The reward of one response and the state metrics beside it.
+
+    One set of names everywhere a sample's breakdown is written (verl's ``reward_extra_info``, the
+    rollouts of both engines, ``lie score``): :data:`BREAKDOWN_KEYS`; ``acc`` is R_acc (verl's own
+    name for accuracy, as its validation metrics show it).
+    """
 
     r_acc: float
     r_len: float
@@ -150,15 +156,24 @@ class RewardBreakdown:
         }
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "r_acc": self.r_acc,
-            "r_len": self.r_len,
-            "r_red": self.r_red,
-            "reward": self.reward,
-            "max_ngram_count": self.max_ngram_count,
-            "c_context": self.c_context,
-            "r_context": self.r_context,
-        }
+        """The reward and its terms under :data:`BREAKDOWN_KEYS` (``lie score``'s output)."""
+        info = self.extra_info(0, None)
+        return {"acc": info["acc"], "r_len": info["r_len"], "r_red": info["r_red"], "reward": self.reward,
+                **{k: info[k] for k in SCORE_KEYS[3:]}}  # fmt: skip
+
+
+# the per-sample fields of extra_info(), in order; lie score writes the first seven with the reward
+BREAKDOWN_KEYS = (
+    "acc",
+    "r_len",
+    "r_red",
+    "max_ngram_count",
+    "c_context",
+    "r_context",
+    "num_tokens",
+    "ref_len",
+)
+SCORE_KEYS = BREAKDOWN_KEYS[:6]
 
 
 def length_reward(
@@ -187,6 +202,17 @@ def redundancy_penalty(stats: NgramStats, correct: bool, config: RewardConfig) -
         return 0.0
     hit = stats.max_count >= config.theta if config.theta_inclusive else stats.max_count > config.theta
     return -config.beta if hit else 0.0
+
+
+def redundancy_fires(max_count: int, num_units: int | None, correct: bool, config: RewardConfig) -> bool:
+    """Would R_red fire on a response whose most repeated n-gram occurs ``max_count`` times? The
+    state test alone, whatever the run's ``redundancy_term`` (the analyses ask it of baselines too).
+    ``num_units`` None: unknown, and a count of 1 or more already means the response had n units."""
+    units = num_units if num_units is not None else config.n + max(0, max_count)
+    stats = NgramStats(
+        num_units=units, num_ngrams=max(0, units - config.n + 1), distinct=0, max_count=max_count
+    )
+    return redundancy_penalty(stats, correct, config.replace(redundancy_term=True)) < 0
 
 
 def c_context(stats: NgramStats, config: RewardConfig) -> int:

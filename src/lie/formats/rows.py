@@ -70,6 +70,13 @@ def row_schema(reflen: bool = False) -> pa.Schema:
     )
 
 
+def row_kind(row: dict[str, Any]) -> str:
+    """``math`` or ``choice``: the row's ``extra_info.kind``, else its ``ability``, else math."""
+    extra = row.get("extra_info")
+    kind = extra.get("kind") if isinstance(extra, dict) else None
+    return kind or ("choice" if str(row.get("ability", "")).lower() == "choice" else "math")
+
+
 def format_choices(choices: Sequence[str]) -> str:
     """Options as lines ``A. text`` (the ``{choices}`` field of the choice template)."""
     return "\n".join(f"{LETTERS[i]}. {text}" for i, text in enumerate(choices))

@@ -27,13 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from lie.core.errors import LieError
+from lie.core.reward import BREAKDOWN_KEYS
 from lie.formats.jsonl import dumps
 
 log = logging.getLogger(__name__)
 
 ROLLOUT_FIELDS = (
-    "step", "group", "uid", "prompt_index", "response", "reward", "acc", "r_len", "r_red",
-    "max_ngram_count", "c_context", "r_context", "num_tokens", "ref_len", "grade_status",
+    "step", "group", "uid", "prompt_index", "response", "reward", *BREAKDOWN_KEYS, "grade_status",
 )  # fmt: skip
 
 

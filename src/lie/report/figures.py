@@ -28,10 +28,11 @@ PANELS = (  # (StepStats field, title, y label)
 )
 
 
-def _figure(width: float, height: float) -> Any:
+def new_figure(width: float, height: float, dpi: int = 110) -> Any:
+    """A matplotlib figure without pyplot's global state (safe in any process)."""
     from matplotlib.figure import Figure
 
-    return Figure(figsize=(width, height), dpi=110, layout="constrained")
+    return Figure(figsize=(width, height), dpi=dpi, layout="constrained")
 
 
 def colours(data: ReportData) -> dict[str, Any]:
@@ -90,7 +91,7 @@ def tts_figure(data: ReportData, path: Path) -> None:
     show_paper = max(budgets) >= min(paper_budgets)
     entries = len(data.keys) + (len(curves) if show_paper else 0)
     ncol = 3 if entries > 8 else 2
-    fig = _figure(11, 4.2 + 0.2 * math.ceil(entries / ncol))  # the legend goes below the panels
+    fig = new_figure(11, 4.2 + 0.2 * math.ceil(entries / ncol))  # the legend goes below the panels
     axes = fig.subplots(1, 2)
     colour = colours(data)
     styles = line_styles(data)
@@ -166,7 +167,7 @@ def dynamics_figure(data: ReportData, path: Path) -> None:
     """A grid of per-step curves, one line per run (``lie.analysis.dynamics`` defines each)."""
     from matplotlib.ticker import MaxNLocator
 
-    fig = _figure(13, 10)
+    fig = new_figure(13, 10)
     axes = fig.subplots(3, 3, sharex=True).ravel()
     colour = colours(data)
     styles = line_styles(data)
@@ -209,7 +210,7 @@ def lengths_figure(data: ReportData, rows: Sequence[dict[str, Any]], path: Path)
     value = {(r["key"], r["bench"]): r.get("mean_tokens") for r in rows if r.get("budget") == data.budget}
     cols = min(3, len(benches))
     nrows = math.ceil(len(benches) / cols)
-    fig = _figure(4.2 * cols, 0.6 + max(1.6, 0.28 * len(data.keys)) * nrows)
+    fig = new_figure(4.2 * cols, 0.6 + max(1.6, 0.28 * len(data.keys)) * nrows)
     axes = fig.subplots(nrows, cols, squeeze=False).ravel()
     colour = colours(data)
     positions = list(range(len(data.keys)))[::-1]

@@ -109,8 +109,12 @@ def latex(table: Table, source: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def csv_text(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
-    """Rows as CSV with a header; ``None`` becomes an empty field."""
+def csv_text(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None) -> str:
+    """Rows as CSV with a header (``columns``, else every key in order of appearance); ``None`` is empty."""
+    if columns is None:
+        if not rows:
+            return ""
+        columns = list(dict.fromkeys(k for row in rows for k in row))
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=list(columns), lineterminator="\n")
     writer.writeheader()

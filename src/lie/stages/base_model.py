@@ -82,9 +82,7 @@ def resolve_model(config: dict[str, Any], model: str) -> tuple[str, dict[str, An
         if built.is_dir():
             return str(built), entry
         if entry.get("tiny"):
-            raise LieError(
-                f"models.{model} is a tiny model not built yet: run `lie base-model {model}`"
-            )
+            raise LieError(f"models.{model} is a tiny model not built yet: run `lie base-model {model}`")
         return str(snapshot(model, entry)), entry
     if Path(model).is_dir():
         return model, {}

@@ -29,11 +29,11 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from lie.config import grading_limits
 from lie.core.errors import LieError
 from lie.formats.generations import Sample, read_generations, read_options
 from lie.formats.scores import DOMAINS
 from lie.grading import check_item
-from lie.grading.executor import DEFAULT_TIMEOUT_S
 
 log = logging.getLogger(__name__)
 
@@ -114,10 +114,9 @@ def evaluate(
     evaluation = config.get("evaluation") or {}
     budgets = _budgets(evaluation)
     mode = choice_grading(evaluation, mode)
-    timeout_s = float(
-        timeout_s if timeout_s is not None else evaluation.get("grade_timeout_s", DEFAULT_TIMEOUT_S)
-    )
-    workers = int(workers if workers is not None else evaluation.get("grade_workers", 0))
+    limit, default_workers = grading_limits(config)
+    timeout_s = float(timeout_s if timeout_s is not None else limit)
+    workers = int(workers if workers is not None else default_workers)
     samples = read_generations(gen_paths, read_options(data_paths) if data_paths else None)
     for s in samples:  # gold, kind and letters as the graders take them, or the line named
         check_item(

@@ -26,6 +26,7 @@ from typing import Any
 from lie.core.errors import LieError
 from lie.engines.generation import SamplingSettings
 from lie.formats.generations import generation_line
+from lie.formats.rows import row_kind
 from lie.stages.sampling import Draw, Drawn, Prompt, sample_in_shards
 
 log = logging.getLogger(__name__)
@@ -83,7 +84,7 @@ def read_problems(path: str | Path, bench: str, limit: int | None = None) -> lis
             raise LieError(f"{where}: field 'prompt' must be a list of chat messages {{role, content}}")
         gold = _field(row, "reward_model.ground_truth", where)
         extra = row.get("extra_info") or {}
-        kind = extra.get("kind") or row.get("ability")
+        kind = row_kind(row)
         if kind not in KINDS:
             raise LieError(f"{where}: field 'extra_info.kind' must be one of {KINDS}, got {kind!r}")
         letters = list(extra.get("letters") or [])

@@ -22,9 +22,10 @@ from typing import Any
 
 import pyarrow as pa
 
+from lie.config import grading_limits
 from lie.core.errors import LieError
 from lie.engines.generation import SamplingSettings
-from lie.formats.rows import REFLEN_EXTRA_FIELDS, REFLEN_REWARD_FIELDS
+from lie.formats.rows import REFLEN_EXTRA_FIELDS, REFLEN_REWARD_FIELDS, row_kind
 from lie.grading.executor import DEFAULT_TIMEOUT_S
 
 log = logging.getLogger(__name__)
@@ -86,8 +87,8 @@ def settings_from_config(config: dict[str, Any], **overrides: Any) -> ReflenSett
     evaluation = config.get("evaluation") or {}
     values: dict[str, Any] = {
         "max_prompt_tokens": training.get("max_prompt_length"),
-        "grade_timeout_s": evaluation.get("grade_timeout_s", DEFAULT_TIMEOUT_S),
-        "grade_workers": evaluation.get("grade_workers", 0),
+        "grade_timeout_s": grading_limits(config)[0] if evaluation else DEFAULT_TIMEOUT_S,
+        "grade_workers": grading_limits(config)[1] if evaluation else 0,
     }
     values.update({k: v for k, v in section.items() if v is not None})
     values.update({k: v for k, v in overrides.items() if v is not None})
@@ -95,12 +96,6 @@ def settings_from_config(config: dict[str, Any], **overrides: Any) -> ReflenSett
         return ReflenSettings(**values)
     except TypeError as exc:
         raise LieError(f"config: reflen: {exc}") from None
-
-
-def _kind(row: dict[str, Any]) -> str:
-    extra = row.get("extra_info") or {}
-    kind = extra.get("kind") if isinstance(extra, dict) else None
-    return kind or ("choice" if str(row.get("ability", "")).lower() == "choice" else "math")
 
 
 def _messages(row: dict[str, Any], where: str) -> list[dict[str, str]]:
@@ -147,7 +142,7 @@ def sample_lengths(
     def records(drawn: list[Any]) -> list[dict[str, Any]]:
         items = [
             {"response": d.completion.text, "gold": _gold(rows[d.prompt.index], d.prompt.where),
-             "kind": _kind(rows[d.prompt.index])}
+             "kind": row_kind(rows[d.prompt.index])}
             for d in drawn
         ]  # fmt: skip
         grades = grader(

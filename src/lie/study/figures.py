@@ -6,14 +6,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from lie.report.figures import new_figure
 from lie.study.report import COLOURS, MIN_RANGE, PANELS, SMOOTH, Band, StudyData, running_mean
 from lie.study.spec import Condition
 
 
 def _figure(width: float, height: float) -> Any:
-    from matplotlib.figure import Figure
-
-    return Figure(figsize=(width, height), dpi=100, layout="constrained")
+    return new_figure(width, height, dpi=100)
 
 
 def _draw_band(ax: Any, b: Band, colour: str, label: str, smooth: int = 1) -> None:

@@ -17,8 +17,6 @@ and of the probes (``lie study-probe``); writes under the config's ``outdir`` (:
 
 from __future__ import annotations
 
-import csv
-import io
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,6 +25,7 @@ from typing import Any
 
 from lie import config as cfgmod
 from lie.config.layout import Layout
+from lie.report.render import csv_text
 from lie.study.gates import GateResult, gates_markdown, measure_all
 from lie.study.inputs import EvalSummary, StepPoint, eval_summary, run_curve
 from lie.study.paired import Paired, paired, verdict
@@ -431,18 +430,6 @@ def budget_rows(data: StudyData) -> list[dict[str, Any]]:
                         {"condition": c.name, "arm": name, "key": key, "budget": budget, "accuracy": accuracy}
                     )
     return rows
-
-
-def csv_text(rows: Sequence[dict[str, Any]]) -> str:
-    if not rows:
-        return ""
-    fields = list(dict.fromkeys(k for row in rows for k in row))
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({k: ("" if row.get(k) is None else row[k]) for k in fields})
-    return out.getvalue()
 
 
 def build_study(config: dict[str, Any]) -> list[Path]:

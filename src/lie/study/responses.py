@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from lie.core.errors import LieError
-from lie.core.ngrams import NgramStats, ngram_stats, split_words
-from lie.core.reward import RewardConfig, c_context, r_context, redundancy_penalty
+from lie.core.ngrams import ngram_stats, split_words
+from lie.core.reward import RewardConfig, c_context, r_context, redundancy_fires
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +48,7 @@ def loop_config(config: dict[str, Any]) -> RewardConfig:
 
 def loop_test(max_count: int, num_units: int, reward: RewardConfig) -> bool:
     """Would ``R_red`` fire on a response with this most repeated n-gram count and this many units?"""
-    windows = max(0, num_units - reward.n + 1)
-    stats = NgramStats(num_units=num_units, num_ngrams=windows, distinct=0, max_count=max_count)
-    return redundancy_penalty(stats, True, reward) < 0
+    return redundancy_fires(max_count, num_units, True, reward)
 
 
 def units(text: str, num_tokens: int, reward: RewardConfig) -> int:

@@ -29,8 +29,9 @@ from lie.core.errors import LieError
 from lie.core.reward import RewardConfig
 from lie.engines.rewarding import Sample, scored
 from lie.formats.jsonl import dumps
+from lie.formats.rows import row_kind
 from lie.formats.runs import RunDir, append_rollouts, rollout_record, write_json
-from lie.grading import DEFAULT_TIMEOUT_S, GradingExecutor
+from lie.grading import GradingExecutor
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +108,7 @@ def load_rows(
                 "prompt": tokenizer.decode(ids, skip_special_tokens=False),
                 "gold": str(reward_model["ground_truth"]),
                 "ref_len": int(ref) if ref is not None else -1,
-                "kind": extra.get("kind") or "math",
+                "kind": row_kind(row),
                 "letters": list(extra.get("letters") or []),
                 "prompt_index": int(extra["index"]) if isinstance(extra.get("index"), int) else i,
             }
@@ -335,8 +336,7 @@ def train(
         callbacks = [_metrics_callback(rundir.new_metrics_file(), sched)]
         if stop_after:
             callbacks.append(_stop_callback(stop_after, sched))
-        evaluation = config.get("evaluation") or {}
-        with GradingExecutor(evaluation.get("grade_timeout_s", DEFAULT_TIMEOUT_S), 1) as grader:
+        with GradingExecutor(cfgmod.grading_limits(config)[0], 1) as grader:
             trainer = GRPOTrainer(
                 model=model,
                 reward_funcs=LIEReward(reward_config, tokenizer, rundir, sched, grader),

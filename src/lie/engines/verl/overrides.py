@@ -16,7 +16,6 @@ from typing import Any
 
 from lie import config as cfgmod
 from lie.formats.runs import RunDir
-from lie.grading.executor import DEFAULT_TIMEOUT_S
 
 RECIPE_DIR = Path(__file__).parent
 RECIPE = "lie_trainer"  # lie_trainer.yaml: defaults [ppo_trainer, _self_]
@@ -61,7 +60,6 @@ def overrides(
     rundir = RunDir(cfgmod.outdir(config), run)
     prompt_len, response_len = int(s["max_prompt_length"]), int(s["max_response_length"])
     token_budget = 3 * (prompt_len + response_len)  # the authors' dynamic-batch budget per GPU
-    evaluation = config.get("evaluation") or {}
     val_sources = list(s.get("val_sets") or [])
     knobs = cfgmod.reward_settings(config, run)
     logger = list(s.get("logger") or ["console", "file"])
@@ -110,7 +108,7 @@ def overrides(
         # the LIE reward manager's knobs
         "+reward.reward_kwargs.validation_sources": val_sources,
         "+reward.reward_kwargs.log_dir": str(rundir.rollouts_dir.resolve()),
-        "+reward.reward_kwargs.grade_timeout_s": float(evaluation.get("grade_timeout_s", DEFAULT_TIMEOUT_S)),
+        "+reward.reward_kwargs.grade_timeout_s": cfgmod.grading_limits(config)[0],
         # trainer
         "trainer.project_name": f"lie-{config.get('name', 'default')}",
         "trainer.experiment_name": run,

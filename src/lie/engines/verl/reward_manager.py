@@ -30,24 +30,16 @@ from typing import Any
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from lie.core.errors import LieError
-from lie.core.reward import RewardConfig
+from lie.core.reward import BREAKDOWN_KEYS, RewardConfig
 from lie.engines.rewarding import Sample, scored
+from lie.formats.rows import row_kind
 from lie.formats.runs import append_rollouts, rollout_record
 from lie.grading import DEFAULT_TIMEOUT_S, GradingExecutor
 
 log = logging.getLogger(__name__)
 
 MODULE_PATH = "pkg://lie.engines.verl.reward_manager"
-EXTRA_KEYS = (
-    "acc",
-    "r_len",
-    "r_red",
-    "max_ngram_count",
-    "c_context",
-    "r_context",
-    "num_tokens",
-    "ref_len",
-)  # extra_info()
+EXTRA_KEYS = BREAKDOWN_KEYS  # every sample's reward_extra_info (verl needs the same keys for all)
 
 
 class LIERewardManager(RewardManagerBase):
@@ -94,7 +86,7 @@ class LIERewardManager(RewardManagerBase):
             text=text,
             token_ids=ids,
             gold=str(reward_model["ground_truth"]),
-            kind=extra.get("kind") or "math",
+            kind=row_kind(row),
             letters=tuple(extra.get("letters") or ()),
             options=tuple(extra.get("choices") or ()),
             ref_len=int(ref_len) if ref_len is not None else None,
