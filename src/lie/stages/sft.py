@@ -24,7 +24,6 @@ import random
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from lie.core.errors import LieError
@@ -238,13 +237,3 @@ def run_sft(model: Any, tokenizer: Any, settings: SFTSettings, template: str) ->
         "seconds": round(seconds, 1),
         "optimizer": "AdamW(weight_decay=0), grad clip 1.0, linear warm-up then linear decay to lr/10",
     }
-
-
-def sft_record(path: Path) -> dict[str, Any] | None:
-    """The ``sft`` record of a model folder's ``lie_source.json``, or None (no supervised stage)."""
-    import json
-
-    source = path / "lie_source.json"
-    if not source.exists():
-        return None
-    return json.loads(source.read_text(encoding="utf-8")).get("sft")
