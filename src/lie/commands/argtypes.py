@@ -33,3 +33,21 @@ def key_value(text: str) -> tuple[str, Any]:
         return key.strip(), load_yaml(value, f"the value of {key.strip()}")
     except LieError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_engine_options(parser: argparse.ArgumentParser, unit: str) -> None:
+    """The sampling options ``lie generate`` and ``lie reflen`` share (``unit``: what --limit counts)."""
+    parser.add_argument(
+        "--enable-thinking", type=flag, default=None, help="chat template flag (default: the model's entry)"
+    )
+    parser.add_argument(
+        "--engine-arg",
+        type=key_value,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="passed to the engine, e.g. tensor_parallel_size=4, batch_invariant=true (vllm) or "
+        "max_model_len=N (both)",
+    )
+    parser.add_argument("--limit", type=int, default=None, help=f"only the first N {unit} (smoke runs)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")

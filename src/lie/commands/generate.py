@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from lie.commands.argtypes import flag, key_value
+from lie.commands.argtypes import add_engine_options
 from lie.core.errors import LieError
 
 
@@ -26,20 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--shard-size", type=int, default=None, help="samples per shard (evaluation.shard_size)"
     )
-    parser.add_argument(
-        "--enable-thinking", type=flag, default=None, help="chat template flag (default: the model's entry)"
-    )
-    parser.add_argument(
-        "--engine-arg",
-        type=key_value,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="passed to the engine, e.g. tensor_parallel_size=4, batch_invariant=true (vllm) or "
-        "max_model_len=N (both)",
-    )
-    parser.add_argument("--limit", type=int, default=None, help="only the first N problems (smoke runs)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_engine_options(parser, "problems")
 
 
 def run(args: argparse.Namespace) -> int:

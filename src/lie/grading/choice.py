@@ -254,17 +254,27 @@ def extract_choice(
     return reading.letter, list(reading.outside)
 
 
+def gold_and_letters(gold: str, letters: Sequence[str]) -> tuple[str, list[str], GradeResult | None]:
+    """The gold letter and the item's letters, upper case; an ``error`` result when gold is not one."""
+    gold_letter = str(gold).strip().upper()
+    allowed = [str(letter).strip().upper() for letter in letters]
+    if gold_letter not in allowed:
+        return (
+            gold_letter,
+            allowed,
+            GradeResult(False, None, "error", 0.0, f"gold {gold!r} is not one of {allowed}"),
+        )
+    return gold_letter, allowed, None
+
+
 def grade_choice(
     response: str, gold: str, letters: Sequence[str], options: Sequence[str] | None = None
 ) -> GradeResult:
     """Grade a multiple-choice response: correct when the option it commits to is ``gold``."""
     start = time.perf_counter()
-    gold_letter = str(gold).strip().upper()
-    allowed = [str(letter).strip().upper() for letter in letters]
-    if gold_letter not in allowed:
-        return GradeResult(
-            False, None, "error", time.perf_counter() - start, f"gold {gold!r} is not one of {allowed}"
-        )
+    gold_letter, allowed, error = gold_and_letters(gold, letters)
+    if error:
+        return error
     reading = read_choice(response, allowed, options)
     seconds = time.perf_counter() - start
     if reading.letter is None:

@@ -23,6 +23,7 @@ import re
 import time
 from collections.abc import Sequence
 
+from lie.grading.choice import gold_and_letters
 from lie.grading.mathverify import grade_math
 from lie.grading.result import GradeResult
 
@@ -51,12 +52,9 @@ def authors_letter(response: str) -> tuple[str | None, str | None]:
 def grade_choice_authors(response: str, gold: str, letters: Sequence[str]) -> GradeResult:
     """math-verify first, then the authors' letter patterns (see the module docstring)."""
     start = time.perf_counter()
-    gold_letter = str(gold).strip().upper()
-    allowed = [str(letter).strip().upper() for letter in letters]
-    if gold_letter not in allowed:
-        return GradeResult(
-            False, None, "error", time.perf_counter() - start, f"gold {gold!r} is not one of {allowed}"
-        )
+    gold_letter, allowed, error = gold_and_letters(gold, letters)
+    if error:
+        return error
     math = grade_math(response, str(gold))  # their gold text as it is; the letter compare upper-cases
     if math.correct:
         return GradeResult(True, gold_letter, "ok", time.perf_counter() - start)
