@@ -11,7 +11,7 @@ import logging
 from typing import Any
 
 from lie.core.errors import LieError
-from lie.stages.evaluate import CHOICE_GRADING
+from lie.grading import CHOICE_GRADINGS
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--data", action="append", default=[], help="benchmark parquet of `lie data` (option texts; repeat)"
     )
     parser.add_argument(
-        "--choice-grading", choices=CHOICE_GRADING, default=None, help="default: evaluation.choice_grading"
+        "--choice-grading", choices=CHOICE_GRADINGS, default=None, help="default: evaluation.choice_grading"
     )
     parser.add_argument("--tokenizer", help="the model (folder or config model name) whose tokenizer decodes")
     parser.add_argument("--out-scores", required=True, help="per-sample scores, JSON lines")

@@ -226,8 +226,10 @@ def dataset_entry(config: dict[str, Any], name: str) -> tuple[str, dict[str, Any
 def grading_limits(config: dict[str, Any]) -> tuple[float, int]:
     """The grading executor's hard limit per item and workers: ``evaluation.grade_timeout_s`` and
     ``grade_workers`` (both required by the schema, so written once, in the config)."""
-    evaluation = config.get("evaluation") or {}
-    return float(evaluation["grade_timeout_s"]), int(evaluation["grade_workers"])
+    from lie.config.sections import Evaluation
+
+    evaluation = Evaluation.of(config)
+    return evaluation.grade_timeout_s, evaluation.grade_workers
 
 
 def outdir(config: dict[str, Any]) -> Path:

@@ -29,15 +29,13 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from lie.config import grading_limits
+from lie.config.sections import Evaluation
 from lie.core.errors import LieError
 from lie.formats.generations import Sample, read_generations, read_options
 from lie.formats.scores import DOMAINS
-from lie.grading import check_item
+from lie.grading import CHOICE_GRADINGS, check_item
 
 log = logging.getLogger(__name__)
-
-CHOICE_GRADING = ("robust", "authors")
 
 
 def budget_texts(samples: Sequence[Sample], budgets: Sequence[int], tokenizer: Any) -> list[list[str]]:
@@ -52,21 +50,6 @@ def budget_texts(samples: Sequence[Sample], budgets: Sequence[int], tokenizer: A
                 texts.append(tokenizer.decode(list(s.token_ids[:budget]), skip_special_tokens=True))
         out.append(texts)
     return out
-
-
-def _budgets(evaluation: dict[str, Any]) -> list[int]:
-    budgets = evaluation.get("budgets")
-    if not isinstance(budgets, list) or not budgets or not all(isinstance(b, int) and b > 0 for b in budgets):
-        raise LieError(f"config: evaluation.budgets must be a list of positive token counts, got {budgets!r}")
-    return sorted(set(budgets))
-
-
-def choice_grading(evaluation: dict[str, Any], override: str | None = None) -> str:
-    """The multiple-choice grading mode: ``override``, else ``evaluation.choice_grading`` (robust)."""
-    mode = override if override is not None else evaluation.get("choice_grading", "robust")
-    if mode not in CHOICE_GRADING:
-        raise LieError(f"config: evaluation.choice_grading must be one of {CHOICE_GRADING}, got {mode!r}")
-    return mode
 
 
 def grading_items(
@@ -111,12 +94,14 @@ def evaluate(
     """
     if grader is None:
         from lie.grading import grade_many as grader
-    evaluation = config.get("evaluation") or {}
-    budgets = _budgets(evaluation)
-    mode = choice_grading(evaluation, mode)
-    limit, default_workers = grading_limits(config)
-    timeout_s = float(timeout_s if timeout_s is not None else limit)
-    workers = int(workers if workers is not None else default_workers)
+    evaluation = Evaluation.of(config)
+    budgets = list(evaluation.budgets)
+    where = "--choice-grading" if mode is not None else "config: evaluation.choice_grading"
+    mode = mode if mode is not None else evaluation.choice_grading
+    if mode not in CHOICE_GRADINGS:
+        raise LieError(f"{where} must be one of {CHOICE_GRADINGS}, got {mode!r}")
+    timeout_s = float(timeout_s if timeout_s is not None else evaluation.grade_timeout_s)
+    workers = int(workers if workers is not None else evaluation.grade_workers)
     samples = read_generations(gen_paths, read_options(data_paths) if data_paths else None)
     for s in samples:  # gold, kind and letters as the graders take them, or the line named
         check_item(
@@ -183,7 +168,7 @@ def summarize_scores(
     """Per benchmark and budget: avg@n, pass@k, status counts; then the domain averages."""
     from lie.core.metrics import PASS_KS, metric_name, summarize
 
-    evaluation = config.get("evaluation") or {}
+    evaluation = Evaluation.of(config)
     eval_sets = (config.get("datasets") or {}).get("eval") or {}
     by_bench: dict[str, dict[int, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for line in scores:
@@ -215,7 +200,7 @@ def summarize_scores(
             log.warning("%s: %d samples a problem, config says %d", bench, n, expected)
     summary: dict[str, Any] = {"budgets": list(budgets), "benchmarks": benchmarks}
     for domain in DOMAINS:
-        names = list(evaluation.get(domain) or [])
+        names = list(getattr(evaluation, domain))
         present = [b for b in names if b in benchmarks]
         missing = [b for b in names if b not in benchmarks]
         values = {}

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from lie.config.sections import Evaluation
 from lie.core.errors import LieError
 from lie.engines.generation import SamplingSettings
 from lie.formats.generations import generation_line
@@ -131,11 +132,11 @@ def run_generate(
     group, entry = dataset_entry(config, bench)
     if group != "eval":
         raise LieError(f"{bench!r} is a training set; --bench takes a name of datasets.eval")
-    evaluation = config.get("evaluation") or {}
+    evaluation = Evaluation.of(config)
     kind = engine or (config.get("engines") or {}).get("generate") or "hf"
     sampling = _sampling(evaluation, entry, bench, n, max_tokens)
-    seed = int(seed if seed is not None else evaluation.get("seed", 0))
-    shard_size = int(shard_size if shard_size is not None else evaluation.get("shard_size", 256))
+    seed = int(seed if seed is not None else evaluation.seed)
+    shard_size = int(shard_size if shard_size is not None else evaluation.shard_size)
     problems = read_problems(data, bench, limit)
     path, model_entry = resolve_model(config, model)
     if enable_thinking is None and model_entry.get("enable_thinking") is not None:
@@ -204,14 +205,14 @@ def run_generate(
 
 
 def _sampling(
-    evaluation: dict[str, Any], entry: dict[str, Any], bench: str, n: int | None, max_tokens: int | None
+    evaluation: Evaluation, entry: dict[str, Any], bench: str, n: int | None, max_tokens: int | None
 ) -> SamplingSettings:
     """The sampling settings, checked before any model loads; an error names the key to change."""
     return SamplingSettings(
         n=int(n if n is not None else entry.get("n", 1)),
-        max_tokens=int(max_tokens if max_tokens is not None else evaluation.get("max_tokens", 32768)),
-        temperature=float(evaluation.get("temperature", 0.6)),
-        top_p=float(evaluation.get("top_p", 1.0)),
+        max_tokens=int(max_tokens if max_tokens is not None else evaluation.max_tokens),
+        temperature=evaluation.temperature,
+        top_p=evaluation.top_p,
         keys={
             "n": f"datasets.eval.{bench}.n (or --n)" if n is None else "--n",
             "max_tokens": "evaluation.max_tokens (or --max-tokens)" if max_tokens is None else "--max-tokens",

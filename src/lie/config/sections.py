@@ -1,0 +1,62 @@
+"""Typed views of config sections: each setting read in one place, with no second default in code.
+
+The schema requires every key of these sections (``schema.yaml``: Snakemake skips schema defaults in
+remote jobs, so every key is written out in the config files); a view only gives them types and
+names, so that a stage reads ``Evaluation.of(config).max_tokens`` rather than its own
+``config["evaluation"].get("max_tokens", 32768)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from lie.core.errors import LieError
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """``evaluation:``: benchmarks, budgets, sampling, domain averages, grading limits."""
+
+    benchmarks: tuple[str, ...]
+    base_models: tuple[str, ...]
+    budgets: tuple[int, ...]  # sorted, distinct
+    max_tokens: int
+    temperature: float
+    top_p: float
+    seed: int
+    shard_size: int
+    in_domain: tuple[str, ...]
+    out_of_domain: tuple[str, ...]
+    grade_timeout_s: float
+    grade_workers: int
+    choice_grading: str = "robust"  # the schema holds its values (lie.grading.CHOICE_GRADINGS)
+
+    @classmethod
+    def of(cls, config: dict[str, Any]) -> Evaluation:
+        section = config.get("evaluation")
+        if not isinstance(section, dict):
+            raise LieError("config: the evaluation: section is missing")
+        try:
+            view = cls(
+                benchmarks=tuple(section["benchmarks"]),
+                base_models=tuple(section["base_models"]),
+                budgets=tuple(sorted({int(b) for b in section["budgets"]})),
+                max_tokens=int(section["max_tokens"]),
+                temperature=float(section["temperature"]),
+                top_p=float(section["top_p"]),
+                seed=int(section["seed"]),
+                shard_size=int(section["shard_size"]),
+                in_domain=tuple(section["in_domain"]),
+                out_of_domain=tuple(section["out_of_domain"]),
+                grade_timeout_s=float(section["grade_timeout_s"]),
+                grade_workers=int(section["grade_workers"]),
+                choice_grading=str(section.get("choice_grading", "robust")),
+            )
+        except KeyError as exc:
+            raise LieError(f"config: evaluation.{exc.args[0]} is missing") from None
+        if not view.budgets or min(view.budgets) < 1:
+            raise LieError(
+                f"config: evaluation.budgets must be positive token counts, got {section['budgets']!r}"
+            )
+        return view
