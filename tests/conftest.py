@@ -30,3 +30,16 @@ def authors_dapo() -> Path:
 @pytest.fixture
 def authors_deepmath() -> Path:
     return shared_file("lie-authors/deepmath-5k-octothinker_add1k.parquet")
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch):
+    """An empty hub cache, offline (huggingface_hub reads both settings at import: patch them)."""
+    from huggingface_hub import constants
+
+    cache = tmp_path / "hub"
+    cache.mkdir()
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return cache

@@ -12,25 +12,12 @@ from collections import Counter
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 import yaml
 from hubcache import add_dataset, repo_config
 
 from lie.cli import main
 from lie.stages.data.adapters import DAPO_PREFIX, DAPO_SUFFIX
 from lie.stages.data.compare import compare
-
-
-@pytest.fixture
-def hub(tmp_path, monkeypatch):
-    from huggingface_hub import constants
-
-    cache = tmp_path / "hub"
-    cache.mkdir()
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    return cache
 
 
 def test_the_authors_file_is_not_a_dedup_on_the_prompt(authors_dapo):

@@ -29,19 +29,6 @@ from lie.stages.data.build import build_dataset
 SUFFIX = " Let's think step by step and output the final answer within \\boxed{}."
 
 
-@pytest.fixture
-def hub(tmp_path, monkeypatch):
-    """An empty hub cache, offline (huggingface_hub reads both settings at import: patch them)."""
-    from huggingface_hub import constants
-
-    cache = tmp_path / "hub"
-    cache.mkdir()
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    return cache
-
-
 def build(tmp_path, config, name, **kwargs):
     out = tmp_path / f"{name}.parquet"
     build_dataset(config, name, out, progress=False, **kwargs)

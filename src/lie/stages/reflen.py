@@ -84,11 +84,11 @@ def settings_from_config(config: dict[str, Any], **overrides: Any) -> ReflenSett
             f"config: unknown key(s) reflen.{', reflen.'.join(unknown)}; valid: {', '.join(sorted(known))}"
         )
     training = config.get("training") or {}
-    evaluation = config.get("evaluation") or {}
+    limit, workers = grading_limits(config) if config.get("evaluation") else (DEFAULT_TIMEOUT_S, 0)
     values: dict[str, Any] = {
         "max_prompt_tokens": training.get("max_prompt_length"),
-        "grade_timeout_s": grading_limits(config)[0] if evaluation else DEFAULT_TIMEOUT_S,
-        "grade_workers": grading_limits(config)[1] if evaluation else 0,
+        "grade_timeout_s": limit,
+        "grade_workers": workers,
     }
     values.update({k: v for k, v in section.items() if v is not None})
     values.update({k: v for k, v in overrides.items() if v is not None})

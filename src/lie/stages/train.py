@@ -160,9 +160,9 @@ def _verl_plan(config: dict[str, Any], request: Request) -> str:
     lines = [f"# device: {device}"]
     if device == "cpu":
         lines.append(
-            "# the CPU backend's overrides (lie.engines.verl.cpu.overrides), on top of the cluster's"
+            "# the CPU backend's overrides (lie.engines.verl.cpu.OVERRIDES), on top of the cluster's"
         )
-        lines += [f"#   {k}={v}" for k, v in verl_cpu.overrides(run_settings(config, request.run)).items()]
+        lines += [f"#   {k}={v}" for k, v in verl_cpu.OVERRIDES.items()]
     for title, section in (("reward (verl 0.9 `reward` group, as composed)", composed.reward),
                            ("data", composed.data), ("actor_rollout_ref.actor", composed.actor_rollout_ref.actor)):  # fmt: skip
         lines += [f"# {title}", OmegaConf.to_yaml(section)]

@@ -53,7 +53,7 @@ def overrides(
 ) -> list[str]:
     """A run's own Hydra overrides of the recipe (``lie_trainer.yaml``) for ``main_ppo``.
 
-    ``device="cpu"`` adds what verl's CPU backend needs (``lie.engines.verl.cpu.overrides``) on top
+    ``device="cpu"`` adds what verl's CPU backend needs (``lie.engines.verl.cpu.OVERRIDES``) on top
     of the cluster's settings, and nothing else.
     """
     s = cfgmod.run_settings(config, run)
@@ -134,7 +134,7 @@ def overrides(
     if device == "cpu":
         from lie.engines.verl import cpu as verl_cpu
 
-        o.update(verl_cpu.overrides(s))
+        o.update(verl_cpu.OVERRIDES)
     if metrics_file is not None:
         o["+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH"] = metrics_file
     return [f"{k}={_q(v)}" for k, v in o.items()]

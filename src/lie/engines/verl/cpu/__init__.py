@@ -24,26 +24,25 @@ ROLLOUT = "transformers"
 RAY_CPUS = 16  # Ray's logical CPUs for verl's many small actors (agent loop, reward, storage)
 
 
-def overrides(settings: dict[str, Any] | None = None) -> dict[str, Any]:
-    """What a CPU run changes in the cluster's verl overrides, and nothing more (printed by --dry-run)."""
-    return {
-        "trainer.device": "cpu",
-        "trainer.nnodes": 1,  # one FSDP rank: a CPU box has no GPUs to spread over
-        "trainer.n_gpus_per_node": 1,
-        "actor_rollout_ref.rollout.name": ROLLOUT,  # vLLM needs a GPU
-        "actor_rollout_ref.actor.strategy": "fsdp2",  # FSDP1's sync_module_states needs GPU tensors
-        "actor_rollout_ref.ref.strategy": "fsdp2",
-        "+actor_rollout_ref.model.override_config.attn_implementation": "sdpa",  # no flash-attn on a CPU
-        "actor_rollout_ref.actor.use_torch_compile": False,
-        "+ray_kwargs.ray_init.num_gpus": 1,  # a fake GPU: verl's resource pools count GPU bundles
-        "+ray_kwargs.ray_init.num_cpus": RAY_CPUS,
-        "+ray_kwargs.ray_init.include_dashboard": False,
-        "transfer_queue.backend.SimpleStorage.num_data_storage_units": 1,  # 8 by default, a Ray CPU each
-        "actor_rollout_ref.rollout.agent.num_workers": 1,
-        "data.dataloader_num_workers": 0,  # no loader processes on a few cores
-        "reward.num_workers": 1,
-        "+reward.reward_kwargs.grade_workers": 1,
-    }
+# What a CPU run changes in the cluster's verl overrides, and nothing more (printed by --dry-run).
+OVERRIDES: dict[str, Any] = {
+    "trainer.device": "cpu",
+    "trainer.nnodes": 1,  # one FSDP rank: a CPU box has no GPUs to spread over
+    "trainer.n_gpus_per_node": 1,
+    "actor_rollout_ref.rollout.name": ROLLOUT,  # vLLM needs a GPU
+    "actor_rollout_ref.actor.strategy": "fsdp2",  # FSDP1's sync_module_states needs GPU tensors
+    "actor_rollout_ref.ref.strategy": "fsdp2",
+    "+actor_rollout_ref.model.override_config.attn_implementation": "sdpa",  # no flash-attn on a CPU
+    "actor_rollout_ref.actor.use_torch_compile": False,
+    "+ray_kwargs.ray_init.num_gpus": 1,  # a fake GPU: verl's resource pools count GPU bundles
+    "+ray_kwargs.ray_init.num_cpus": RAY_CPUS,
+    "+ray_kwargs.ray_init.include_dashboard": False,
+    "transfer_queue.backend.SimpleStorage.num_data_storage_units": 1,  # 8 by default, a Ray CPU each
+    "actor_rollout_ref.rollout.agent.num_workers": 1,
+    "data.dataloader_num_workers": 0,  # no loader processes on a few cores
+    "reward.num_workers": 1,
+    "+reward.reward_kwargs.grade_workers": 1,
+}
 
 
 def environment(base: dict[str, str] | None = None) -> dict[str, str]:
