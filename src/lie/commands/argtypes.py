@@ -51,3 +51,8 @@ def add_engine_options(parser: argparse.ArgumentParser, unit: str) -> None:
     )
     parser.add_argument("--limit", type=int, default=None, help=f"only the first N {unit} (smoke runs)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def add_config_option(parser: argparse.ArgumentParser, what: str = "the pipeline's config") -> None:
+    """``--config``, read relative to where the command runs; ``what`` says which part the command reads."""
+    parser.add_argument("--config", default="config.yaml", help=f"{what} (default: config.yaml)")

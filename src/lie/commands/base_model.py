@@ -11,13 +11,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from lie.commands.argtypes import add_config_option
 from lie.core.errors import LieError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--config", default="config.yaml", help="the pipeline's config (default: config.yaml)"
-    )
+    add_config_option(parser)
     parser.add_argument("name", help="a model name of config.yaml's models")
     parser.add_argument("--out", help="output folder (default: <outdir>/base/<name>)")
     parser.add_argument(

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import argparse
 
+from lie.commands.argtypes import add_config_option
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--config", default="config.yaml", help="the pipeline's config.yaml (default: config.yaml)"
-    )
+    add_config_option(parser, "the pipeline's config.yaml")
     parser.add_argument("name", help="a data set of config.yaml (datasets.train or datasets.eval)")
     parser.add_argument("--out", required=True, help="output parquet file (written atomically)")
     parser.add_argument("--limit", type=int, default=None, help="keep the first N rows (smoke runs)")

@@ -10,6 +10,7 @@ import argparse
 import logging
 from typing import Any
 
+from lie.commands.argtypes import add_config_option
 from lie.core.errors import LieError
 from lie.grading import CHOICE_GRADINGS
 
@@ -17,9 +18,7 @@ log = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--config", default="config.yaml", help="config.yaml (its evaluation: section) (default: config.yaml)"
-    )
+    add_config_option(parser, "config.yaml (its evaluation: section)")
     parser.add_argument(
         "--gen", action="append", required=True, help="generations of `lie generate` (repeat)"
     )

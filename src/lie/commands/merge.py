@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import argparse
 
+from lie.commands.argtypes import add_config_option
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run")
-    parser.add_argument(
-        "--config", default="config.yaml", help="the pipeline's config (default: config.yaml)"
-    )
+    add_config_option(parser)
     parser.add_argument("--out", help="output folder (default: <outdir>/models/<run>)")
 
 

@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import argparse
 
-from lie.commands.argtypes import key_value
+from lie.commands.argtypes import add_config_option, key_value
 from lie.core.errors import LieError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from lie.stages.plan import GEN_TOKENS_PER_S_4B, MFU
 
-    parser.add_argument(
-        "--config", default="config.yaml", help="the pipeline's config (default: config.yaml)"
-    )
+    add_config_option(parser)
     parser.add_argument("--runs", nargs="*", help="runs to plan (default: config's runs, else all)")
     parser.add_argument(
         "--group",

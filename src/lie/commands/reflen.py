@@ -14,16 +14,12 @@ from __future__ import annotations
 
 import argparse
 
-from lie.commands.argtypes import add_engine_options
+from lie.commands.argtypes import add_config_option, add_engine_options
 from lie.core.errors import LieError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--config",
-        default="config.yaml",
-        help="the pipeline's config.yaml (its reflen: section) (default: config.yaml)",
-    )
+    add_config_option(parser, "the pipeline's config.yaml (its reflen: section)")
     parser.add_argument("--model", required=True, help="a model name of config.yaml, or a local model folder")
     parser.add_argument("--data", required=True, help="training set parquet written by `lie data`")
     parser.add_argument("--out", required=True, help="output parquet (written atomically)")

@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import argparse
 
+from lie.commands.argtypes import add_config_option
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--config",
-        default="config.yaml",
-        help="the pipeline's config (its outdir holds the inputs) (default: config.yaml)",
-    )
+    add_config_option(parser, "the pipeline's config (its outdir holds the inputs)")
     parser.add_argument(
         "--max-points", type=int, default=200, help="training steps read per run, evenly spaced (default 200)"
     )

@@ -10,17 +10,14 @@ from __future__ import annotations
 import argparse
 import logging
 
+from lie.commands.argtypes import add_config_option
 from lie.core.errors import LieError
 
 log = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--config",
-        default="config.yaml",
-        help="the study's config (with a study: section) (default: config.yaml)",
-    )
+    add_config_option(parser, "the study's config (with a study: section)")
 
 
 def run(args: argparse.Namespace) -> int:

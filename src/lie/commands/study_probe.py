@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import argparse
 
+from lie.commands.argtypes import add_config_option
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--config",
-        default="config.yaml",
-        help="the study's config (with a study: section) (default: config.yaml)",
-    )
+    add_config_option(parser, "the study's config (with a study: section)")
     parser.add_argument("--model", required=True, help="a model name of the config, or a model folder")
     parser.add_argument("--data", required=True, help="the study benchmark's parquet (lie data)")
     parser.add_argument("--out", required=True, help="JSON-lines output, as lie generate writes it")

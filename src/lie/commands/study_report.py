@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import argparse
 
+from lie.commands.argtypes import add_config_option
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--config",
-        default="config.yaml",
-        help="the study's config (with a study: section) (default: config.yaml)",
-    )
+    add_config_option(parser, "the study's config (with a study: section)")
 
 
 def run(args: argparse.Namespace) -> int:

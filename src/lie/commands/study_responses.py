@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import argparse
 
+from lie.commands.argtypes import add_config_option
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--config",
-        default="config.yaml",
-        help="the study's config (its reward: knobs) (default: config.yaml)",
-    )
+    add_config_option(parser, "the study's config (its reward: knobs)")
     parser.add_argument("--gen", action="append", required=True, help="generations of lie generate (repeat)")
     parser.add_argument("--scores", required=True, help="their scores (lie evaluate --out-scores)")
     parser.add_argument("--data", action="append", required=True, help="the benchmarks' parquet (repeat)")

@@ -12,14 +12,14 @@ from __future__ import annotations
 import argparse
 import logging
 
+from lie.commands.argtypes import add_config_option
+
 log = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", help="a run name of config.yaml's experiments")
-    parser.add_argument(
-        "--config", default="config.yaml", help="the pipeline's config (default: config.yaml)"
-    )
+    add_config_option(parser)
     parser.add_argument("--engine", choices=["verl", "trl"], help="default: engines.train of the config")
     parser.add_argument("--dry-run", action="store_true", help="compose and print the engine's settings only")
     parser.add_argument(
