@@ -117,6 +117,8 @@ def overrides(
         "trainer.total_epochs": int(s["epochs"]),
         "trainer.total_training_steps": s.get("max_steps"),
         "trainer.save_freq": int(s["save_freq"]),
+        # a save ahead of the Slurm job's end (workflow/scripts/ray_on_slurm.sh exports it)
+        "trainer.esi_redundant_time": float(config["cluster"]["esi_redundant_time_s"]),
         # verl prunes within a launch; a fixed eval_step must survive, so then nothing is pruned
         "trainer.max_actor_ckpt_to_keep": s.get("keep_checkpoints") if _final_eval(s) else None,
         "trainer.test_freq": int(s["test_freq"]),
