@@ -107,6 +107,11 @@ def test_base_model_and_merged_model_files_follow_the_umask(tmp_path, umask_002)
     for path in base.iterdir():
         (checkpoint / path.name).write_bytes(path.read_bytes())
         (checkpoint / path.name).chmod(0o600)  # as TRL's save leaves model.safetensors
+    from lie.engines.trl.train import SEAL
+    from lie.formats.outputs import seal
+
+    (checkpoint / "trainer_state.json").write_text(json.dumps({"global_step": 4}))
+    seal(checkpoint / SEAL, list(checkpoint.iterdir()))  # what lie train writes last
     (rundir / "final.json").write_text(
         json.dumps({"engine": "trl", "checkpoint": str(checkpoint), "step": 4})
     )
