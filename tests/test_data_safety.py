@@ -226,7 +226,7 @@ def test_a_finished_verl_run_with_a_truncated_shard_is_repaired(tmp_path):
     _, config = smoke_config(tmp_path)
     run = "smoke_gspo_lie"
     rundir = RunDir(tmp_path / "results", run)
-    assert verl_overrides.prepare_resume(config, run, rundir) is False
+    assert verl_overrides.prepare_resume(config, run, rundir, 1) is False
     for step in (1, 2):
         actor = rundir.checkpoints / f"global_step_{step}" / "actor"
         actor.mkdir(parents=True)
@@ -234,10 +234,10 @@ def test_a_finished_verl_run_with_a_truncated_shard_is_repaired(tmp_path):
         torch.save({"epoch": 0}, actor.parent / "data.pt")
     (rundir.checkpoints / verl_checkpoints.TRACKER).write_text("2")
     verl_overrides.mark_complete(config, run, rundir)
-    assert verl_overrides.prepare_resume(config, run, rundir) is True  # finished: nothing to do
+    assert verl_overrides.prepare_resume(config, run, rundir, 1) is True  # finished: nothing to do
     shard = rundir.checkpoints / "global_step_2" / "actor" / "model_world_size_1_rank_0.pt"
     shard.write_bytes(shard.read_bytes()[:3000])
-    assert verl_overrides.prepare_resume(config, run, rundir) is False  # repaired, then resumed
+    assert verl_overrides.prepare_resume(config, run, rundir, 1) is False  # repaired, then resumed
     assert sorted(verl_checkpoints.steps(rundir.checkpoints)) == [1]
     assert verl_checkpoints.tracked_step(rundir.checkpoints) == 1
     assert list((rundir.superseded / "torn").glob("global_step_2-*"))
