@@ -161,7 +161,8 @@ def prepare_resume(config: dict[str, Any], run: str, rundir: RunDir) -> bool:
     if marker.exists() and json.loads(marker.read_text(encoding="utf-8")).get("settings") == digest:
         return True
     s = cfgmod.run_settings(config, run)
-    protect = frozenset() if _final_eval(s) else frozenset({int(s["eval_step"])})
+    fixed = not _final_eval(s) and s["eval_step"] != "best_val"  # best_val: nothing is pruned
+    protect = frozenset({int(s["eval_step"])}) if fixed else frozenset()
     latest = verl_checkpoints.repair(rundir, s.get("keep_checkpoints"), protect)
     rundir.trim_rollouts_after(latest or 0)
     return False
