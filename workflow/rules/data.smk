@@ -57,6 +57,7 @@ rule reflen:
         mem_mb=64000,
         runtime=24 * 60,
         gres=gpu_gres(),
+        **site_resources("gpu"),
         gpus=gpu_count(),
     container: IMAGE or None
     shell:

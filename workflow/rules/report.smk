@@ -21,6 +21,7 @@ rule report:
     resources:
         mem_mb=16000,
         runtime=60,
+        **site_resources("cpu"),
     container: IMAGE or None
     shell:
         "lie report --config {params.config} > {log} 2>&1"

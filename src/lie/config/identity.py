@@ -3,8 +3,10 @@
 A change here must retrain (Snakemake's ``params`` of the train rule, and the settings hash kept
 beside a run's checkpoints so that a rerun never resumes from checkpoints of other settings); a
 change of an execution setting (nodes, GPUs per node, loggers, checkpoint cadence and retention,
-validation) must not. The reward knobs count only where the run uses them: a LIE-off baseline
-ignores every length and redundancy knob, so editing ``reward.beta`` does not retrain it.
+validation) must not (though verl resumes its FSDP shards only at their own world size: see
+``lie.engines.verl.overrides.prepare_resume``). The reward knobs count only where the run uses
+them: a LIE-off baseline ignores every length and redundancy knob, so editing ``reward.beta`` does
+not retrain it.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ EXECUTION_KEYS = frozenset(
         "eval_step",
         "walltime_min",
         "retries",
+        "world_size_change",
     }
 )
 LENGTH_KEYS = ("eta", "extra_tokens", "tolerance", "variant", "delta_l")

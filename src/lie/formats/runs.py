@@ -82,26 +82,29 @@ class RunDir:
         Outputs of other (or unknown) settings move to ``superseded/<time>/``, which is returned;
         then the digest is recorded. Nothing is deleted.
         """
-        outputs = [p for p in (self.checkpoints, self.rollouts_dir, self.metrics_dir) if p.exists()]
         old = self.settings_file.read_text(encoding="utf-8").strip() if self.settings_file.exists() else None
-        moved = None
-        if outputs and old != digest:
-            moved = self.superseded / time.strftime("%Y%m%d-%H%M%S")
-            moved.mkdir(parents=True, exist_ok=True)
-            for path in outputs:
-                shutil.move(str(path), str(moved / path.name))
-            log.warning(
-                "%s: its checkpoints were made with other settings (%s); moved them to %s and starting afresh",
-                self.run,
-                f"digest {old[:12]}" if old else "no settings digest",
-                moved,
-            )
-        if old != digest:
-            self.root.mkdir(parents=True, exist_ok=True)
-            from lie.formats.jsonl import atomic_output
+        if old == digest:
+            return None
+        made = f"digest {old[:12]}" if old else "no settings digest"
+        moved = self.supersede(f"its checkpoints were made with other settings ({made})")
+        self.root.mkdir(parents=True, exist_ok=True)
+        from lie.formats.jsonl import atomic_output
 
-            with atomic_output(self.settings_file) as out:
-                out.write(digest + "\n")
+        with atomic_output(self.settings_file) as out:
+            out.write(digest + "\n")
+        return moved
+
+    def supersede(self, why: str) -> Path | None:
+        """Move the checkpoints, rollouts and metrics into ``superseded/<time>/`` (returned; None when
+        there were none), so that the next launch starts afresh. Nothing is deleted."""
+        outputs = [p for p in (self.checkpoints, self.rollouts_dir, self.metrics_dir) if p.exists()]
+        if not outputs:
+            return None
+        moved = self.superseded / time.strftime("%Y%m%d-%H%M%S")
+        moved.mkdir(parents=True, exist_ok=True)
+        for path in outputs:
+            shutil.move(str(path), str(moved / path.name))
+        log.warning("%s: %s; moved them to %s and starting afresh", self.run, why, moved)
         return moved
 
     def set_aside(self, path: Path, why: str) -> Path:

@@ -93,7 +93,8 @@ def _train_verl(config: dict[str, Any], request: Request) -> Path:
         from lie.engines.gpu_env import check_driver
 
         check_driver()
-    if not verl_overrides.prepare_resume(config, run, rundir):
+    ranks = verl_overrides.world_size(config, run, device)
+    if not verl_overrides.prepare_resume(config, run, rundir, ranks):
         overrides = verl_overrides.overrides(
             config, run, inputs, metrics_file=str(rundir.new_metrics_file().resolve()), device=device
         )
@@ -168,9 +169,10 @@ def _verl_plan(config: dict[str, Any], request: Request) -> str:
     lines = [f"# device: {device}"]
     if device == "cpu":
         lines.append(
-            "# the CPU backend's overrides (lie.engines.verl.cpu.OVERRIDES), on top of the cluster's"
+            "# the CPU backend's overrides (lie.engines.verl.cpu.overrides), on top of the cluster's"
         )
-        lines += [f"#   {k}={v}" for k, v in verl_cpu.OVERRIDES.items()]
+        cpu = verl_cpu.overrides(int(run_settings(config, request.run)["nnodes"]))
+        lines += [f"#   {k}={v}" for k, v in cpu.items()]
     for title, section in (("reward (verl 0.9 `reward` group, as composed)", composed.reward),
                            ("data", composed.data), ("actor_rollout_ref.actor", composed.actor_rollout_ref.actor)):  # fmt: skip
         lines += [f"# {title}", OmegaConf.to_yaml(section)]

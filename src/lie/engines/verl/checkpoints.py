@@ -13,6 +13,10 @@ folder it names, or silently starts from scratch when the folder is missing. A k
 :func:`repair` runs before every launch and leaves the tracker naming the newest complete
 checkpoint (or no tracker when there is none). verl applies ``max_actor_ckpt_to_keep`` only to the
 checkpoints of its current launch; :func:`repair` applies the same retention across launches.
+
+verl's FSDP checkpoint manager (utils/checkpoint/fsdp_checkpoint_manager.py, ``load_checkpoint``)
+loads ``actor/model_world_size_{W}_rank_{r}.pt`` of the launch's own world size W, so a checkpoint
+saved at another world size cannot be resumed: :func:`world_size` reads W from the file names.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ log = logging.getLogger(__name__)
 
 TRACKER = "latest_checkpointed_iteration.txt"
 _STEP = re.compile(r"global_step_(\d+)$")
+_SHARD = re.compile(r"model_world_size_(\d+)_rank_0\.pt$")
 
 
 def steps(folder: Path) -> dict[int, Path]:
@@ -44,6 +49,15 @@ def steps(folder: Path) -> dict[int, Path]:
 def is_complete(path: Path) -> bool:
     """verl wrote the actor state and then the data loader's position."""
     return (path / "data.pt").is_file() and (path / "actor").is_dir() and any((path / "actor").iterdir())
+
+
+def world_size(path: Path) -> int | None:
+    """The number of FSDP ranks a ``global_step_N`` checkpoint was saved by (None: no shard found)."""
+    actor = path / "actor"
+    found = [
+        int(m.group(1)) for p in actor.glob("model_world_size_*_rank_0.pt") if (m := _SHARD.match(p.name))
+    ]
+    return found[0] if len(found) == 1 else None
 
 
 def tracked_step(folder: Path) -> int | None:
