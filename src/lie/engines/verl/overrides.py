@@ -173,7 +173,8 @@ def prepare_resume(config: dict[str, Any], run: str, rundir: RunDir, ranks: int)
     if verl_checkpoints.completed(rundir.checkpoints / COMPLETED, digest):
         return True
     s = cfgmod.run_settings(config, run)
-    protect = frozenset() if _final_eval(s) else frozenset({int(s["eval_step"])})
+    fixed = not _final_eval(s) and s["eval_step"] != "best_val"  # best_val: nothing is pruned
+    protect = frozenset({int(s["eval_step"])}) if fixed else frozenset()
     latest = verl_checkpoints.repair(rundir, s.get("keep_checkpoints"), protect)
     if latest is not None and not _same_world_size(s, rundir, latest, ranks):
         latest = None
