@@ -342,3 +342,18 @@ def test_data_checks_compare_with_before_it_writes(tmp_path):
     assert proc.returncode == 2
     assert "not a verl parquet file" in one_error_line(proc.stderr, "data")
     assert not out.exists()
+
+
+def test_snakemake_start_refuses_a_billion_laughs_config_in_one_line(tmp_path):
+    """Snakemake reads the file itself (aliases shared, no expansion); lie's check refuses it before any walk."""
+    for name in ("Snakefile", "workflow"):
+        os.symlink(REPO / name, tmp_path / name)
+    lines = ['l0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"l{k}: &l{k} [" + ",".join([f"*l{k - 1}"] * 10) + "]" for k in range(1, 11)]
+    (tmp_path / "bomb.yaml").write_text("\n".join(lines) + "\n")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    cmd = [sys.executable, "-m", "snakemake", "--configfile", "bomb.yaml", "-n"]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "bomb.yaml line 6: not valid YAML: more than 200000 values" in proc.stderr, proc.stderr[-3000:]
