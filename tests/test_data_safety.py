@@ -125,6 +125,18 @@ def test_out_that_resolves_to_the_data_is_refused(tmp_path, command):
         assert data.read_bytes() == before
 
 
+@pytest.mark.parametrize("command", ["score", "grade", "behaviours"])
+def test_every_out_is_checked_against_every_input(tmp_path, command):
+    """One check in the CLI for every --out*: the input by another spelling is refused before any work."""
+    src = _rows(tmp_path)
+    before = src.read_text()
+    flag = "--gen" if command == "behaviours" else "--in"
+    proc = lie(command, flag, "in.jsonl", "--out", "./sub/../in.jsonl", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert f"--out ./sub/../in.jsonl is the input {flag} in.jsonl" in one_error_line(proc.stderr, command)
+    assert src.read_text() == before
+
+
 # 3. report: its inputs are checked before any old table or figure is touched --------------------
 
 
