@@ -141,6 +141,7 @@ def test_resume_generates_only_the_missing_shards(tmp_path, tiny, train_set, mon
     assert sorted(p.name for p in (tmp_path / "resumed.parquet.shards").iterdir()) == [
         "manifest.json",
         "shard-00000.jsonl",
+        "shard-00000.seal.json",  # written last: the shard is finished
     ]
 
     generated.clear()

@@ -249,10 +249,12 @@ def test_dynamics_csv_has_a_row_per_run_and_step(report):
 
 
 def test_a_failure_leaves_no_output_that_looks_complete(tmp_path, monkeypatch):
+    """A failure while rendering leaves the previous report whole (issue 21): nothing half-new, nothing lost."""
     copy = fresh_copy(tmp_path)
     build_report(copy.config)
     paths = report_paths(copy.layout)
     assert all(p.exists() for p in paths)
+    before = {p: p.read_bytes() for p in paths}
 
     def broken(data, path):
         path.write_bytes(b"\x89PNG half")
@@ -261,7 +263,7 @@ def test_a_failure_leaves_no_output_that_looks_complete(tmp_path, monkeypatch):
     monkeypatch.setattr(build.figures, "dynamics_figure", broken)
     with pytest.raises(RuntimeError, match="disk full"):
         build_report(copy.config)
-    assert not [p for p in paths if p.exists()]  # neither half-new nor stale files
+    assert {p: p.read_bytes() for p in paths} == before  # the previous report, not a half-new one
     assert not list(copy.layout.root.glob(".report-*"))
 
 

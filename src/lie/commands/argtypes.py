@@ -18,6 +18,17 @@ def flag(text: str) -> bool | None:
     raise argparse.ArgumentTypeError(f"expected true, false or none, got {text!r}")
 
 
+def positive_int(text: str) -> int:
+    """An integer >= 1 (a count of nodes, threads, steps): 0 or -2 is a usage error, not "the default"."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
+
+
 def key_value(text: str) -> tuple[str, Any]:
     """``KEY=VALUE`` with the value read as YAML (numbers, booleans, lists; a mapping's keys once each).
 

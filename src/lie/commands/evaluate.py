@@ -45,6 +45,11 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     if not str(args.out_summary).lower().endswith((".json", ".csv")):
         raise LieError(f"--out-summary must end in .json or .csv, got {args.out_summary}")
+    from lie.formats.outputs import check_output_file
+
+    inputs = [*args.gen, *(args.data or [])]
+    check_output_file(args.out_scores, inputs)
+    check_output_file(args.out_summary, [*inputs, args.out_scores])
 
     def tokenizer() -> Any:
         from lie.stages.base_model import tokenizer_for

@@ -236,15 +236,34 @@ def outdir(config: dict[str, Any]) -> Path:
     return Path(config.get("outdir") or f"results/{config.get('name', 'default')}")
 
 
+EFFECTIVE_HEADER = (
+    "# Written by lie at Snakemake's start: the config its jobs read. Edit your own config, not this file.\n"
+)
+
+
 def write_effective_config(config: dict[str, Any], path: str | Path) -> None:
-    """The config a Snakemake invocation runs with, as the file its jobs read (atomically, kept when equal)."""
+    """The config a Snakemake invocation runs with, as the file its jobs read (atomically, kept when equal).
+
+    A file already there that lie did not write (no :data:`EFFECTIVE_HEADER`: the user's own config
+    kept in ``outdir``) is never replaced: that is an error naming it.
+    """
     import yaml
 
     from lie.formats.jsonl import atomic_output
 
     path = Path(path)
-    text = yaml.safe_dump(config, sort_keys=False)
-    if path.exists() and path.read_text(encoding="utf-8") == text:
-        return
+    text = EFFECTIVE_HEADER + yaml.safe_dump(config, sort_keys=False)
+    if path.exists() or path.is_symlink():
+        try:
+            old = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            old = ""
+        if old == text:
+            return
+        if not old.startswith(EFFECTIVE_HEADER) or path.is_symlink():
+            raise LieError(
+                f"{path} is not a file lie wrote (its first line is not lie's header): lie writes the "
+                "config its jobs read there; move your file out of outdir (or set another outdir)"
+            )
     with atomic_output(path) as out:
         out.write(text)

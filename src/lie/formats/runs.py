@@ -12,15 +12,19 @@
 - ``settings.sha256``: the digest of what the checkpoints were trained with (``lie.config.identity``); a
   launch with other settings moves the old checkpoints, rollouts and metrics into
   ``superseded/<time>/`` (never deleting them) and starts afresh;
-- ``verl_config.yaml``: verl's whole composed configuration of the last launch (verl runs).
+- ``verl_config.yaml``: verl's whole composed configuration of the last launch (verl runs);
+- ``lie.lock``: held (``flock``) by the one command that trains or merges the run; it names the holder.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import re
 import shutil
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -75,6 +79,41 @@ class RunDir:
     @property
     def superseded(self) -> Path:
         return self.root / "superseded"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.root / "lie.lock"
+
+    @contextlib.contextmanager
+    def lock(self, what: str) -> Iterator[None]:
+        """Hold the run folder for one command (``what``); a second one stops with a line naming the holder.
+
+        The operating system releases the lock when the holder exits, however it exits (a kill too).
+        """
+        import fcntl
+
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.lock_file, "a+", encoding="utf-8") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.seek(0)
+                holder = handle.read().strip() or "another process"
+                raise LieError(
+                    f"run {self.run} is in use by {holder} (lock {self.lock_file}); "
+                    "wait for it to finish, or stop it first"
+                ) from None
+            handle.seek(0)
+            handle.truncate()
+            started = time.strftime("%Y-%m-%d %H:%M:%S")
+            handle.write(f"`lie {what}` (pid {os.getpid()} on {socket.gethostname()}, since {started})\n")
+            handle.flush()
+            try:
+                yield
+            finally:
+                handle.seek(0)
+                handle.truncate()
+                handle.flush()
 
     def claim(self, digest: str) -> Path | None:
         """Keep this run's outputs only if they were made with settings ``digest``.

@@ -71,10 +71,15 @@ def verl_device(request: Request) -> str:
 
 
 def train(config: dict[str, Any], request: Request) -> Path:
-    """Train the run to its end (resuming from its last complete checkpoint); return its folder."""
-    if engine_of(config, request) == "verl":
-        return _train_verl(config, request)
-    return _train_trl(config, request)
+    """Train the run to its end (resuming from its last complete checkpoint); return its folder.
+
+    One command at a time per run folder: a second ``lie train RUN`` stops, naming the first.
+    """
+    engine = engine_of(config, request)
+    with RunDir(outdir(config), request.run).lock(f"train {request.run}"):
+        if engine == "verl":
+            return _train_verl(config, request)
+        return _train_trl(config, request)
 
 
 def _train_verl(config: dict[str, Any], request: Request) -> Path:
