@@ -8,7 +8,7 @@ import json
 import shutil
 
 import pytest
-from report_pipeline import BASE, RUNS, fresh_copy
+from report_pipeline import BASE, RUNS, fresh_copy, reported
 from small import REPO
 
 from lie.analysis.behaviours import load_classifier
@@ -23,10 +23,8 @@ KEYS = [*RUNS, BASE]
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory):
-    copy = fresh_copy(tmp_path_factory.mktemp("report"))
-    assert main(["report", "--config", str(copy.cfg)]) == 0
-    return copy
+def report():
+    return reported()  # shared with tests/test_report_snakemake.py
 
 
 def read_csv(path):
