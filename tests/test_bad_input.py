@@ -457,3 +457,14 @@ def test_negative_token_ids_are_refused(tmp_path):
                "--out-summary", str(tmp_path / "s.json"), "--no-progress")  # fmt: skip
     assert proc.returncode == 2
     assert f"{gen} line 1: field 'token_ids' holds an id outside" in one_error_line(proc.stderr, "evaluate")
+
+
+def test_a_lone_surrogate_from_snakemakes_config_is_refused_at_validation():
+    """``snakemake --config`` values reach lie's check without its YAML reader (validate_workflow's door)."""
+    from lie.config import validate_workflow
+    from lie.core.errors import LieError
+
+    config = yaml.safe_load(SMOKE.read_text(encoding="utf-8"))
+    config["prompt"]["math"] = "Solve \ud800 {question}"
+    with pytest.raises(LieError, match="key 'prompt.math': a lone surrogate"):
+        validate_workflow(config, [SMOKE])

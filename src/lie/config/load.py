@@ -52,9 +52,12 @@ def validate_workflow(config: dict[str, Any], files: list[str | Path]) -> None:
 
 
 def _check_finite(value: Any, source: str, where: str = "") -> None:
-    """NaN and infinity (YAML ``.nan``, ``.inf``) pass every schema bound: refuse them everywhere."""
+    """NaN and infinity (YAML ``.nan``, ``.inf``) pass every schema bound: refuse them everywhere; and
+    lone surrogates (``--config`` values reach here without lie's YAML reader), which no file can hold."""
     if isinstance(value, float) and not math.isfinite(value):
         raise LieError(f"{source}: key '{where}': {value} is not a finite number")
+    if isinstance(value, str) and any(0xD800 <= ord(c) <= 0xDFFF for c in value):
+        raise LieError(f"{source}: key '{where}': a lone surrogate (\\ud800-\\udfff) is not text")
     if isinstance(value, dict):
         for key, item in value.items():
             _check_finite(item, source, f"{where}.{key}" if where else str(key))
