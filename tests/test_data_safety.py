@@ -125,6 +125,18 @@ def test_out_that_resolves_to_the_data_is_refused(tmp_path, command):
         assert data.read_bytes() == before
 
 
+@pytest.mark.parametrize("command", ["score", "grade", "behaviours"])
+def test_every_out_is_checked_against_every_input(tmp_path, command):
+    """One check in the CLI for every --out*: the input by another spelling is refused before any work."""
+    src = _rows(tmp_path)
+    before = src.read_text()
+    flag = "--gen" if command == "behaviours" else "--in"
+    proc = lie(command, flag, "in.jsonl", "--out", "./sub/../in.jsonl", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert f"--out ./sub/../in.jsonl is the input {flag} in.jsonl" in one_error_line(proc.stderr, command)
+    assert src.read_text() == before
+
+
 # 3. report: its inputs are checked before any old table or figure is touched --------------------
 
 
@@ -342,3 +354,18 @@ def test_data_checks_compare_with_before_it_writes(tmp_path):
     assert proc.returncode == 2
     assert "not a verl parquet file" in one_error_line(proc.stderr, "data")
     assert not out.exists()
+
+
+def test_snakemake_start_refuses_a_billion_laughs_config_in_one_line(tmp_path):
+    """Snakemake reads the file itself (aliases shared, no expansion); lie's check refuses it before any walk."""
+    for name in ("Snakefile", "workflow"):
+        os.symlink(REPO / name, tmp_path / name)
+    lines = ['l0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"l{k}: &l{k} [" + ",".join([f"*l{k - 1}"] * 10) + "]" for k in range(1, 11)]
+    (tmp_path / "bomb.yaml").write_text("\n".join(lines) + "\n")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    cmd = [sys.executable, "-m", "snakemake", "--configfile", "bomb.yaml", "-n"]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "bomb.yaml line 6: not valid YAML: more than 200000 values" in proc.stderr, proc.stderr[-3000:]

@@ -66,10 +66,12 @@ def run(args: argparse.Namespace) -> int:
         data_paths=args.data,
         mode=args.choice_grading,
     )
-    with atomic_output(args.out_scores) as out:
+    with atomic_output(
+        args.out_scores
+    ) as out:  # renamed into place after the summary: never one without the other
         for line in scores:
             out.write(dumps(line) + "\n")
-    write_summary(summary, args.out_summary)
+        write_summary(summary, args.out_summary)
     for bench, entry in summary["benchmarks"].items():
         last = entry["budgets"][str(summary["budgets"][-1])]
         log.info(

@@ -54,7 +54,7 @@ def refuse_special(path: str | os.PathLike[str]) -> None:
         )
 
 
-def _same(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
@@ -73,7 +73,7 @@ def check_output_file(
     if os.path.isdir(out):
         raise LieError(f"cannot write {out}: it is a folder; give a file name")
     for source in inputs:
-        if source is not None and os.fspath(source) != "-" and _same(out, source):
+        if source is not None and os.fspath(source) != "-" and same_file(out, source):
             raise LieError(f"--out {out} is the input {source}: write the output to another file")
     parent = os.path.dirname(os.path.abspath(out))
     if os.path.exists(parent) and not os.path.isdir(parent):
