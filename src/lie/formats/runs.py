@@ -103,6 +103,13 @@ class RunDir:
                     f"run {self.run} is in use by {holder} (lock {self.lock_file}); "
                     "wait for it to finish, or stop it first"
                 ) from None
+            except OSError as exc:  # a file system without locks (some parallel file systems): go on, say so
+                log.warning(
+                    "%s: cannot lock %s (%s); two commands on this run would not be stopped",
+                    self.run,
+                    self.lock_file,
+                    exc.strerror,
+                )
             handle.seek(0)
             handle.truncate()
             started = time.strftime("%Y-%m-%d %H:%M:%S")
