@@ -369,3 +369,16 @@ def test_snakemake_start_refuses_a_billion_laughs_config_in_one_line(tmp_path):
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert "bomb.yaml line 6: not valid YAML: more than 200000 values" in proc.stderr, proc.stderr[-3000:]
+
+
+def test_two_commands_writing_one_output_the_second_stops(tmp_path):
+    from lie.core.errors import LieError
+    from lie.formats.outputs import hold
+    from lie.formats.resumable import LOCK, run_in_shards
+
+    work = tmp_path / "gen.jsonl.shards"
+    work.mkdir()
+    with hold(work / LOCK, "generate arith-test", str(work)):
+        with pytest.raises(LieError, match=r"gen.jsonl.shards is in use by `lie generate arith-test` \(pid"):
+            run_in_shards(4, 2, work, {"s": 1}, _squares, progress=False)
+    assert len(run_in_shards(4, 2, work, {"s": 1}, _squares, progress=False)) == 2  # free again

@@ -9,11 +9,11 @@ import argparse
 import importlib
 import logging
 import math
-import os
 import sys
 from collections.abc import Sequence
 
 from lie import __version__
+from lie.commands.argtypes import check_outputs
 from lie.core.errors import LieError, describe
 
 log = logging.getLogger("lie.cli")
@@ -76,38 +76,6 @@ def _has_non_finite(value: object) -> bool:
     return False
 
 
-def _paths(value: object) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [v for v in value if isinstance(v, str)]
-    return []
-
-
-def _check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Every ``--out*`` of every command, before it runs: not a symlink, FIFO or device, and not one
-    of the command's inputs by another spelling (``realpath``); the rule of ``lie.formats.outputs``."""
-    from lie.formats.outputs import refuse_special, same_file
-
-    flags = {a.dest: (a.option_strings or [a.dest])[-1] for a in parser._actions}
-    values = vars(args)
-    outputs = {dest for dest, value in values.items() if dest.startswith("out") and isinstance(value, str)}
-    for dest in outputs:
-        out = values[dest]
-        if out == "-":
-            continue
-        refuse_special(out)
-        inputs = [
-            (other, p) for other, value in values.items() if other not in outputs for p in _paths(value)
-        ]
-        for other, path in inputs:
-            if path != "-" and os.path.exists(path) and same_file(out, path):
-                raise LieError(
-                    f"{flags.get(dest, dest)} {out} is the input {flags.get(other, other)} {path}: "
-                    "write the output to another file"
-                )
-
-
 def _run(name: str, rest: list[str]) -> int:
     module = importlib.import_module(COMMANDS[name][0])
     parser = argparse.ArgumentParser(prog=f"lie {name}", description=COMMANDS[name][1])
@@ -115,7 +83,7 @@ def _run(name: str, rest: list[str]) -> int:
     module.add_arguments(parser)
     args = parser.parse_args(rest)
     _non_finite_flag(parser, args)
-    _check_outputs(parser, args)
+    check_outputs(parser, args)
     logging.basicConfig(
         level=getattr(logging, str(args.log_level).upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

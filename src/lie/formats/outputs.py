@@ -14,14 +14,17 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import shutil
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from lie.core.errors import LieError
+
+log = logging.getLogger(__name__)
 
 OWNER = "lie_output.json"  # in every folder a command builds: it may replace that folder later
 DIGEST_LIMIT = 64 << 20  # files up to this size are digested in a seal; larger ones by size only
@@ -165,6 +168,42 @@ def replace_folder(
     if old is not None:
         shutil.rmtree(old)
     return target
+
+
+@contextlib.contextmanager
+def hold(lock_file: Path, what: str, name: str) -> Iterator[None]:
+    """One command at a time on ``name`` (``lie <what>``); another one stops with a line naming the holder.
+
+    ``flock``: the operating system releases it when the holder exits, however it exits (a kill too).
+    """
+    import fcntl
+    import socket
+    import time
+
+    with open(lock_file, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise LieError(
+                f"{name} is in use by {holder} (lock {lock_file}); wait for it to finish, or stop it first"
+            ) from None
+        except OSError as exc:  # a file system without locks (some parallel file systems): go on, say so
+            log.warning(
+                "cannot lock %s (%s): a second command on %s would not be stopped", lock_file, exc, name
+            )
+        handle.seek(0)
+        handle.truncate()
+        started = time.strftime("%Y-%m-%d %H:%M:%S")
+        handle.write(f"`lie {what}` (pid {os.getpid()} on {socket.gethostname()}, since {started})\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            handle.seek(0)
+            handle.truncate()
+            handle.flush()
 
 
 # Seals: a finished piece of work, verified before it is trusted ---------------------------------

@@ -17,9 +17,10 @@ from typing import Any
 
 from lie.core.errors import LieError
 from lie.formats.jsonl import atomic_output, dumps, loads_line
-from lie.formats.outputs import read_seal, seal, seal_problem
+from lie.formats.outputs import hold, read_seal, seal, seal_problem
 
 log = logging.getLogger(__name__)
+LOCK = "lie.lock"
 
 
 def shard_ranges(total: int, shard_size: int) -> list[range]:
@@ -30,7 +31,7 @@ def shard_ranges(total: int, shard_size: int) -> list[range]:
 
 def _check_manifest(work_dir: Path, settings: dict[str, Any]) -> None:
     manifest = work_dir / "manifest.json"
-    if not manifest.exists() and any(work_dir.iterdir()):
+    if not manifest.exists() and any(p.name != LOCK for p in work_dir.iterdir()):
         raise LieError(
             f"{work_dir} is a folder lie did not make (no manifest.json): move it, lie works there"
         )
@@ -69,19 +70,31 @@ def run_in_shards(
     ``total`` counts units of work (samples, for generation): a set of few problems with many
     samples each still gets a resume point every ``shard_size`` samples.
     """
-    from tqdm import tqdm
-
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
+    with hold(work_dir / LOCK, desc, str(work_dir)):  # two commands writing one output: the second stops
+        return _run(
+            total, shard_size, work_dir, settings, work, {"desc": desc, "unit": unit, "disable": not progress}
+        )
+
+
+def _run(
+    total: int,
+    shard_size: int,
+    work_dir: Path,
+    settings: dict[str, Any],
+    work: Callable[[range], list[dict[str, Any]]],
+    bar_options: dict[str, Any],
+) -> list[Path]:
+    from tqdm import tqdm
+
     _check_manifest(work_dir, settings)
     ranges = shard_ranges(total, shard_size)
     paths = [work_dir / f"shard-{k:05d}.jsonl" for k in range(len(ranges))]
     todo = [(r, p) for r, p in zip(ranges, paths) if not _finished(p, len(r))]
     if len(todo) < len(ranges):
         log.info("%s: resuming, %d of %d shards already done", work_dir, len(ranges) - len(todo), len(ranges))
-    bar = tqdm(
-        total=total, initial=total - sum(len(r) for r, _ in todo), desc=desc, unit=unit, disable=not progress
-    )
+    bar = tqdm(total=total, initial=total - sum(len(r) for r, _ in todo), **bar_options)
     for rng, path in todo:
         rows = work(rng)
         with atomic_output(path) as out:

@@ -21,10 +21,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import re
 import shutil
-import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -84,43 +82,12 @@ class RunDir:
     def lock_file(self) -> Path:
         return self.root / "lie.lock"
 
-    @contextlib.contextmanager
-    def lock(self, what: str) -> Iterator[None]:
-        """Hold the run folder for one command (``what``); a second one stops with a line naming the holder.
-
-        The operating system releases the lock when the holder exits, however it exits (a kill too).
-        """
-        import fcntl
+    def lock(self, what: str) -> contextlib.AbstractContextManager[None]:
+        """Hold the run folder for one command (``what``); a second one stops with a line naming the holder."""
+        from lie.formats.outputs import hold
 
         self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.lock_file, "a+", encoding="utf-8") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                handle.seek(0)
-                holder = handle.read().strip() or "another process"
-                raise LieError(
-                    f"run {self.run} is in use by {holder} (lock {self.lock_file}); "
-                    "wait for it to finish, or stop it first"
-                ) from None
-            except OSError as exc:  # a file system without locks (some parallel file systems): go on, say so
-                log.warning(
-                    "%s: cannot lock %s (%s); two commands on this run would not be stopped",
-                    self.run,
-                    self.lock_file,
-                    exc.strerror,
-                )
-            handle.seek(0)
-            handle.truncate()
-            started = time.strftime("%Y-%m-%d %H:%M:%S")
-            handle.write(f"`lie {what}` (pid {os.getpid()} on {socket.gethostname()}, since {started})\n")
-            handle.flush()
-            try:
-                yield
-            finally:
-                handle.seek(0)
-                handle.truncate()
-                handle.flush()
+        return hold(self.lock_file, what, f"run {self.run}")
 
     def claim(self, digest: str) -> Path | None:
         """Keep this run's outputs only if they were made with settings ``digest``.
