@@ -382,3 +382,15 @@ def test_two_commands_writing_one_output_the_second_stops(tmp_path):
         with pytest.raises(LieError, match=r"gen.jsonl.shards is in use by `lie generate arith-test` \(pid"):
             run_in_shards(4, 2, work, {"s": 1}, _squares, progress=False)
     assert len(run_in_shards(4, 2, work, {"s": 1}, _squares, progress=False)) == 2  # free again
+
+
+def test_the_effective_config_lie_wrote_before_its_header_is_still_lies(tmp_path):
+    from lie.config.load import EFFECTIVE_HEADER, write_effective_config
+
+    config = yaml.safe_load(SMOKE.read_text(encoding="utf-8"))
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))  # as lie wrote it before
+    config["reward"]["beta"] = 0.5
+    write_effective_config(config, path)
+    assert path.read_text().startswith(EFFECTIVE_HEADER)
+    assert yaml.safe_load(path.read_text())["reward"]["beta"] == 0.5

@@ -244,6 +244,18 @@ EFFECTIVE_HEADER = (
 )
 
 
+def _written_by_yaml(text: str) -> bool:
+    """The file is exactly what lie wrote before the header existed (PyYAML's dump, no comment): lie's own."""
+    import yaml
+
+    from lie.config.yamlio import load_yaml
+
+    try:
+        return text == yaml.safe_dump(load_yaml(text, "<outdir>/config.yaml"), sort_keys=False)
+    except LieError:
+        return False
+
+
 def write_effective_config(config: dict[str, Any], path: str | Path) -> None:
     """The config a Snakemake invocation runs with, as the file its jobs read (atomically, kept when equal).
 
@@ -263,7 +275,7 @@ def write_effective_config(config: dict[str, Any], path: str | Path) -> None:
             old = ""
         if old == text:
             return
-        if not old.startswith(EFFECTIVE_HEADER) or path.is_symlink():
+        if not (old.startswith(EFFECTIVE_HEADER) or _written_by_yaml(old)) or path.is_symlink():
             raise LieError(
                 f"{path} is not a file lie wrote (its first line is not lie's header): lie writes the "
                 "config its jobs read there; move your file out of outdir (or set another outdir)"
