@@ -427,13 +427,14 @@ def test_user_patterns_never_hang_behaviours(tmp_path):
         ('{"engine": "trl", "checkp', "not valid JSON"),
         ('{"engine": "trl"}', "'engine' and 'checkpoint'"),
         ('["trl", "x"]', "'engine' and 'checkpoint'"),
+        ('{"engine": ' + "[" * 100_000 + "]" * 100_000 + "}", "not valid JSON"),
         ('{"engine": "trl", "checkpoint": "/etc", "step": 1}', "is not a checkpoint under"),
         (
             '{"engine": "verl", "checkpoint": "{rundir}/checkpoints/../../../../etc"}',
             "is not a checkpoint under",
         ),
     ],
-    ids=["bad-json", "missing-key", "a-list", "etc", "dot-dot"],
+    ids=["bad-json", "missing-key", "a-list", "deep", "etc", "dot-dot"],
 )
 def test_merge_with_a_corrupt_final_json_is_one_line(tmp_path, final, says):
     config = _config_with(tmp_path, lambda c: None)

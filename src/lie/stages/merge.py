@@ -27,8 +27,8 @@ def read_final(rundir: RunDir) -> tuple[str, Path]:
         raise LieError(f"{path} is missing: train {rundir.run} to the end first (`lie train {rundir.run}`)")
     try:
         final = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise LieError(f"{path} is not valid JSON ({exc}); {fix}") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise LieError(f"{path} is not valid JSON ({type(exc).__name__}: {str(exc)[:200]}); {fix}") from None
     if not isinstance(final, dict) or not all(
         isinstance(final.get(k), str) for k in ("engine", "checkpoint")
     ):
