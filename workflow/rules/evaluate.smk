@@ -36,12 +36,13 @@ rule generate:
         ),
         engine=config["engines"]["generate"],
         limit=lambda w: f"--limit {config['evaluation']['limit']}" if config["evaluation"].get("limit") else "",
-        thinking=lambda w: thinking_flag(w.key),
+        thinking=lambda w: eval_thinking_flag(w.key),
     threads: 2
     resources:
         mem_mb=64000,
         runtime=12 * 60,
         gres=gpu_gres(),
+        **site_resources("gpu"),
         gpus=gpu_count(),
     container: IMAGE or None
     shell:
@@ -78,6 +79,7 @@ rule evaluate:
     resources:
         mem_mb=16000,
         runtime=6 * 60,
+        **site_resources("cpu"),
     container: IMAGE or None
     shell:
         "lie evaluate --config {params.config} {params.gens} {params.data} --tokenizer {input.model}"
