@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from lie import __version__
+from lie.commands.argtypes import check_outputs
 from lie.core.errors import LieError, describe
 
 log = logging.getLogger("lie.cli")
@@ -83,6 +84,7 @@ def _run(name: str, rest: list[str]) -> int:
     module.add_arguments(parser)
     args = parser.parse_args(rest)
     _non_finite_flag(parser, args)
+    check_outputs(parser, args)
     logging.basicConfig(
         level=getattr(logging, str(args.log_level).upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -96,6 +96,15 @@ def thinking_flag(key: str) -> str:
     return "" if value is None else f"--enable-thinking {str(value).lower()}"
 
 
+def eval_thinking_flag(key: str) -> str:
+    """`--enable-thinking` at evaluation (evaluation.enable_thinking, else the model's entry); none: the template's default."""
+    from lie.config.sections import thinking_at_evaluation
+
+    model = config["experiments"][key]["model"] if key in config["experiments"] else key
+    value = thinking_at_evaluation(config, model)
+    return "" if value is None else f"--enable-thinking {str(value).lower()}"
+
+
 def get_evaluated_model(wildcards) -> str:
     return str(LAYOUT.model_for(wildcards.key))
 
@@ -185,3 +194,20 @@ def report_outputs() -> list[str]:
     from lie.report.build import report_paths
 
     return [str(p) for p in report_paths(LAYOUT)]
+
+
+REPORT_TABLES = ("main", "families", "scale", "ablation", "sensitivity")  # lie.report.groups.TABLES
+
+
+def report_files() -> list:
+    """report_outputs(), each flagged for `snakemake --report` with the caption workflow/report/<kind>.rst."""
+    files = []
+    for path in report_outputs():
+        stem, suffix = Path(path).stem, Path(path).suffix
+        kind = "results" if stem in REPORT_TABLES else stem
+        category = "Figures" if suffix == ".png" else "Tables"
+        caption = f"../report/{kind}.rst"  # relative to workflow/rules/
+        labels = {"file": Path(path).name}
+        sub = stem if category == "Tables" else None  # a line may not start with `report(`: a keyword
+        files.append(report(path, caption=caption, category=category, subcategory=sub, labels=labels))
+    return files

@@ -49,7 +49,7 @@ rule reflen:
         f"{OUT}/logs/reflen/{{dataset}}.{{model}}.log",
     params:
         config=CONFIG,
-        settings=lambda w: json.dumps(config["reflen"], sort_keys=True),
+        settings=lambda w: json.dumps(identity.reflen_settings(config), sort_keys=True),
         engine=config["engines"]["generate"],
         thinking=lambda w: thinking_flag(w.model),
     threads: 2
