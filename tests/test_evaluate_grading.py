@@ -2,7 +2,8 @@
 
 The mode (``evaluation.choice_grading``) and the option texts (the benchmark's data rows,
 ``extra_info.choices``) reach every multiple-choice item the graders see; the summary records the
-mode, so that two summaries of the same generations say which reader produced them.
+mode, so that two summaries of the same generations say which reader produced them. Every choice
+text is also read by the other reader (``grades_by_reader``, the summary's ``by_reader``).
 """
 
 from __future__ import annotations
@@ -86,13 +87,23 @@ def test_mode_and_option_texts_reach_every_choice_item(tmp_path, mode):
     )  # fmt: skip
     choice = [i for i in grader.items if i["kind"] == "choice"]
     math = [i for i in grader.items if i["kind"] == "math"]
-    assert {i["choice_grading"] for i in choice} == {mode}
-    assert len(choice) == 4  # two samples, each cut at 2 tokens and whole
+    assert {i["choice_grading"] for i in choice} == {"robust", "authors"}  # both readers, always
+    assert len(choice) == 8  # two samples, each cut at 2 tokens and whole, read by each reader
     assert {tuple(i["options"]) for i in choice} == {tuple(v) for v in OPTIONS.values()}
     assert math and not any("options" in i or "choice_grading" in i for i in math)
     assert summary["grading"]["choice_grading"] == mode
     assert (summary["grading"]["choice_samples"], summary["grading"]["choice_samples_with_options"]) == (2, 2)
     assert scores[0]["grades"]["1000"]["correct"] is True  # \boxed{B}, gold B
+    # the main grades are the mode's; both readers' are kept beside them, and summarised
+    assert scores[1]["grades"] == scores[1]["grades_by_reader"][mode]
+    assert [scores[1]["grades_by_reader"][m]["1000"]["correct"] for m in ("robust", "authors")] == [True, False]
+    assert "grades_by_reader" not in scores[2]  # math
+    readers = summary["benchmarks"]["arc-c"]["by_reader"]
+    assert {m: readers[m]["budgets"]["1000"]["avg@n:n=1"] for m in readers} == {"robust": 1.0, "authors": 0.5}
+    ood = summary["out_of_domain"]["by_reader"]
+    assert {m: ood[m]["budgets"]["1000"]["mean_of_present"] for m in ood} == {"robust": 1.0, "authors": 0.5}
+    assert summary["benchmarks"]["arc-c"]["budgets"] == readers[mode]["budgets"]
+    assert "by_reader" not in summary["benchmarks"]["aime24"] and "by_reader" not in summary["in_domain"]
 
 
 def test_the_mode_defaults_to_robust_and_a_bad_one_is_refused(tmp_path):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from pathlib import Path
 from types import SimpleNamespace
 
 import pyarrow as pa
@@ -21,6 +22,7 @@ from lie.cli import main
 from lie.config import load_config
 from lie.core.errors import LieError
 from lie.engines.generation import (
+    SEED_RULE,
     HFEngine,
     SamplingSettings,
     VLLMEngine,
@@ -32,7 +34,7 @@ from lie.engines.generation import (
 from lie.formats.generations import read_generations
 from lie.grading import grade_many
 from lie.stages.evaluate import budget_texts, evaluate
-from lie.stages.generate import read_problems, run_generate
+from lie.stages.generate import read_problems, run_generate, stream_seed
 
 ABCD = ["A", "B", "C", "D"]
 
@@ -143,8 +145,11 @@ def test_generate_writes_n_seeded_samples_per_problem(setup, tmp_path):
         ]
         assert line["prompt_tokens"] == len(prompt_token_ids(tok, messages))
         assert line["max_tokens"] == 6  # the tiny model's 4096-token context leaves the whole budget
-        assert line["seed"] == sample_seed(sample_seed(0, line["index"], line["sample"]), 0)
+        base = stream_seed(0, "aime24", Path(setup.tiny).name)  # the benchmark's and the model's stream
+        assert line["seed"] == sample_seed(sample_seed(base, line["index"], line["sample"]), 0)
     assert len({x["seed"] for x in lines}) == 6
+    streams = {stream_seed(0, b, m) for b in ("aime24", "aime25") for m in ("run-a", "run-b")}
+    assert len(streams) == 4  # problem k of each benchmark and each model: a stream of its own
     assert lines[0]["token_ids"] != lines[1]["token_ids"]  # two samples, not one twice
     again = tmp_path / "again.jsonl"
     assert generate_cli(setup, again, "--shard-size", "5") == 0
@@ -310,10 +315,18 @@ def test_a_killed_generation_resumes_where_it_stopped(setup, tmp_path, monkeypat
         )
     assert not out.exists()
     assert sorted(p.name for p in (tmp_path / "gen.jsonl.shards").iterdir()) == [
+        "lie.lock",  # held while shards are written: one command per output
         "manifest.json",
         "shard-00000.jsonl",
+        "shard-00000.seal.json",  # written last: the shard is finished
     ]
     assert generate_cli(setup, out, "--n", "3") == 2  # other settings: refused, nothing mixed
+    manifest = tmp_path / "gen.jsonl.shards" / "manifest.json"
+    kept = manifest.read_text()
+    before = {k: v for k, v in json.loads(kept).items() if k != "seed_model"}
+    manifest.write_text(json.dumps({**before, "seed_rule": SEED_RULE}))  # shards of the seed rule before
+    assert generate_cli(setup, out) == 2  # not resumed with other seeds
+    manifest.write_text(kept)
     calls.clear()
     assert generate_cli(setup, out) == 0
     assert calls == [2, 2]  # only shards 1 and 2 (2 samples each)

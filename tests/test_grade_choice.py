@@ -2,8 +2,8 @@
 
 tests/data/choice_labels.yaml holds realistic reasoning-model answers labelled by hand (see its
 header for how it was written); the robust reader must agree on >= 95% of it and on every case of
-each class but the known disagreements listed here. The authors' mode is checked pattern by
-pattern against their eval script (LINs-lab/LIE 1b3bb02, eval_scripts/generate_vllm.py).
+each class but the known disagreements listed here. The authors' mode has its own tests
+(tests/test_grade_choice_authors.py).
 """
 
 from __future__ import annotations
@@ -19,12 +19,9 @@ from conftest import shared_file
 
 from lie.core.errors import LieError
 from lie.grading import (
-    AUTHORS_PATTERNS,
-    authors_letter,
     check_item,
     extract_choice,
     grade_choice,
-    grade_choice_authors,
     grade_item,
     read_choice,
 )
@@ -189,77 +186,6 @@ def test_option_texts_name_an_option_only_when_given_and_unique():
         extract_choice("\\boxed{\\frac{1}{4}}", ABCD, ["0.25", "0.5", "0.75", "1"])[0] == "A"
     )  # math-verify
     assert extract_choice("\\boxed{3}", ABCD, ["3", "3", "5", "7"])[0] is None  # two options say 3
-
-
-# ------------------------------------------------------------------ the authors' mode
-# One row per pattern of their MULTICHOICE_PATTERNS (in their order), with the letter their
-# extract_multichoice_answer returns; quirks included (no word boundary, restated option lines).
-AUTHORS_CASES = [
-    ("boxed", "so \\boxed{ (b) } and later Answer: C", "B"),
-    ("answer_colon", "**ANSWER: d** and then the answer is A", "D"),
-    ("answer_colon", "Final Answer: c", "C"),  # their second pattern already matches "Answer: c"
-    ("answer_is", "I think the correct answer is (e).", "E"),
-    ("answer_is", "the answer is a bit subtle", "A"),  # no word boundary after the letter
-    ("option_is_correct", "Clearly option (C) is correct.", "C"),
-    ("choose_select", "I choose a different approach; select b", "B"),  # the last match wins
-    ("line_start_letter", "Options:\nA) 1\nB) 2\n(C) 3\n", "C"),  # a restated option line counts
-]
-
-
-def test_their_patterns_are_listed_in_their_order():
-    assert [name for name, _ in AUTHORS_PATTERNS] == [
-        "boxed",
-        "answer_colon",
-        "final_answer_colon",
-        "answer_is",
-        "option_is_correct",
-        "choose_select",
-        "line_start_letter",
-    ]
-
-
-@pytest.mark.parametrize("pattern, response, letter", AUTHORS_CASES)
-def test_authors_letter_pattern_by_pattern(pattern, response, letter):
-    assert authors_letter(response) == (letter, pattern)
-
-
-@pytest.mark.parametrize(
-    "response",
-    [
-        "\\boxed{F}",
-        "Answer: F",
-        "the answer is (J)",
-        "I'd pick C",
-        "La respuesta es B",
-        "Final: D",
-        "no idea",
-    ],
-)
-def test_authors_patterns_miss_what_their_script_misses(response):
-    assert authors_letter(response) == (None, None)
-
-
-def test_authors_mode_is_math_verify_first_then_the_patterns():
-    # math-verify alone: a LaTeX letter outside \boxed{} that no pattern reads
-    assert authors_letter("so option $D$ is right") == (None, None)
-    latex = grade_choice_authors("so option $D$ is right", "D", ABCD)
-    assert (latex.correct, latex.pred, latex.status) == (True, "D", "ok")
-    # the patterns: a higher pattern wins over a later, different answer (robust: the last word counts)
-    early = "\\boxed{B}\n\nOn reflection the units are wrong. Answer: C"
-    assert (
-        grade_choice_authors(early, "B", ABCD).correct,
-        grade_choice_authors(early, "C", ABCD).correct,
-    ) == (
-        True,
-        False,
-    )
-    assert grade_choice(early, "C", ABCD).correct
-    # a letter outside the item's options is simply wrong; F-J are never read
-    outside = grade_choice_authors("The answer is E.", "A", ABCD)
-    assert (outside.correct, outside.pred, outside.status) == (False, "E", "ok")
-    never = grade_choice_authors("Answer: F", "F", A_TO_J)
-    assert (never.correct, never.status) == (False, "no_answer")
-    assert grade_choice("Answer: F", "F", A_TO_J).correct
 
 
 # ------------------------------------------------------------------ items: the two optional fields

@@ -8,7 +8,7 @@ import json
 import shutil
 
 import pytest
-from report_pipeline import BASE, RUNS, fresh_copy
+from report_pipeline import BASE, RUNS, fresh_copy, reported
 from small import REPO
 
 from lie.analysis.behaviours import load_classifier
@@ -23,10 +23,8 @@ KEYS = [*RUNS, BASE]
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory):
-    copy = fresh_copy(tmp_path_factory.mktemp("report"))
-    assert main(["report", "--config", str(copy.cfg)]) == 0
-    return copy
+def report():
+    return reported()  # shared with tests/test_report_snakemake.py
 
 
 def read_csv(path):
@@ -68,16 +66,13 @@ def test_every_file_the_issues_name_is_written(report):
 def test_main_csv_holds_the_summaries_the_paper_and_the_differences(report):
     main_rows = read_csv(report.layout.tables / "main.csv")
     families = read_csv(report.layout.tables / "families.csv")
-    order = (
-        "math500",
-        "in_domain",
-        "arc-c",
-        "out_of_domain",
-    )  # the paper's: in-domain, ID avg, out-of-domain
-    assert [(r["key"], r["bench"]) for r in main_rows] == [
-        (k, b) for k in (GRPO, GSPO_LIE, BASE) for b in order
+    # the paper's order: in-domain, ID avg, out-of-domain (under the authors' reader, then ours), OOD avg
+    order = [("math500", ""), ("in_domain", ""), ("arc-c", "authors"), ("arc-c", "robust"),
+             ("out_of_domain", "authors"), ("out_of_domain", "robust")]  # fmt: skip
+    assert [(r["key"], r["bench"], r["reader"]) for r in main_rows] == [
+        (k, b, r) for k in (GRPO, GSPO_LIE, BASE) for b, r in order
     ]
-    assert [(r["key"], r["bench"]) for r in families] == [(LOOP, b) for b in order]  # its own model
+    assert [(r["key"], r["bench"], r["reader"]) for r in families] == [(LOOP, b, r) for b, r in order]
     assert {r["table"] for r in main_rows} == {"main"} and {r["table"] for r in families} == {"families"}
     rows = main_rows + families
     paper = {(GSPO_LIE, "math500"): 88.4, (GSPO_LIE, "arc-c"): 91.4, (GRPO, "math500"): 80.4,
@@ -90,18 +85,24 @@ def test_main_csv_holds_the_summaries_the_paper_and_the_differences(report):
             assert (
                 row["metric"] == entry["avg@n"] == ("avg@n:n=4" if row["bench"] == "math500" else "avg@n:n=1")
             )
-            assert float(row["ours_pct"]) == pytest.approx(100 * entry["budgets"]["48"][entry["avg@n"]])
+            budgets = entry["by_reader"][row["reader"]]["budgets"] if row["reader"] else entry["budgets"]
+            assert float(row["ours_pct"]) == pytest.approx(100 * budgets["48"][entry["avg@n"]])
         else:
-            assert float(row["ours_pct"]) == pytest.approx(100 * s[row["bench"]]["budgets"]["48"]["avg"])
+            domain = s[row["bench"]]
+            budgets = domain["by_reader"][row["reader"]]["budgets"] if row["reader"] else domain["budgets"]
+            assert float(row["ours_pct"]) == pytest.approx(100 * budgets["48"]["avg"])
             assert row["paper_pct"] == "" and row["metric"] == "avg@n (mean over benchmarks)"
+        assert float(row["ours_se_pct"]) >= 0 and row["versus"] == ""  # from scores.jsonl
         expected = paper.get((row["key"], row["bench"]))
         if expected is None:
             assert row["paper_pct"] == row["diff_pct"] == ""
         else:
             assert float(row["paper_pct"]) == expected
             assert float(row["diff_pct"]) == pytest.approx(float(row["ours_pct"]) - expected)
-    loop_arc = next(r for r in rows if (r["key"], r["bench"]) == (LOOP, "arc-c"))
-    assert float(loop_arc["ours_pct"]) == 50.0  # it answers A; half the items' gold is A
+            assert float(row["diff_se_pct"]) == pytest.approx(2**0.5 * float(row["ours_se_pct"]))
+            assert row["diff_inside_noise"] in ("True", "False")
+    loop_arc = [r for r in rows if (r["key"], r["bench"]) == (LOOP, "arc-c")]
+    assert [float(r["ours_pct"]) for r in loop_arc] == [50.0, 50.0]  # it boxes A; half the items' gold is A
     # the paper's in-domain average is over five benchmarks, ours over one: no comparison
     base_id = next(r for r in rows if (r["key"], r["bench"]) == (BASE, "in_domain"))
     assert base_id["note"] == "paper's average is over other benchmarks"
@@ -112,12 +113,29 @@ def test_main_md_and_tex_show_the_same_cells(report):
     lines = [line for line in md.splitlines() if line.startswith("| ")]
     header = [c.strip() for c in lines[0].strip("|").split("|")]
     assert header == ["model", "paper row", "MATH-500 ours", "MATH-500 paper", "MATH-500 Δ", "ID avg",
-                      "ARC-c ours", "ARC-c paper", "ARC-c Δ", "OOD avg"]  # fmt: skip
+                      "ARC-c ours (authors)", "ARC-c paper", "ARC-c Δ", "ARC-c robust", "OOD avg (authors)",
+                      "OOD avg robust"]  # fmt: skip
     cells = {
         line.split("|")[1].strip(): [c.strip() for c in line.strip("|").split("|")] for line in lines[1:]
     }
     assert list(cells) == [GRPO, GSPO_LIE, BASE]
-    assert cells[GSPO_LIE][1:9] == ["GSPO+LIE", "0.0", "88.4", "-88.4", "0.0", "0.0", "91.4", "-91.4"]
+    rows = {(r["key"], r["bench"], r["reader"]): r for r in read_csv(report.layout.tables / "main.csv")}
+    math, arc = rows[(GSPO_LIE, "math500", "")], rows[(GSPO_LIE, "arc-c", "authors")]
+    deltas = [f"{float(r['diff_pct']):+.1f}±{1.96 * float(r['diff_se_pct']):.1f}" for r in (math, arc)]
+    deltas = [("~" if r["diff_inside_noise"] == "True" else "") + d for r, d in zip((math, arc), deltas)]
+    ours = [f"{float(rows[(GSPO_LIE, b, r)]['ours_pct']):.1f}" for b, r in
+            (("math500", ""), ("in_domain", ""), ("arc-c", "authors"), ("arc-c", "robust"))]  # fmt: skip
+    assert cells[GSPO_LIE][1:10] == [
+        "GSPO+LIE",
+        ours[0],
+        "88.4",
+        deltas[0],
+        ours[1],
+        ours[2],
+        "91.4",
+        deltas[1],
+        ours[3],
+    ]
     assert cells[BASE][1] == "Base"
     assert "at 48 tokens" in md and "our largest budget is 48 tokens, the paper's 32768" in md
     families = (report.layout.tables / "families.md").read_text()
@@ -127,20 +145,33 @@ def test_main_md_and_tex_show_the_same_cells(report):
         "0.0",
         "50.0",
         "50.0",
-    ]  # OOD = arc-c
+        "50.0",
+        "50.0",
+    ]
     tex = (report.layout.tables / "main.tex").read_text()
     assert r"\multicolumn{3}{c}{MATH-500}" in tex and r"\cmidrule(lr){3-5}" in tex
-    assert r"qwen3-4b-base\_dapo\_gspo\_lie & GSPO+LIE & 0.0 & 88.4 & -88.4 & 0.0 & 0.0 & 91.4 & -91.4" in tex
+    assert (
+        rf"qwen3-4b-base\_dapo\_gspo\_lie & GSPO+LIE & {ours[0]} & 88.4 & "
+        + deltas[0].replace("~", r"\textasciitilde{}").replace("±", r"$\pm$")
+        in tex
+    )
     body = tex.split("\\midrule\n")[1].split("\\bottomrule")[0].strip().splitlines()
-    assert len(body) == 3 and all(row.count("&") == 9 for row in body)
+    assert len(body) == 3 and all(row.count("&") == 11 for row in body)
 
 
 def test_footnotes_state_the_assumptions_and_the_grading_mode(report):
     md = (report.layout.tables / "main.md").read_text()
-    assert "- Checkpoints: the paper's numbers come from the best checkpoint" in md
+    assert "- Checkpoints: the paper's numbers probably come from the best checkpoint" in md
     assert "ours are each run's final checkpoint (training.eval_step)" in md
     assert "- Epochs (experiments.<run>.epochs" in md and "1: GRPO, GSPO+LIE." in md
-    assert "- Multiple choice (arc-c) graded in mode robust (evaluation.choice_grading" in md
+    assert (
+        "- Multiple choice (arc-c) graded in mode robust (evaluation.choice_grading); every table shows" in md
+    )
+    assert "- Out-of-domain inputs are the project's" in md and "(arc-c, 4 questions: the whole" in md
+    assert (
+        "- Thinking at evaluation (evaluation.enable_thinking, else models.<m>.enable_thinking): not passed"
+        in md
+    )
     families = (report.layout.tables / "families.md").read_text()
     assert "1: loop_gspo_lie." in families and "GRPO" not in families
 
@@ -218,10 +249,12 @@ def test_dynamics_csv_has_a_row_per_run_and_step(report):
 
 
 def test_a_failure_leaves_no_output_that_looks_complete(tmp_path, monkeypatch):
+    """A failure while rendering leaves the previous report whole (issue 21): nothing half-new, nothing lost."""
     copy = fresh_copy(tmp_path)
     build_report(copy.config)
     paths = report_paths(copy.layout)
     assert all(p.exists() for p in paths)
+    before = {p: p.read_bytes() for p in paths}
 
     def broken(data, path):
         path.write_bytes(b"\x89PNG half")
@@ -230,7 +263,7 @@ def test_a_failure_leaves_no_output_that_looks_complete(tmp_path, monkeypatch):
     monkeypatch.setattr(build.figures, "dynamics_figure", broken)
     with pytest.raises(RuntimeError, match="disk full"):
         build_report(copy.config)
-    assert not [p for p in paths if p.exists()]  # neither half-new nor stale files
+    assert {p: p.read_bytes() for p in paths} == before  # the previous report, not a half-new one
     assert not list(copy.layout.root.glob(".report-*"))
 
 
@@ -245,12 +278,14 @@ def test_a_benchmark_missing_from_a_summary_is_a_marked_gap(tmp_path):
     write_summary(partial, str(copy.layout.summary(BASE)))
     build_report(copy.config)
     rows = {(r["key"], r["bench"]): r for r in read_csv(copy.layout.tables / "main.csv")}
-    assert rows[(BASE, "arc-c")]["ours_pct"] == "" and "not in" in rows[(BASE, "arc-c")]["note"]
-    assert rows[(BASE, "out_of_domain")]["ours_pct"] == ""  # never an average of fewer benchmarks
-    assert rows[(BASE, "out_of_domain")]["note"] == "missing: arc-c; paper's average is over other benchmarks"
+    rows = {(r["key"], r["bench"], r["reader"]): r for r in read_csv(copy.layout.tables / "main.csv")}
+    arc, ood = rows[(BASE, "arc-c", "authors")], rows[(BASE, "out_of_domain", "authors")]
+    assert arc["ours_pct"] == "" and "not in" in arc["note"]
+    assert ood["ours_pct"] == ""  # never an average of fewer benchmarks
+    assert ood["note"] == "missing: arc-c; paper's average is over other benchmarks"
     md = (copy.layout.tables / "main.md").read_text()
     base = next(line for line in md.splitlines() if line.startswith(f"| {BASE} "))
-    assert [c.strip() for c in base.strip("|").split("|")][5:] == ["0.0", "—", "66.9", "—", "—"]
+    assert [c.strip() for c in base.strip("|").split("|")][5:] == ["0.0", "—", "66.9", "—", "—", "—", "—"]
     assert f"- OOD avg: missing: arc-c ({BASE})" in md
     lengths = (copy.layout.tables / "lengths.md").read_text()
     math = json.loads(copy.layout.summary(BASE).read_text())["benchmarks"]["math500"]["mean_tokens"]["48"]

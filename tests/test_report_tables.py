@@ -18,10 +18,11 @@ from lie.config.layout import Layout
 from lie.report import tables
 from lie.report.build import report_paths
 from lie.report.groups import evaluated_keys, table_keys
-from lie.report.inputs import ReportData
+from lie.report.inputs import READERS, ReportData
+from lie.report.intervals import problem_scores
 from lie.report.paper import load_paper
 from lie.report.render import markdown
-from lie.stages.evaluate import summarize_scores
+from lie.stages.evaluate import add_readers, summarize_scores
 
 B = "qwen3-4b-base"
 R = "qwen3-4b-base_dapo_"
@@ -39,22 +40,31 @@ def scores(config: dict, key: str) -> list[dict]:
                 length = 1000 * (1 + (salt + sample) % 40)
                 grades = {str(b): {"correct": correct and length <= b, "pred": "", "status": "ok"}
                           for b in config["evaluation"]["budgets"]}  # fmt: skip
-                lines.append(dict(bench=bench, index=index, sample=sample, kind=entry["kind"], gold="1",
-                                  num_tokens=length, finish_reason="stop", grades=grades))  # fmt: skip
+                line = dict(bench=bench, index=index, sample=sample, kind=entry["kind"], gold="1",
+                            num_tokens=length, finish_reason="stop", grades=grades)  # fmt: skip
+                if entry["kind"] == "choice":  # the authors' reader misses the first problem's answers
+                    missed = {b: {**g, "correct": g["correct"] and index != 0} for b, g in grades.items()}
+                    line["grades_by_reader"] = {"robust": grades, "authors": missed}
+                lines.append(line)
     return lines
 
 
 def report_data(config: dict, mode: str = "robust") -> ReportData:
     keys = evaluated_keys(config)
-    summaries = {}
+    summaries, per_problem = {}, {}
+    budgets = config["evaluation"]["budgets"]
     for key in keys:
-        summary = summarize_scores(scores(config, key), config["evaluation"]["budgets"], config)
+        lines = scores(config, key)
+        summary = summarize_scores(lines, budgets, config)
+        add_readers(summary, lines, budgets, config, [mode, *(m for m in READERS if m != mode)])
         summary["grading"] = {"choice_grading": mode}
         summaries[key] = summary
+        per_problem[key] = problem_scores(lines, 32768, READERS)
     return ReportData(config=config, layout=Layout(config), paper=load_paper(), keys=keys,
                       runs=[k for k in keys if k in config["experiments"]],
                       benchmarks=list(config["evaluation"]["benchmarks"]), budget=32768, summaries=summaries,
-                      dynamics={}, evals={}, classifier=load_classifier(), n=10, unit="word")  # fmt: skip
+                      dynamics={}, evals={}, classifier=load_classifier(), n=10, unit="word",
+                      problem_scores=per_problem)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +100,8 @@ def test_columns_follow_the_papers_table(paper):
     titles = [c.strip() for c in header.strip("|").split("|")]
     assert [t for t in titles if not t.endswith(("paper", "Δ"))] == [
         "model", "paper row", "MATH-500 ours", "OlympiadBench ours", "AMC ours", "AIME24 ours", "AIME25 ours",
-        "ID avg ours", "ARC-c ours", "GPQA-Diamond ours", "MMLU-Pro ours", "OOD avg ours", "Minerva"]  # fmt: skip
+        "ID avg ours", "ARC-c ours (authors)", "ARC-c robust", "GPQA-Diamond ours (authors)", "GPQA-Diamond robust",
+        "MMLU-Pro ours (authors)", "MMLU-Pro robust", "OOD avg ours (authors)", "OOD avg robust", "Minerva"]  # fmt: skip
 
 
 def row(md: str, key: str) -> str:
@@ -115,7 +126,8 @@ def test_assumptions_are_footnotes_of_the_rows_they_concern(paper):
     assert f"5 epochs from {R}gspo_lie's final model with a 12288-token response limit" in stage
     assert "its L_ref are qwen3-4b-base's on dapo (reflen.max_tokens 8192, cap 9192)" in stage
     assert (
-        "- Checkpoints: the paper's numbers come from the best checkpoint, picked on these test sets" in main
+        "- Checkpoints: the paper's numbers probably come from the best checkpoint, picked on these test sets"
+        in main
     )
     assert "- Epochs (experiments.<run>.epochs" in main and "10: GRPO, GRPO w/ higher clip, GSPO" in main
     assert "valid.all_qwen3.parquet of LINs-lab/LIE at 1b3bb02 (git blob b7d15c4)" in main
@@ -170,3 +182,114 @@ def test_evaluation_lengths_table(paper):
     aime = next(r for r in octo if r["bench"] == "aime24")
     cut = [min(1000 * (1 + (salt + s) % 40), 32768) for s in range(32)]  # longer ones count the budget
     assert aime["mean_tokens"] == pytest.approx(sum(cut) / 32)
+
+
+# ---------------------------------------------------------------- readers, intervals, gains
+def csv_row(rows: list[dict], key: str, bench: str, reader: str = "", versus: str = "") -> dict:
+    (found,) = [
+        r for r in rows if (r["key"], r["bench"], r["reader"], r["versus"]) == (key, bench, reader, versus)
+    ]
+    return found
+
+
+def test_out_of_domain_columns_under_both_readers(paper):
+    keys = table_keys(paper.config, paper.keys)["main"]
+    rows = tables.result_rows(paper, keys)
+    for key in keys:  # the authors' reader misses the first problem's answers (scores() above)
+        authors, robust = (csv_row(rows, key, "arc-c", r) for r in ("authors", "robust"))
+        right = [correct for (index, correct) in first_sample_correct(paper.config, key, "arc-c")]
+        assert robust["ours_pct"] == pytest.approx(100 * sum(right) / 2)
+        assert authors["ours_pct"] == pytest.approx(100 * right[1] / 2)
+        assert authors["paper_pct"] == robust["paper_pct"] == paper.paper.main_value(key, "arc-c")
+    ood = csv_row(rows, B, "out_of_domain", "authors")["ours_pct"]
+    assert ood == pytest.approx(sum(csv_row(rows, B, b, "authors")["ours_pct"] for b in OOD) / 3)
+    assert {r["reader"] for r in rows if r["bench"] in ("math500", "in_domain")} == {""}
+
+
+OOD = ("arc-c", "gpqa-diamond", "mmlu-pro")
+
+
+def first_sample_correct(config: dict, key: str, bench: str) -> list[tuple[int, bool]]:
+    return [(x["index"], x["grades"]["32768"]["correct"]) for x in scores(config, key) if x["bench"] == bench]
+
+
+def per_problem(config: dict, key: str, bench: str) -> dict[int, float]:
+    lines = [x for x in scores(config, key) if x["bench"] == bench]
+    return {i: sum(x["grades"]["32768"]["correct"] for x in lines if x["index"] == i) /
+               sum(x["index"] == i for x in lines) for i in (0, 1)}  # fmt: skip
+
+
+def sd_over_root(values: list[float]) -> float:
+    mean = sum(values) / len(values)
+    return (sum((v - mean) ** 2 for v in values) / (len(values) - 1) / len(values)) ** 0.5
+
+
+def test_every_difference_carries_its_interval_from_the_per_problem_scores(paper):
+    keys = table_keys(paper.config, paper.keys)["main"]
+    rows = tables.result_rows(paper, keys)
+    lie, base = R + "grpo_lie", R + "grpo"
+    for bench in ("aime24", "math500"):
+        got = csv_row(rows, lie, bench)
+        se = 100 * sd_over_root(list(per_problem(paper.config, lie, bench).values()))
+        assert got["ours_se_pct"] == pytest.approx(se)
+        assert got["diff_se_pct"] == pytest.approx(2**0.5 * se)  # the paper's run as noisy as ours
+        assert got["diff_inside_noise"] == (abs(got["diff_pct"]) <= 1.96 * got["diff_se_pct"])
+        gain = csv_row(rows, lie, bench, versus=base)
+        a, b = per_problem(paper.config, lie, bench), per_problem(paper.config, base, bench)
+        assert gain["ours_pct"] == pytest.approx(100 * (sum(a.values()) - sum(b.values())) / 2)
+        assert gain["ours_se_pct"] == pytest.approx(100 * sd_over_root([a[i] - b[i] for i in a]))  # paired
+        paper_gain = paper.paper.main_value(lie, bench) - paper.paper.main_value(base, bench)
+        assert gain["paper_pct"] == pytest.approx(paper_gain)
+    domain = csv_row(rows, lie, "in_domain")
+    parts = [
+        csv_row(rows, lie, b)["ours_se_pct"] for b in ("math500", "olympiadbench", "amc", "aime24", "aime25")
+    ]
+    assert domain["ours_se_pct"] == pytest.approx(sum(p * p for p in parts) ** 0.5 / 5)
+    # every Δ of the tables carries an interval; those inside the noise are marked
+    main = rendered(paper, "main")
+    lie_row = row(main, lie + " |").split("|")
+    math_delta = lie_row[5].strip()  # MATH-500 Δ
+    expected = csv_row(rows, lie, "math500")
+    assert math_delta == tables.with_interval(expected["diff_pct"], expected["diff_se_pct"])
+    assert math_delta.startswith("~") == expected["diff_inside_noise"] and "±" in math_delta
+    assert row(main, f"{lie} − {base}").startswith(f"| {lie} − {base} | GRPO+LIE − GRPO |")
+    assert f"| {R}gspo_lie − {R}gspo |" in main and "grpo-clip-higher_lie − " in main
+    assert "~: inside the noise" in main and "±: the 95% interval" in main
+
+
+def test_footnotes_say_the_ood_inputs_the_thinking_switch_and_the_checkpoint_selection():
+    config = paper_config()
+    config["training"]["eval_step"] = "best_val"
+    config["evaluation"]["enable_thinking"] = {"qwen3-4b": None}
+    data = report_data(config)
+    main, families = rendered(data, "main"), rendered(data, "families")
+    assert (
+        "- Out-of-domain inputs are the project's: the authors' file (valid_ood_qwen3.parquet) is not public"
+        in main
+    )
+    assert "gpqa-diamond, 198 questions, options shuffled with seed 0; mmlu-pro, 12032 questions" in main
+    assert "best in-training validation average (training.eval_step: best_val" in main
+    assert "a selection on the test sets" in main
+    assert "not passed (the template's default): qwen3-4b, octothinker-3b" in families
+    data = report_data(paper_config())
+    assert "Thinking at evaluation (evaluation.enable_thinking, else models.<m>.enable_thinking): off: qwen3-4b; " \
+        "not passed (the template's default): octothinker-3b" in rendered(data, "families")  # fmt: skip
+
+
+def test_an_older_summary_read_by_one_reader_shows_the_other_as_a_gap():
+    config = paper_config()
+    for mode, gap in (("robust", "authors"), ("authors", "robust")):
+        data = report_data(copy.deepcopy(config), mode=mode)
+        for summary in data.summaries.values():  # as `lie evaluate` wrote them before both readers
+            for entry in [*summary["benchmarks"].values(), summary["in_domain"], summary["out_of_domain"]]:
+                entry.pop("by_reader", None)
+        rows = tables.result_rows(data, [B])
+        shown, missing = csv_row(rows, B, "arc-c", mode), csv_row(rows, B, "arc-c", gap)
+        assert shown["ours_pct"] == pytest.approx(
+            100 * data.summaries[B]["benchmarks"]["arc-c"]["budgets"]["32768"]["avg@n:n=1"]
+        )
+        assert (
+            missing["ours_pct"] is None
+            and "not read by the" in missing["note"]
+            and "rerun `lie evaluate`" in missing["note"]
+        )

@@ -120,6 +120,12 @@ def test_how_a_run_executes_reruns_nothing(finished, key, value):
     assert _planned(workdir, _edited(config, "training", key, value)) == []
 
 
+def test_how_often_reflen_saves_its_work_reruns_nothing(finished):
+    """reflen.shard_size is an execution setting, as evaluation.shard_size (issue 21)."""
+    workdir, config = finished
+    assert _planned(workdir, _edited(config, "reflen", "shard_size", 7)) == []
+
+
 @pytest.mark.parametrize("key, value", [("grade_timeout_s", 30), ("choice_grading", "authors")])
 def test_grading_settings_regrade_without_regenerating(finished, key, value):
     workdir, config = finished
@@ -235,7 +241,7 @@ def test_a_verl_run_with_other_settings_starts_afresh_and_keeps_the_old_one(tmp_
 
     config = small_config(tmp_path / "out", tiny)
     rundir = RunDir(tmp_path / "out", "tiny_gspo_lie")
-    assert verl_overrides.prepare_resume(config, "tiny_gspo_lie", rundir) is False
+    assert verl_overrides.prepare_resume(config, "tiny_gspo_lie", rundir, 1) is False
     _verl_checkpoint(rundir.checkpoints, 1)
     (rundir.checkpoints / "latest_checkpointed_iteration.txt").write_text("1")
     rundir.rollouts_dir.mkdir(parents=True)
@@ -243,13 +249,13 @@ def test_a_verl_run_with_other_settings_starts_afresh_and_keeps_the_old_one(tmp_
     (rundir.rollouts_dir / "step-000002.h-1.jsonl").write_text("{}\n")  # killed during step 2
     same = copy.deepcopy(config)
     same["training"]["nnodes"] = 4
-    assert verl_overrides.prepare_resume(same, "tiny_gspo_lie", rundir) is False
+    assert verl_overrides.prepare_resume(same, "tiny_gspo_lie", rundir, 1) is False
     assert sorted(p.name for p in rundir.rollouts_dir.iterdir()) == ["step-000001.h-1.jsonl"]
     assert not rundir.superseded.exists()
     other = copy.deepcopy(config)
     other["reward"]["beta"] = 0.3
     time.sleep(1)  # superseded/<time> is per second
-    assert verl_overrides.prepare_resume(other, "tiny_gspo_lie", rundir) is False
+    assert verl_overrides.prepare_resume(other, "tiny_gspo_lie", rundir, 1) is False
     (moved,) = rundir.superseded.iterdir()
     assert (moved / "checkpoints" / "global_step_1" / "data.pt").exists()
     assert not rundir.checkpoints.exists() and not rundir.rollouts_dir.exists()

@@ -302,3 +302,57 @@ def test_a_killed_run_resumes_from_its_last_complete_checkpoint(tmp_path, tiny):
     assert [sum(r["step"] == s for r in rollouts) for s in (1, 2, 3)] == [8, 8, 8]  # nothing doubled
     assert json.loads(rundir.final_json.read_text())["step"] == 3
     assert [m["step"] for m in read_metrics(rundir)] == [1, 2, 3]
+
+
+def test_best_val_picks_the_validated_checkpoint_without_training_again(trained, tiny):
+    """training.eval_step best_val (the authors' choice): final.json names the best validated checkpoint."""
+    from lie.stages.checkpoint import validation_average
+
+    config = yaml.safe_load((trained / "config.yaml").read_text(encoding="utf-8"))
+    config["training"]["eval_step"] = "best_val"
+    best = trained / "config-best-val.yaml"
+    best.write_text(yaml.safe_dump(config), encoding="utf-8")
+    rundir = RunDir(trained / "out", "tiny_gspo_lie")
+    validated = [m["step"] for m in read_metrics(rundir) if validation_average(m) is not None]
+    assert validated == [2]  # test_freq 2 of 2 steps; checkpoints at 1 and 2
+    args = _train_args(trained, tiny)
+    args[args.index("--config") + 1] = str(best)
+    result = _lie(*args, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    final = json.loads(rundir.final_json.read_text(encoding="utf-8"))
+    assert final["step"] == 2 and final["checkpoint"].endswith("global_step_2")
+    assert "best validation average" in result.stderr and "running verl" not in result.stderr
+
+
+@pytest.mark.heavy
+def test_a_resume_at_another_world_size_stops_with_one_line_or_restarts(tmp_path, tiny):
+    """verl loads only FSDP shards of its own world size (model_world_size_{W}_rank_{r}.pt): a run
+    saved by 2 CPU ranks (`--nnodes 2`, as the Slurm launcher passes it) and launched again with 1
+    stops before verl starts, naming both sizes; with training.world_size_change: restart it trains
+    afresh at the new size, the old outputs set aside."""
+    from lie.engines.verl.overrides import COMPLETED
+
+    config_file = _setup(tmp_path, tiny, max_steps=1)
+    rundir = RunDir(tmp_path / "out", "tiny_gspo_lie")
+    result = _lie(*_train_args(tmp_path, tiny), "--nnodes", "2", timeout=900)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert (rundir.checkpoints / "global_step_1/actor/model_world_size_2_rank_1.pt").is_file()
+    # as after a kill between verl's last save and its exit: lie has not marked the run complete
+    (rundir.checkpoints / COMPLETED).unlink()
+    rundir.final_json.unlink()
+    result = _lie(*_train_args(tmp_path, tiny), "--nnodes", "1", timeout=300)
+    assert result.returncode != 0 and "running verl" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert "saved by 2 FSDP ranks and this launch has 1" in last and "world_size_change: restart" in last
+    assert (rundir.checkpoints / "global_step_1/actor/model_world_size_2_rank_0.pt").is_file()  # untouched
+
+    config = yaml.safe_load(config_file.read_text())
+    config["training"]["world_size_change"] = "restart"
+    config_file.write_text(yaml.safe_dump(config, sort_keys=False))
+    result = _lie(*_train_args(tmp_path, tiny), "--nnodes", "1", timeout=900)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert (rundir.checkpoints / "global_step_1/actor/model_world_size_1_rank_0.pt").is_file()
+    (moved,) = rundir.superseded.iterdir()
+    assert (moved / "checkpoints/global_step_1/actor/model_world_size_2_rank_0.pt").is_file()
+    assert len(read_rollouts(moved)) == 8 and len(read_rollouts(rundir)) == 8
+    assert json.loads(rundir.final_json.read_text())["step"] == 1

@@ -39,12 +39,13 @@ rule generate:
         lie=lambda w: lie_for(generate_engine(w.key)),
         engine_args=lambda w: engine_args_for(generate_engine(w.key)),
         limit=lambda w: f"--limit {config['evaluation']['limit']}" if config["evaluation"].get("limit") else "",
-        thinking=lambda w: thinking_flag(w.key),
+        thinking=lambda w: eval_thinking_flag(w.key),
     threads: 2
     resources:
         mem_mb=64000,
         runtime=12 * 60,
         gres=lambda w: gpu_gres(generate_engine(w.key)),
+        **site_resources("gpu"),
         gpus=lambda w: gpu_count(generate_engine(w.key)),
     container: IMAGE or None
     shell:
@@ -81,6 +82,7 @@ rule evaluate:
     resources:
         mem_mb=16000,
         runtime=6 * 60,
+        **site_resources("cpu"),
     container: IMAGE or None
     shell:
         "lie evaluate --config {params.config} {params.gens} {params.data} --tokenizer {input.model}"

@@ -60,3 +60,12 @@ class Evaluation:
                 f"config: evaluation.budgets must be positive token counts, got {section['budgets']!r}"
             )
         return view
+
+
+def thinking_at_evaluation(config: dict[str, Any], model: str) -> bool | None:
+    """The thinking switch ``model`` is evaluated with: ``evaluation.enable_thinking.<model>`` when
+    named there (null: not passed, the template's default), else ``models.<model>.enable_thinking``."""
+    switches = (config.get("evaluation") or {}).get("enable_thinking") or {}
+    if model in switches:
+        return switches[model]
+    return ((config.get("models") or {}).get(model) or {}).get("enable_thinking")

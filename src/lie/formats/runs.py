@@ -12,11 +12,13 @@
 - ``settings.sha256``: the digest of what the checkpoints were trained with (``lie.config.identity``); a
   launch with other settings moves the old checkpoints, rollouts and metrics into
   ``superseded/<time>/`` (never deleting them) and starts afresh;
-- ``verl_config.yaml``: verl's whole composed configuration of the last launch (verl runs).
+- ``verl_config.yaml``: verl's whole composed configuration of the last launch (verl runs);
+- ``lie.lock``: held (``flock``) by the one command that trains or merges the run; it names the holder.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
@@ -76,32 +78,46 @@ class RunDir:
     def superseded(self) -> Path:
         return self.root / "superseded"
 
+    @property
+    def lock_file(self) -> Path:
+        return self.root / "lie.lock"
+
+    def lock(self, what: str) -> contextlib.AbstractContextManager[None]:
+        """Hold the run folder for one command (``what``); a second one stops with a line naming the holder."""
+        from lie.formats.outputs import hold
+
+        self.root.mkdir(parents=True, exist_ok=True)
+        return hold(self.lock_file, what, f"run {self.run}")
+
     def claim(self, digest: str) -> Path | None:
         """Keep this run's outputs only if they were made with settings ``digest``.
 
         Outputs of other (or unknown) settings move to ``superseded/<time>/``, which is returned;
         then the digest is recorded. Nothing is deleted.
         """
-        outputs = [p for p in (self.checkpoints, self.rollouts_dir, self.metrics_dir) if p.exists()]
         old = self.settings_file.read_text(encoding="utf-8").strip() if self.settings_file.exists() else None
-        moved = None
-        if outputs and old != digest:
-            moved = self.superseded / time.strftime("%Y%m%d-%H%M%S")
-            moved.mkdir(parents=True, exist_ok=True)
-            for path in outputs:
-                shutil.move(str(path), str(moved / path.name))
-            log.warning(
-                "%s: its checkpoints were made with other settings (%s); moved them to %s and starting afresh",
-                self.run,
-                f"digest {old[:12]}" if old else "no settings digest",
-                moved,
-            )
-        if old != digest:
-            self.root.mkdir(parents=True, exist_ok=True)
-            from lie.formats.jsonl import atomic_output
+        if old == digest:
+            return None
+        made = f"digest {old[:12]}" if old else "no settings digest"
+        moved = self.supersede(f"its checkpoints were made with other settings ({made})")
+        self.root.mkdir(parents=True, exist_ok=True)
+        from lie.formats.jsonl import atomic_output
 
-            with atomic_output(self.settings_file) as out:
-                out.write(digest + "\n")
+        with atomic_output(self.settings_file) as out:
+            out.write(digest + "\n")
+        return moved
+
+    def supersede(self, why: str) -> Path | None:
+        """Move the checkpoints, rollouts and metrics into ``superseded/<time>/`` (returned; None when
+        there were none), so that the next launch starts afresh. Nothing is deleted."""
+        outputs = [p for p in (self.checkpoints, self.rollouts_dir, self.metrics_dir) if p.exists()]
+        if not outputs:
+            return None
+        moved = self.superseded / time.strftime("%Y%m%d-%H%M%S")
+        moved.mkdir(parents=True, exist_ok=True)
+        for path in outputs:
+            shutil.move(str(path), str(moved / path.name))
+        log.warning("%s: %s; moved them to %s and starting afresh", self.run, why, moved)
         return moved
 
     def set_aside(self, path: Path, why: str) -> Path:

@@ -12,7 +12,7 @@ Every grader returns a :class:`GradeResult`: ``correct``, ``pred``, ``status`` (
 """
 
 from lie.grading.choice import Reading, extract_choice, grade_choice, read_choice
-from lie.grading.choice_authors import AUTHORS_PATTERNS, authors_letter, grade_choice_authors
+from lie.grading.choice_authors import AUTHORS_RULES, authors_letter, grade_choice_authors
 from lie.grading.executor import DEFAULT_TIMEOUT_S, GradingExecutor, default_workers, grade_many
 from lie.grading.items import CHOICE_GRADINGS, KINDS, check_item, grade_item
 from lie.grading.mathverify import grade_math
@@ -35,6 +35,6 @@ __all__ = [
     "Reading",
     "grade_choice_authors",
     "authors_letter",
-    "AUTHORS_PATTERNS",
+    "AUTHORS_RULES",
     "default_workers",
 ]

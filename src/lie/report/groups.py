@@ -84,6 +84,19 @@ def partner(config: dict[str, Any], run: str) -> str | None:
     return None
 
 
+def baseline_of(config: dict[str, Any], run: str) -> str | None:
+    """The run a LIE run is compared with: same model, data and algorithm, LIE off (first stages only)."""
+    experiments = config.get("experiments") or {}
+    spec = experiments.get(run) or {}
+    if spec.get("lie") != "on" or spec.get("parent") or spec.get("group"):
+        return None
+    for name, other in experiments.items():
+        same = all(other.get(k) == spec.get(k) for k in ("model", "data", "algorithm"))
+        if same and other.get("lie") == "off" and not other.get("parent") and not other.get("group"):
+            return name
+    return None
+
+
 def table_keys(config: dict[str, Any], keys: list[str]) -> dict[str, list[str]]:
     """Every table that gets a row: its keys, in ``keys`` order (base models last)."""
     tables: dict[str, list[str]] = {name: [] for name in TABLES}

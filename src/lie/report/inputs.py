@@ -4,6 +4,8 @@
   ``evaluation.base_models``): missing, unreadable or without the config's largest budget is an
   error (run ``lie evaluate``); a benchmark of ``evaluation.benchmarks`` absent from it is a gap,
   shown as missing (e.g. GPQA without an HF token);
+- ``scores/<key>/scores.jsonl`` of every evaluated key: the per-problem scores at that budget, under
+  each multiple-choice reader, for the intervals (``lie.report.intervals``); missing is an error;
 - ``runs/<run>/{metrics,rollouts}``: per-step dynamics (``lie.analysis.dynamics``; missing is an
   error there);
 - ``generations/<key>/<bench>.jsonl``: behaviours and diversity on the evaluation generations; a
@@ -25,9 +27,13 @@ from lie.config.layout import Layout
 from lie.core.errors import LieError
 from lie.formats.scores import read_summary
 from lie.report.groups import evaluated_keys
+from lie.report.intervals import ProblemScores, read_problem_scores
 from lie.report.paper import Paper, load_paper
 
 log = logging.getLogger(__name__)
+# The multiple-choice readers (the schema's evaluation.choice_grading); the paper's numbers are
+# compared under the authors' one.
+READERS = ("authors", "robust")
 
 
 def largest_budget(config: dict[str, Any]) -> int:
@@ -120,6 +126,8 @@ class ReportData:
     classifier: Classifier
     n: int  # the n-gram size of the states (reward.n)
     unit: str
+    # key -> reader (None: the main grades) -> per-problem scores at ``budget`` (lie.report.intervals)
+    problem_scores: dict[str, dict[str | None, ProblemScores]] = field(default_factory=dict)
 
     def label(self, key: str) -> str:
         return self.paper.label(key) or ""
@@ -140,6 +148,7 @@ def collect(config: dict[str, Any], max_points: int = 200, paper: Paper | None =
     for run in runs:
         log.info("dynamics of %s", run)
         dynamics[run] = run_dynamics(config, run, layout.run_dir(run), max_points=max_points)
+    problem_scores = {key: read_problem_scores(layout.scores(key, "scores"), budget, READERS) for key in keys}
     classifier = load_classifier()
     evals = {}
     for key in keys:
@@ -160,4 +169,5 @@ def collect(config: dict[str, Any], max_points: int = 200, paper: Paper | None =
         classifier=classifier,
         n=n,
         unit=unit,
+        problem_scores=problem_scores,
     )

@@ -3,15 +3,17 @@
 A :class:`Note` either marks rows (``keys``: a ``[n]`` after the model's name) or speaks for the
 whole table. What is noted, each only when a row of the table is concerned:
 
-- the checkpoint: the paper's best one (picked on the test sets) against ours (``training.eval_step``);
+- the checkpoint: the paper's (probably the best one, picked on the test sets) against ours
+  (``training.eval_step``: ``final``, a step, or ``best_val``, labelled a selection on the test sets);
 - the epochs of every run (the paper gives none; the authors' scripts ran 10 and 15);
 - a higher clip (``clip_ratio_high`` above ``clip_ratio_low``): DAPO's value, no script of the authors';
 - a continual stage: its epochs, its response limit and the L_ref it keeps (its base model's);
 - a length-only run: its ``e`` (``extra_tokens``), which the paper does not give;
 - training data other than the main model's (Polaris, OctoThinker's), with the paper-code conflicts
   of ``paper_numbers.yaml``;
-- bare questions (``evaluation.bare_questions``), where the problems come from, and the
-  multiple-choice grading mode each summary records.
+- bare questions (``evaluation.bare_questions``), where the problems come from, that the
+  out-of-domain inputs are the project's, the multiple-choice grading mode each summary records, and
+  the thinking switch each evaluated model had (``evaluation.enable_thinking``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lie import config as cfgmod
+from lie.config.sections import thinking_at_evaluation
 from lie.report.groups import main_model, model_of
 from lie.report.inputs import ReportData
 
@@ -48,9 +51,17 @@ def checkpoint(data: ReportData, keys: list[str]) -> list[Note]:
     if not _runs(data, keys):
         return []
     step = (data.config.get("training") or {}).get("eval_step", "final")
-    which = "final" if step == "final" else f"step-{step}"
     paper = data.paper.checkpoint or "the paper does not say which checkpoint it reports"
-    return [Note(f"Checkpoints: {paper}; ours are each run's {which} checkpoint (training.eval_step).")]
+    if step == "best_val":
+        ours = (
+            "ours are each run's checkpoint with the best in-training validation average (training.eval_step: "
+            "best_val, from the run's own validation metrics): a selection on the test sets, as the authors' trainer "
+            "makes it, so these numbers are optimistic"
+        )
+    else:
+        which = "final" if step == "final" else f"step-{step}"
+        ours = f"ours are each run's {which} checkpoint (training.eval_step)"
+    return [Note(f"Checkpoints: {paper}; {ours}.")]
 
 
 def epochs(data: ReportData, keys: list[str]) -> list[Note]:
@@ -182,9 +193,59 @@ def problems(data: ReportData, keys: list[str]) -> list[Note]:
     return [Note(f"Problems: {parts}.")]
 
 
-def choice_mode(data: ReportData, keys: list[str]) -> list[Note]:
+def _choice_benches(data: ReportData) -> list[str]:
     eval_sets = (data.config.get("datasets") or {}).get("eval") or {}
-    choice = [b for b in data.benchmarks if (eval_sets.get(b) or {}).get("kind") == "choice"]
+    return [b for b in data.benchmarks if (eval_sets.get(b) or {}).get("kind") == "choice"]
+
+
+def ood_inputs(data: ReportData, keys: list[str]) -> list[Note]:
+    """The out-of-domain problems and prompts are the project's, not the authors' (their file is not public)."""
+    ood = [
+        b for b in (data.config.get("evaluation") or {}).get("out_of_domain") or [] if b in data.benchmarks
+    ]
+    if not ood:
+        return []
+    eval_sets = (data.config.get("datasets") or {}).get("eval") or {}
+    parts = []
+    for bench in ood:
+        entry = eval_sets.get(bench) or {}
+        extra = (
+            f", options shuffled with seed {entry['shuffle_seed']}"
+            if entry.get("shuffle_seed") is not None
+            else ""
+        )
+        rows = f", {entry['expected_rows']} questions" if entry.get("expected_rows") else ""
+        parts.append(f"{bench}{rows}{extra}")
+    return [
+        Note(
+            "Out-of-domain inputs are the project's: the authors' file (valid_ood_qwen3.parquet) is not public, so "
+            f"the prompts (prompt.choice), the option layout, the questions ({'; '.join(parts)}: the whole test "
+            "splits) and any option shuffle are our design; compare these columns with the paper's as a different "
+            "test of the same skill."
+        )
+    ]
+
+
+def thinking(data: ReportData, keys: list[str]) -> list[Note]:
+    """The chat template's thinking switch each evaluated model had (evaluation.enable_thinking)."""
+    values: dict[str, list[str]] = defaultdict(list)
+    for model in dict.fromkeys(model_of(data.config, k) for k in keys):
+        value = thinking_at_evaluation(data.config, model)
+        values["not passed (the template's default)" if value is None else ("on" if value else "off")].append(
+            model
+        )
+    parts = "; ".join(f"{v}: {', '.join(models)}" for v, models in values.items())
+    return [
+        Note(
+            f"Thinking at evaluation (evaluation.enable_thinking, else models.<m>.enable_thinking): {parts}. The "
+            "authors' eval script passes none (the template's default) and gives no Qwen3-4B command "
+            "(docs/evaluation.md)."
+        )
+    ]
+
+
+def choice_mode(data: ReportData, keys: list[str]) -> list[Note]:
+    choice = _choice_benches(data)
     if not choice:
         return []
     modes: dict[str, list[str]] = defaultdict(list)
@@ -197,13 +258,26 @@ def choice_mode(data: ReportData, keys: list[str]) -> list[Note]:
         text = "modes " + "; ".join(f"{m}: {', '.join(k)}" for m, k in modes.items())
     return [
         Note(
-            f"Multiple choice ({', '.join(choice)}) graded in {text} (evaluation.choice_grading: robust, or "
-            "authors = math-verify, then the authors' A-E patterns)."
+            f"Multiple choice ({', '.join(choice)}) graded in {text} (evaluation.choice_grading); every table shows "
+            "both readers: (authors) = math-verify, then the authors' A-E rules, as their script (compared with the "
+            "paper); robust = our reader of A-J."
         )
     ]
 
 
-MAKERS = (checkpoint, epochs, higher_clip, continual, length_only, training_data, bare, problems, choice_mode)
+MAKERS = (
+    checkpoint,
+    epochs,
+    higher_clip,
+    continual,
+    length_only,
+    training_data,
+    bare,
+    problems,
+    ood_inputs,
+    choice_mode,
+    thinking,
+)
 
 
 def table_notes(data: ReportData, keys: list[str]) -> list[Note]:

@@ -71,7 +71,8 @@ def markdown(table: Table, title: str | None = None) -> str:
 
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
         "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-        MISSING: "--", "Δ": r"$\Delta$", "→": r"$\to$"}  # fmt: skip
+        MISSING: "--", "Δ": r"$\Delta$", "→": r"$\to$", "±": r"$\pm$", "−": r"$-$", "√": r"$\surd$",
+        "·": r"$\cdot$"}  # fmt: skip
 
 
 def tex_escape(text: str) -> str:

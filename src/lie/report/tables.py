@@ -15,7 +15,9 @@ from typing import Any
 from lie.analysis.behaviours import Tally
 from lie.analysis.dynamics import FIELDS, phase_mean
 from lie.core.errors import LieError
-from lie.report.inputs import ReportData
+from lie.report import intervals as iv
+from lie.report.groups import baseline_of
+from lie.report.inputs import READERS, ReportData
 from lie.report.notes import markers, table_notes
 from lie.report.paper import DOMAINS
 from lie.report.render import MISSING, Group, Table, fmt
@@ -26,12 +28,18 @@ RESULT_COLUMNS = (
     "table",
     "key",
     "label",
+    "versus",
     "bench",
+    "reader",
     "metric",
     "budget",
     "ours_pct",
+    "ours_se_pct",
+    "ours_inside_noise",
     "paper_pct",
     "diff_pct",
+    "diff_se_pct",
+    "diff_inside_noise",
     "note",
 )
 LENGTH_COLUMNS = ("key", "label", "bench", "budget", "mean_tokens", "samples", "note")
@@ -70,79 +78,197 @@ def result_columns(data: ReportData) -> list[str]:
     return [*in_domain, "in_domain", *out_domain, "out_of_domain", *rest]
 
 
+def read_columns(data: ReportData) -> set[str]:
+    """The columns that depend on the multiple-choice reader: choice benchmarks and averages over one."""
+    eval_sets = (data.config.get("datasets") or {}).get("eval") or {}
+    choice = {b for b in data.benchmarks if (eval_sets.get(b) or {}).get("kind") == "choice"}
+    evaluation = data.config.get("evaluation") or {}
+    return choice | {d for d in DOMAINS if choice & set(evaluation.get(d) or [])}
+
+
+def _readers(data: ReportData, column: str) -> list[str | None]:
+    """The readers a column is shown under: the authors' first (the paper's), then ours; or the one."""
+    return list(READERS) if column in read_columns(data) else [None]
+
+
+def _budgets(data: ReportData, key: str, entry: dict[str, Any], reader: str | None) -> dict[str, Any] | None:
+    """A summary entry's numbers per budget under ``reader`` (None: as graded), or None when not read so."""
+    if reader is None:
+        return entry["budgets"]
+    if "by_reader" in entry:
+        return (entry["by_reader"].get(reader) or {}).get("budgets")
+    mode = (data.summaries[key].get("grading") or {}).get("choice_grading")
+    return entry["budgets"] if mode == reader else None
+
+
+def value(data: ReportData, key: str, column: str, reader: str | None) -> tuple[float | None, list[str]]:
+    """Our accuracy (percent) of ``key`` in ``column`` under ``reader``, and notes on a gap."""
+    summary, budget = data.summaries[key], str(data.budget)
+    if column in DOMAINS:
+        entry = _domain_entry(data, key, column)
+        notes = [f"missing: {' '.join(entry['missing'])}"] if entry.get("missing") else []
+        budgets = _budgets(data, key, entry, reader)
+        if budgets is None:  # no multiple-choice benchmark graded, or an older summary
+            return None, notes or [f"not read by the {reader} reader: rerun `lie evaluate`"]
+        return _pct(budgets[budget]["avg"]), notes
+    entry = summary["benchmarks"].get(column)
+    if entry is None:
+        return None, [f"not in {data.layout.summary(key)}"]
+    budgets = _budgets(data, key, entry, reader)
+    if budgets is None:
+        return None, [f"not read by the {reader} reader: rerun `lie evaluate`"]
+    return _pct(budgets[budget][entry["avg@n"]]), []
+
+
+def _domain_benches(data: ReportData, column: str) -> list[str]:
+    return list((data.config.get("evaluation") or {}).get(column) or [])
+
+
+def standard_error(data: ReportData, key: str, column: str, reader: str | None) -> float | None:
+    """The standard error (points) of our number, from the per-problem scores."""
+    scores = (data.problem_scores.get(key) or {}).get(reader)
+    if scores is None:
+        return None
+    benches = _domain_benches(data, column) if column in DOMAINS else [column]
+    se = iv.combined_se([iv.bench_se(scores[b]) if b in scores else None for b in benches])
+    return _pct(se)
+
+
+def paired_error(data: ReportData, key: str, base: str, column: str, reader: str | None) -> float | None:
+    """The standard error (points) of ``key`` − ``base``, problem by problem."""
+    a, b = ((data.problem_scores.get(k) or {}).get(reader) for k in (key, base))
+    if a is None or b is None:
+        return None
+    benches = _domain_benches(data, column) if column in DOMAINS else [column]
+    se = iv.combined_se([iv.paired_se(a[x], b[x]) if x in a and x in b else None for x in benches])
+    return _pct(se)
+
+
+def _paper(data: ReportData, key: str, column: str, note: list[str]) -> float | None:
+    paper = data.paper.main_value(key, column)
+    if paper is not None and column in DOMAINS:
+        if not data.paper.comparable_domain(column, _domain_benches(data, column)):
+            note.append("paper's average is over other benchmarks")
+            return None
+    return paper
+
+
+def _minus(a: float | None, b: float | None) -> float | None:
+    return a - b if a is not None and b is not None else None
+
+
 def result_rows(data: ReportData, keys: list[str], table: str = "main") -> list[dict[str, Any]]:
-    """One row per (key, benchmark or domain average): ours, the paper's, the difference (percent)."""
+    """Per key, benchmark or domain average and reader: ours, the paper's, Δ with its standard error;
+    then per LIE run with its baseline in ``keys``, the gain (paired) beside the paper's gain."""
     rows = []
-    budget = str(data.budget)
     for key in keys:
-        summary = data.summaries[key]
-        label = data.label(key)
         for column in result_columns(data):
-            if column in DOMAINS:
-                rows.append(_domain_row(data, key, column, table))
-                continue
-            entry = summary["benchmarks"].get(column)
-            ours, metric, note = None, "avg@n", ""
-            if entry is None:
-                note = f"not in {data.layout.summary(key)}"
-            else:
-                metric = entry["avg@n"]
-                ours = _pct(entry["budgets"][budget][metric])
-            paper = data.paper.main_value(key, column)
-            diff = ours - paper if ours is not None and paper is not None else None
-            rows.append(dict(table=table, key=key, label=label, bench=column, metric=metric, budget=data.budget,
-                             ours_pct=ours, paper_pct=paper, diff_pct=diff, note=note))  # fmt: skip
+            metric = DOMAIN_METRIC if column in DOMAINS else _metric(data, key, column)
+            for reader in _readers(data, column):
+                ours, notes = value(data, key, column, reader)
+                paper = _paper(data, key, column, notes)
+                se = standard_error(data, key, column, reader) if ours is not None else None
+                diff, diff_se = _minus(ours, paper), iv.versus_paper(se)
+                rows.append(dict(table=table, key=key, label=data.label(key), versus="", bench=column,
+                                 reader=reader or "", metric=metric, budget=data.budget, ours_pct=ours,
+                                 ours_se_pct=se, paper_pct=paper, diff_pct=diff,
+                                 diff_se_pct=diff_se if diff is not None else None,
+                                 diff_inside_noise=iv.inside_noise(diff, diff_se), note="; ".join(notes)))  # fmt: skip
+    for key, base in baseline_pairs(data, keys):
+        rows += _gain_rows(data, key, base, table)
     return rows
 
 
-def _domain_row(data: ReportData, key: str, domain: str, table: str) -> dict[str, Any]:
-    entry = _domain_entry(data, key, domain)
-    ours = _pct(entry["budgets"][str(data.budget)]["avg"])
-    notes = []
-    if entry.get("missing"):
-        notes.append(f"missing: {' '.join(entry['missing'])}")
-    paper = data.paper.main_value(key, domain)
-    if paper is not None and not data.paper.comparable_domain(domain, entry["benchmarks"]):
-        notes.append("paper's average is over other benchmarks")
-        paper = None
-    diff = ours - paper if ours is not None and paper is not None else None
-    return dict(table=table, key=key, label=data.label(key), bench=domain, metric=DOMAIN_METRIC,
-                budget=data.budget, ours_pct=ours, paper_pct=paper, diff_pct=diff, note="; ".join(notes))  # fmt: skip
+def _metric(data: ReportData, key: str, column: str) -> str:
+    entry = data.summaries[key]["benchmarks"].get(column)
+    return entry["avg@n"] if entry else "avg@n"
+
+
+def baseline_pairs(data: ReportData, keys: list[str]) -> list[tuple[str, str]]:
+    """(LIE run, its baseline) for every LIE run of ``keys`` whose baseline is also a row."""
+    return [(k, b) for k in keys if (b := baseline_of(data.config, k)) is not None and b in keys]
+
+
+def _gain_rows(data: ReportData, key: str, base: str, table: str) -> list[dict[str, Any]]:
+    rows = []
+    for column in result_columns(data):
+        metric = DOMAIN_METRIC if column in DOMAINS else _metric(data, key, column)
+        for reader in _readers(data, column):
+            (ours_a, notes), (ours_b, notes_b) = (value(data, k, column, reader) for k in (key, base))
+            gain = _minus(ours_a, ours_b)
+            se = paired_error(data, key, base, column, reader) if gain is not None else None
+            paper = _minus(_paper(data, key, column, notes), _paper(data, base, column, notes_b))
+            diff, diff_se = _minus(gain, paper), iv.versus_paper(se)
+            rows.append(dict(table=table, key=key, label=data.label(key), versus=base, bench=column,
+                             reader=reader or "", metric=metric, budget=data.budget, ours_pct=gain, ours_se_pct=se,
+                             ours_inside_noise=iv.inside_noise(gain, se), paper_pct=paper, diff_pct=diff,
+                             diff_se_pct=diff_se if diff is not None else None,
+                             diff_inside_noise=iv.inside_noise(diff, diff_se),
+                             note="; ".join(dict.fromkeys(notes + notes_b))))  # fmt: skip
+    return rows
 
 
 def _title(data: ReportData, column: str) -> str:
     return DOMAIN_TITLES.get(column) or data.paper.title(column)
 
 
+def with_interval(diff: float | None, se: float | None) -> str:
+    """``+1.2±3.4`` (the 95% interval's half-width), ``~`` in front when it holds 0."""
+    if diff is None:
+        return MISSING
+    if se is None:
+        return fmt(diff, sign=True)
+    mark = "~" if iv.inside_noise(diff, se) else ""
+    return f"{mark}{diff:+.1f}±{iv.Z95 * se:.1f}"
+
+
 def result_table(data: ReportData, keys: list[str], rows: list[dict[str, Any]]) -> Table:
-    """Rows: keys; columns as the paper's (:func:`result_columns`), each with paper and Δ where it has one."""
+    """Rows: keys, then LIE − baseline; columns as the paper's (:func:`result_columns`), each with paper
+    and Δ where it has one, and the robust reader's number beside the authors' for multiple choice."""
     columns = result_columns(data)
-    cell = {(r["key"], r["bench"]): r for r in rows}
-    with_paper = {c for c in columns if any(cell[(k, c)]["paper_pct"] is not None for k in keys)}
+    cell = {(r["key"], r["versus"], r["bench"], r["reader"]): r for r in rows}
+    first = {c: _readers(data, c)[0] or "" for c in columns}
+    pairs = baseline_pairs(data, keys)
+    compared = [(k, "") for k in keys] + [(k, b) for k, b in pairs]
+    with_paper = {
+        c for c in columns if any(cell[(k, v, c, first[c])]["paper_pct"] is not None for k, v in compared)
+    }
     labelled = any(data.label(k) for k in keys)
     marks, footnotes = markers(table_notes(data, keys))
     groups = [Group("model", [""], "l")] + ([Group("paper row", [""], "l")] if labelled else [])
     for c in columns:
-        groups.append(Group(_title(data, c), ["ours", "paper", "Δ"] if c in with_paper else [""]))
+        subs = ["ours", "paper", "Δ"] if c in with_paper else [""]
+        if c in read_columns(data):
+            subs = [f"{s} ({READERS[0]})".strip() if s in ("ours", "") else s for s in subs] + [READERS[1]]
+        groups.append(Group(_title(data, c), subs))
     table = Table(groups)
     grouped: dict[tuple[str, str], list[str]] = {}  # (column, note) -> keys
-    for key in keys:
-        cells = [key + marks.get(key, "")] + ([data.label(key) or MISSING] if labelled else [])
+    for key, versus in compared:
+        name = key + marks.get(key, "") if not versus else f"{key} − {versus}"
+        cells = [name]
+        if labelled:
+            label = data.label(key) if not versus else f"{data.label(key)} − {data.label(versus)}"
+            cells.append(label if data.label(key) else MISSING)
         for c in columns:
-            r = cell[(key, c)]
-            ours = None if r["ours_pct"] is None else round(r["ours_pct"], 1)
-            cells.append(fmt(ours))
+            r = cell[(key, versus, c, first[c])]
+            ours = r["ours_pct"]
+            cells.append(with_interval(ours, r["ours_se_pct"]) if versus else fmt(ours))
             if c in with_paper:
-                paper = r["paper_pct"]
-                cells.append(fmt(paper))
+                cells.append(fmt(r["paper_pct"], sign=bool(versus)))
+                cells.append(with_interval(r["diff_pct"], r["diff_se_pct"]))
+            if c in read_columns(data):
+                other = cell[(key, versus, c, READERS[1])]
                 cells.append(
-                    fmt(round(ours - paper, 1) if ours is not None and paper is not None else None, sign=True)
+                    with_interval(other["ours_pct"], other["ours_se_pct"])
+                    if versus
+                    else fmt(other["ours_pct"])
                 )
-            for note in filter(None, r["note"].split("; ")):
-                grouped.setdefault((_title(data, c), note), []).append(key)
+            for r_ in (r, cell.get((key, versus, c, READERS[1])) or {}):
+                for note in filter(None, (r_.get("note") or "").split("; ")):
+                    grouped.setdefault((_title(data, c), note), []).append(key)
         table.add(cells)
     table.caption = _caption(data, keys)
-    notes = [f"{column}: {note} ({', '.join(k)})" for (column, note), k in grouped.items()]
+    notes = [f"{column}: {note} ({', '.join(dict.fromkeys(k))})" for (column, note), k in grouped.items()]
     if data.budget != data.paper.budget and with_paper:
         notes.insert(0, f"our largest budget is {data.budget} tokens, the paper's {data.paper.budget}")
     table.notes = footnotes + notes
@@ -167,7 +293,12 @@ def _caption(data: ReportData, keys: list[str]) -> str:
         f"{', '.join(evaluation.get('in_domain') or [])}; OOD avg: mean over "
         f"{', '.join(evaluation.get('out_of_domain') or [])}. paper: the paper's number "
         f"(src/lie/report/paper_numbers.yaml, at {data.paper.budget} tokens); Δ = ours − paper. "
-        f"{MISSING}: not available (notes below). [n]: a footnote below."
+        f"Multiple choice: ({READERS[0]}) read as the authors' script reads it (math-verify, then their A-E "
+        f"rules), compared with the paper; {READERS[1]}: our default reader (A-J). "
+        "Rows 'A − B': LIE's gain over its baseline (ours, problem by problem) beside the paper's gain. "
+        "±: the 95% interval (1.96 standard errors from the per-problem scores; paired for a gain; a "
+        "difference with the paper counts the paper's run as noisy as ours, √2 · SE); ~: inside the "
+        f"noise (the interval holds 0). {MISSING}: not available (notes below). [n]: a footnote below."
     )
 
 

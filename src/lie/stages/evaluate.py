@@ -11,7 +11,9 @@ Identical texts are graded once. Grading runs in worker processes under
 read in the mode ``evaluation.choice_grading`` (``robust``, or ``authors``: their evaluation
 script's patterns) with their option texts (``options``), taken from the benchmarks' data files
 (``--data``, rows of ``lie data``: ``extra_info.choices``) or from the generation lines; the mode
-is recorded in the summary, so that both modes can be graded from the same generations.
+is recorded in the summary. Every multiple-choice text is also read by the other reader: its grades
+are in the score line's ``grades_by_reader`` and its numbers in the summary's ``by_reader`` (per
+choice benchmark, and per domain average that holds one), so that the report shows both.
 
 Scores, one JSON line per sample: ``bench``, ``index``, ``sample``, ``kind``, ``gold``,
 ``num_tokens``, ``finish_reason``, ``grades`` ({budget: {``correct``, ``pred``, ``status``}}).
@@ -53,27 +55,45 @@ def budget_texts(samples: Sequence[Sample], budgets: Sequence[int], tokenizer: A
 
 
 def grading_items(
-    samples: Sequence[Sample], texts: Sequence[Sequence[str]], mode: str
-) -> tuple[list[dict[str, Any]], list[list[int]]]:
-    """The distinct items to grade, and for every sample the item of each budget's text."""
+    samples: Sequence[Sample], texts: Sequence[Sequence[str]], modes: Sequence[str]
+) -> tuple[list[dict[str, Any]], dict[str, list[list[int]]]]:
+    """The distinct items to grade, and per reading mode, for every sample the item of each budget's text.
+
+    A math text is one item for every mode; a choice text is one item per mode.
+    """
     unique: dict[tuple[Any, ...], int] = {}
     items: list[dict[str, Any]] = []
-    slots: list[list[int]] = []
+    slots: dict[str, list[list[int]]] = {mode: [] for mode in modes}
     for s, per_budget in zip(samples, texts):
-        row = []
+        rows: dict[str, list[int]] = {mode: [] for mode in modes}
         for text in per_budget:
-            key = (text, s.gold, s.kind, tuple(s.letters), tuple(s.options))
-            if key not in unique:
-                unique[key] = len(items)
-                item: dict[str, Any] = {"response": text, "gold": s.gold, "kind": s.kind}
-                if s.kind == "choice":
-                    item.update(choices=s.letters, choice_grading=mode)
-                    if s.options:
-                        item["options"] = s.options
-                items.append(item)
-            row.append(unique[key])
-        slots.append(row)
+            for mode in modes:
+                reader = mode if s.kind == "choice" else None
+                key = (text, s.gold, s.kind, tuple(s.letters), tuple(s.options), reader)
+                if key not in unique:
+                    unique[key] = len(items)
+                    item: dict[str, Any] = {"response": text, "gold": s.gold, "kind": s.kind}
+                    if s.kind == "choice":
+                        item.update(choices=s.letters, choice_grading=mode)
+                        if s.options:
+                            item["options"] = s.options
+                    items.append(item)
+                rows[mode].append(unique[key])
+        for mode in modes:
+            slots[mode].append(rows[mode])
     return items, slots
+
+
+def _grades(budgets: Sequence[int], row: Sequence[int], results: Sequence[Any]) -> dict[str, dict[str, Any]]:
+    """{budget: {correct, pred, status[, message]}} of one sample."""
+    grades = {}
+    for budget, slot in zip(budgets, row):
+        r = results[slot]
+        grade = {"correct": bool(r.correct), "pred": r.pred, "status": r.status}
+        if r.message:
+            grade["message"] = r.message
+        grades[str(budget)] = grade
+    return grades
 
 
 def evaluate(
@@ -118,38 +138,36 @@ def evaluate(
         if callable(tokenizer) and not hasattr(tokenizer, "decode"):
             tokenizer = tokenizer()
     texts = budget_texts(samples, budgets, tokenizer)
-    items, slots = grading_items(samples, texts, mode)
+    modes = [mode, *(m for m in CHOICE_GRADINGS if m != mode)]  # every reader: the report shows both
+    items, slots = grading_items(samples, texts, modes)
     log.info(
-        "%d samples x %d budgets: %d distinct texts to grade (limit %.1f s each, choice grading %s)",
+        "%d samples x %d budgets: %d distinct items to grade (limit %.1f s each, choice grading %s; "
+        "also read as %s)",
         len(samples),
         len(budgets),
         len(items),
         timeout_s,
         mode,
+        ", ".join(modes[1:]),
     )
     results = grader(items, timeout_s=timeout_s, workers=workers, progress=progress)
     scores = []
-    for s, row in zip(samples, slots):
-        grades = {}
-        for budget, slot in zip(budgets, row):
-            r = results[slot]
-            grade = {"correct": bool(r.correct), "pred": r.pred, "status": r.status}
-            if r.message:
-                grade["message"] = r.message
-            grades[str(budget)] = grade
-        scores.append(
-            {
-                "bench": s.bench,
-                "index": s.index,
-                "sample": s.sample,
-                "kind": s.kind,
-                "gold": s.gold,
-                "num_tokens": len(s.token_ids),
-                "finish_reason": s.finish_reason,
-                "grades": grades,
-            }
-        )
+    for number, s in enumerate(samples):
+        line = {
+            "bench": s.bench,
+            "index": s.index,
+            "sample": s.sample,
+            "kind": s.kind,
+            "gold": s.gold,
+            "num_tokens": len(s.token_ids),
+            "finish_reason": s.finish_reason,
+            "grades": _grades(budgets, slots[mode][number], results),
+        }
+        if s.kind == "choice":
+            line["grades_by_reader"] = {m: _grades(budgets, slots[m][number], results) for m in modes}
+        scores.append(line)
     summary = summarize_scores(scores, budgets, config)
+    add_readers(summary, scores, budgets, config, modes)
     choice = [s for s in samples if s.kind == "choice"]
     summary["grading"] = {
         "timeout_s": timeout_s,
@@ -162,16 +180,47 @@ def evaluate(
     return scores, summary
 
 
+def add_readers(
+    summary: dict[str, Any],
+    scores: Sequence[dict[str, Any]],
+    budgets: Sequence[int],
+    config: dict[str, Any],
+    modes: Sequence[str],
+) -> None:
+    """``by_reader`` beside the multiple-choice benchmarks and the domain averages: their numbers
+    under every reader (math benchmarks enter a domain average as they are)."""
+    choice = {line["bench"] for line in scores if "grades_by_reader" in line}
+    if not choice:
+        return
+    for mode in modes:
+        other = summarize_scores(scores, budgets, config, reader=mode)
+        for bench in choice:
+            summary["benchmarks"][bench].setdefault("by_reader", {})[mode] = {
+                "budgets": other["benchmarks"][bench]["budgets"]
+            }
+        for domain in DOMAINS:
+            if choice & set(summary[domain]["benchmarks"]):
+                summary[domain].setdefault("by_reader", {})[mode] = {"budgets": other[domain]["budgets"]}
+
+
 def summarize_scores(
-    scores: Sequence[dict[str, Any]], budgets: Sequence[int], config: dict[str, Any]
+    scores: Sequence[dict[str, Any]],
+    budgets: Sequence[int],
+    config: dict[str, Any],
+    reader: str | None = None,
 ) -> dict[str, Any]:
-    """Per benchmark and budget: avg@n, pass@k, status counts; then the domain averages."""
+    """Per benchmark and budget: avg@n, pass@k, status counts; then the domain averages.
+
+    ``reader``: the multiple-choice lines as read by that reader (``grades_by_reader``), not the main one.
+    """
     from lie.core.metrics import PASS_KS, metric_name, summarize
 
     evaluation = Evaluation.of(config)
     eval_sets = (config.get("datasets") or {}).get("eval") or {}
     by_bench: dict[str, dict[int, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for line in scores:
+        if reader is not None and reader in (line.get("grades_by_reader") or {}):
+            line = {**line, "grades": line["grades_by_reader"][reader]}
         by_bench[line["bench"]][line["index"]].append(line)
     benchmarks: dict[str, Any] = {}
     for bench in sorted(by_bench):

@@ -4,7 +4,7 @@
 samples ``datasets.eval.<bench>.n`` completions per problem (32 for AIME24/AIME25/AMC, 1 for the
 rest) to ``evaluation.max_tokens`` (capped at the model's context minus the prompt) at
 ``evaluation.temperature`` / ``top_p``, each sample with its own seed hashed from
-(``evaluation.seed``, problem index, sample), with engine ``engines.generate`` (vllm on GPUs, hf on
+(``evaluation.seed``, benchmark, model, problem index, sample: :func:`stream_seed`), with engine ``engines.generate`` (vllm on GPUs, hf on
 a CPU). ``M`` is a model of config.yaml or a local folder (a merged checkpoint). Work goes in
 ``GEN.jsonl.shards/``, ``evaluation.shard_size`` samples a shard (a killed run resumes there;
 removed after success); ``GEN.manifest.json`` then records the settings (engine and its version
@@ -18,13 +18,14 @@ Out, one JSON line per sample: ``bench``, ``index`` (problem), ``sample`` (0..n-
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from lie.config.sections import Evaluation
+from lie.config.sections import Evaluation, thinking_at_evaluation
 from lie.core.errors import LieError
 from lie.engines.generation import SamplingSettings
 from lie.formats.generations import generation_line
@@ -127,9 +128,11 @@ def run_generate(
     from lie.config import dataset_entry
     from lie.engines.generation import SEED_RULE, batch_invariant_mode, engine_version, load_engine
     from lie.formats.jsonl import atomic_output, dumps
+    from lie.formats.outputs import check_output_file
     from lie.formats.resumable import iter_shards
     from lie.stages.base_model import file_sha256, resolve_model
 
+    check_output_file(out, [data])
     group, entry = dataset_entry(config, bench)
     if group != "eval":
         raise LieError(f"{bench!r} is a training set; --bench takes a name of datasets.eval")
@@ -139,9 +142,9 @@ def run_generate(
     seed = int(seed if seed is not None else evaluation.seed)
     shard_size = int(shard_size if shard_size is not None else evaluation.shard_size)
     problems = read_problems(data, bench, limit)
-    path, model_entry = resolve_model(config, model)
-    if enable_thinking is None and model_entry.get("enable_thinking") is not None:
-        enable_thinking = bool(model_entry["enable_thinking"])
+    path, _ = resolve_model(config, model)
+    if enable_thinking is None and model in (config.get("models") or {}):
+        enable_thinking = thinking_at_evaluation(config, model)  # a model's name: its evaluation switch
     trust = bool(config.get("trust_remote_code", False))
     settings = {
         "bench": bench,
@@ -157,12 +160,13 @@ def run_generate(
         "shard_size": shard_size,
         "shard_unit": "sample",
         "seed": seed,
-        "seed_rule": SEED_RULE,
+        "seed_model": model_name(model),
+        "seed_rule": f"{STREAM_RULE}; then {SEED_RULE}",
         **asdict(sampling),
     }
     log.info("generate %s: %s", bench, ", ".join(f"{k}={v}" for k, v in settings.items()))
     prompts = [Prompt(p.index, p.messages, f"{bench} problem {p.index}") for p in problems]
-    draw = Draw(sampling, seed, enable_thinking)
+    draw = Draw(sampling, stream_seed(seed, bench, model_name(model)), enable_thinking)
     by_index = {p.index: p for p in problems}
 
     def load() -> Any:
@@ -208,6 +212,26 @@ def manifest_path(out: str | Path) -> Path:
     """Where ``lie generate`` records how ``out`` was sampled: ``GEN.jsonl`` -> ``GEN.manifest.json``."""
     out = Path(out)
     return out.with_name(f"{out.stem}.manifest.json")
+
+
+STREAM_RULE = "base = sample_seed(seed, text_key(bench), text_key(model name)); text_key = blake2b-64 >> 1"
+
+
+def model_name(model: str) -> str:
+    """What names a model in its seeds: its config name, or a folder's own name (a run's merged model)."""
+    return Path(model).name or model
+
+
+def _text_key(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big") >> 1
+
+
+def stream_seed(seed: int, bench: str, model: str) -> int:
+    """The base seed of one (benchmark, model): problem k of two benchmarks, or of two models, draws
+    from noise streams of its own (``STREAM_RULE``; each sample's seed is hashed from this one)."""
+    from lie.engines.generation import sample_seed
+
+    return sample_seed(seed, _text_key(bench), _text_key(model))
 
 
 def _sampling(

@@ -53,7 +53,7 @@ def overrides(
 ) -> list[str]:
     """A run's own Hydra overrides of the recipe (``lie_trainer.yaml``) for ``main_ppo``.
 
-    ``device="cpu"`` adds what verl's CPU backend needs (``lie.engines.verl.cpu.OVERRIDES``) on top
+    ``device="cpu"`` adds what verl's CPU backend needs (``lie.engines.verl.cpu.overrides``) on top
     of the cluster's settings, and nothing else.
     """
     s = cfgmod.run_settings(config, run)
@@ -117,6 +117,8 @@ def overrides(
         "trainer.total_epochs": int(s["epochs"]),
         "trainer.total_training_steps": s.get("max_steps"),
         "trainer.save_freq": int(s["save_freq"]),
+        # a save ahead of the Slurm job's end (workflow/scripts/ray_on_slurm.sh exports it)
+        "trainer.esi_redundant_time": float(config["cluster"]["esi_redundant_time_s"]),
         # verl prunes within a launch; a fixed eval_step must survive, so then nothing is pruned
         "trainer.max_actor_ckpt_to_keep": s.get("keep_checkpoints") if _final_eval(s) else None,
         "trainer.test_freq": int(s["test_freq"]),
@@ -134,7 +136,7 @@ def overrides(
     if device == "cpu":
         from lie.engines.verl import cpu as verl_cpu
 
-        o.update(verl_cpu.OVERRIDES)
+        o.update(verl_cpu.overrides(int(s["nnodes"])))
     if metrics_file is not None:
         o["+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH"] = metrics_file
     return [f"{k}={_q(v)}" for k, v in o.items()]
@@ -147,23 +149,58 @@ def _final_eval(settings: dict[str, Any]) -> bool:
 COMPLETED = "lie_completed.json"  # in checkpoints/: training finished with these settings
 
 
-def prepare_resume(config: dict[str, Any], run: str, rundir: RunDir) -> bool:
-    """Before a launch: keep the run folder only for these settings, repair verl's checkpoints after
-    a kill, drop rollouts of the steps that will be redone. True when training already finished."""
-    import json
+def world_size(config: dict[str, Any], run: str, device: str = "gpu") -> int:
+    """The FSDP ranks of a launch (verl names its checkpoint shards by this number)."""
+    s = cfgmod.run_settings(config, run)
+    if device == "cpu":
+        from lie.engines.verl import cpu as verl_cpu
+
+        cpu = verl_cpu.overrides(int(s["nnodes"]))
+        return int(cpu["trainer.nnodes"]) * int(cpu["trainer.n_gpus_per_node"])
+    return int(s["nnodes"]) * int(s["n_gpus_per_node"])
+
+
+def prepare_resume(config: dict[str, Any], run: str, rundir: RunDir, ranks: int) -> bool:
+    """Before a launch of ``ranks`` FSDP ranks: keep the run folder only for these settings, repair
+    verl's checkpoints after a kill, check that verl can load them at this world size, drop rollouts
+    of the steps that will be redone. True when training already finished."""
 
     from lie.config.identity import settings_hash
     from lie.engines.verl import checkpoints as verl_checkpoints
 
     digest = settings_hash(config, run)
     rundir.claim(digest)
-    marker = rundir.checkpoints / COMPLETED
-    if marker.exists() and json.loads(marker.read_text(encoding="utf-8")).get("settings") == digest:
+    if verl_checkpoints.completed(rundir.checkpoints / COMPLETED, digest):
         return True
     s = cfgmod.run_settings(config, run)
-    protect = frozenset() if _final_eval(s) else frozenset({int(s["eval_step"])})
+    fixed = not _final_eval(s) and s["eval_step"] != "best_val"  # best_val: nothing is pruned
+    protect = frozenset({int(s["eval_step"])}) if fixed else frozenset()
     latest = verl_checkpoints.repair(rundir, s.get("keep_checkpoints"), protect)
+    if latest is not None and not _same_world_size(s, rundir, latest, ranks):
+        latest = None
     rundir.trim_rollouts_after(latest or 0)
+    return False
+
+
+def _same_world_size(settings: dict[str, Any], rundir: RunDir, step: int, ranks: int) -> bool:
+    """verl resumes only from shards of its own world size: a checkpoint of another one stops the
+    launch with one line, or with ``training.world_size_change: restart`` the run's outputs are set
+    aside (False: start afresh)."""
+    from lie.core.errors import LieError
+    from lie.engines.verl import checkpoints as verl_checkpoints
+
+    path = rundir.checkpoints / f"global_step_{step}"
+    saved = verl_checkpoints.world_size(path)
+    if saved is None or saved == ranks:
+        return True
+    if settings.get("world_size_change", "stop") != "restart":
+        raise LieError(
+            f"run {rundir.run}: {path} was saved by {saved} FSDP ranks and this launch has {ranks}, and verl "
+            f"resumes only at the same world size: launch it on {saved} GPUs again (training.nnodes x "
+            "n_gpus_per_node) to resume, or set training.world_size_change: restart to set its outputs "
+            "aside and train afresh"
+        )
+    rundir.supersede(f"its checkpoints were saved by {saved} FSDP ranks, this launch has {ranks}")
     return False
 
 
@@ -171,10 +208,11 @@ def mark_complete(config: dict[str, Any], run: str, rundir: RunDir) -> None:
     """verl finished: record it, so that a rerun (e.g. for another eval_step) does not relaunch it."""
     from lie.config.identity import settings_hash
     from lie.engines.verl import checkpoints as verl_checkpoints
-    from lie.formats.runs import write_json
 
     step = verl_checkpoints.tracked_step(rundir.checkpoints)
-    write_json(rundir.checkpoints / COMPLETED, {"settings": settings_hash(config, run), "step": step})
+    verl_checkpoints.seal_completed(
+        rundir.checkpoints / COMPLETED, step, {"settings": settings_hash(config, run)}
+    )
 
 
 def write_composed(override_list: list[str], path: Path) -> None:

@@ -24,17 +24,15 @@ ROLLOUT = "transformers"
 RAY_CPUS = 16  # Ray's logical CPUs for verl's many small actors (agent loop, reward, storage)
 
 
-# What a CPU run changes in the cluster's verl overrides, and nothing more (printed by --dry-run).
+# What a CPU run changes in the cluster's verl overrides, and nothing more (printed by --dry-run);
+# :func:`overrides` adds the number of FSDP ranks.
 OVERRIDES: dict[str, Any] = {
     "trainer.device": "cpu",
-    "trainer.nnodes": 1,  # one FSDP rank: a CPU box has no GPUs to spread over
-    "trainer.n_gpus_per_node": 1,
     "actor_rollout_ref.rollout.name": ROLLOUT,  # vLLM needs a GPU
     "actor_rollout_ref.actor.strategy": "fsdp2",  # FSDP1's sync_module_states needs GPU tensors
     "actor_rollout_ref.ref.strategy": "fsdp2",
     "+actor_rollout_ref.model.override_config.attn_implementation": "sdpa",  # no flash-attn on a CPU
     "actor_rollout_ref.actor.use_torch_compile": False,
-    "+ray_kwargs.ray_init.num_gpus": 1,  # a fake GPU: verl's resource pools count GPU bundles
     "+ray_kwargs.ray_init.num_cpus": RAY_CPUS,
     "+ray_kwargs.ray_init.include_dashboard": False,
     "transfer_queue.backend.SimpleStorage.num_data_storage_units": 1,  # 8 by default, a Ray CPU each
@@ -43,6 +41,14 @@ OVERRIDES: dict[str, Any] = {
     "reward.num_workers": 1,
     "+reward.reward_kwargs.grade_workers": 1,
 }
+
+
+def overrides(ranks: int = 1) -> dict[str, Any]:
+    """OVERRIDES for ``ranks`` FSDP ranks on this machine: one per node of ``training.nnodes`` (the
+    Slurm launcher's ``--nnodes``), one fake GPU each, since verl's resource pools count GPU bundles."""
+    ranks = int(ranks)
+    return {**OVERRIDES, "trainer.nnodes": 1, "trainer.n_gpus_per_node": ranks,
+            "+ray_kwargs.ray_init.num_gpus": ranks}  # fmt: skip
 
 
 def environment(base: dict[str, str] | None = None) -> dict[str, str]:

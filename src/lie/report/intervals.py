@@ -1,0 +1,117 @@
+"""Sampling noise of the report's numbers, from the per-problem scores (``scores/<key>/scores.jsonl``).
+
+A benchmark's accuracy is the mean over its P problems of each problem's share of correct samples;
+its standard error is the standard deviation of those shares over sqrt(P) (with one sample a
+problem, pass@1 on GPQA's 198 problems near 50% is about ±3.5 points). A domain average is the
+mean of its benchmarks, so its standard error is sqrt(sum of theirs squared) / B.
+
+Two runs on the same problems (LIE against its baseline) are compared problem by problem: the
+standard error of the difference is that of the per-problem differences (paired). The paper
+publishes no per-problem scores, so a difference with the paper's number takes the paper's run
+to carry the same noise as ours (same problems and samples): SE(Δ) = sqrt(2) · SE(ours).
+A difference is *inside the noise* when its 95% interval, Δ ± 1.96 · SE(Δ), holds 0.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from lie.core.errors import LieError
+
+Z95 = 1.96
+ProblemScores = dict[str, dict[int, float]]  # bench -> problem index -> share of correct samples
+
+
+def read_problem_scores(path: Path, budget: int, readers: Sequence[str]) -> dict[str | None, ProblemScores]:
+    """:func:`problem_scores` of a scores file (``lie evaluate --out-scores``)."""
+    try:
+        handle = path.open(encoding="utf-8")
+    except FileNotFoundError:
+        raise LieError(f"{path} is missing: rerun `lie evaluate` (the report's intervals read it)") from None
+    with handle:
+        return problem_scores(handle, budget, readers, str(path))
+
+
+def problem_scores(
+    lines: Iterable[str | dict[str, Any]], budget: int, readers: Sequence[str], where: str = "scores"
+) -> dict[str | None, ProblemScores]:
+    """Per reader (``None``: the main grades), each benchmark's per-problem shares at ``budget``.
+
+    A multiple-choice line is read under a reader from its ``grades_by_reader``; a benchmark whose
+    lines have none for that reader is left out of that reader's scores.
+    """
+    sums: dict[str | None, dict[str, dict[int, list[int]]]] = {
+        r: defaultdict(lambda: defaultdict(lambda: [0, 0])) for r in (None, *readers)
+    }
+    key = str(budget)
+    for number, text in enumerate(lines, 1):
+        try:
+            line = json.loads(text) if isinstance(text, str) else text
+            for reader, by_bench in sums.items():
+                grades = line["grades"] if reader is None else _reader_grades(line, reader)
+                if grades is not None:
+                    cell = by_bench[line["bench"]][int(line["index"])]
+                    cell[0] += bool(grades[key]["correct"])
+                    cell[1] += 1
+        except (ValueError, KeyError, TypeError) as exc:
+            raise LieError(
+                f"{where} line {number}: not a `lie evaluate` score line with budget {budget} ({exc!r}); "
+                "rerun `lie evaluate`"
+            ) from None
+    return {
+        reader: {bench: {i: c / n for i, (c, n) in problems.items()} for bench, problems in by_bench.items()}
+        for reader, by_bench in sums.items()
+    }
+
+
+def _reader_grades(line: dict[str, Any], reader: str) -> dict[str, Any] | None:
+    by_reader = line.get("grades_by_reader")
+    if by_reader is None:
+        return line["grades"] if line.get("kind") != "choice" else None
+    return by_reader.get(reader)
+
+
+def _se(values: Sequence[float]) -> float | None:
+    """Standard error of the mean of ``values`` (None for fewer than two)."""
+    count = len(values)
+    if count < 2:
+        return None
+    mean = sum(values) / count
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (count - 1) / count)
+
+
+def bench_se(scores: Mapping[int, float]) -> float | None:
+    """Standard error (as a fraction) of a benchmark's accuracy."""
+    return _se(list(scores.values()))
+
+
+def paired_se(a: Mapping[int, float], b: Mapping[int, float]) -> float | None:
+    """Standard error of mean(a) - mean(b) over the problems both hold (None when they share none)."""
+    shared = sorted(set(a) & set(b))
+    if len(shared) != len(a) or len(shared) != len(b):
+        return None  # not the same problems: no paired comparison
+    return _se([a[i] - b[i] for i in shared])
+
+
+def combined_se(parts: Sequence[float | None]) -> float | None:
+    """Standard error of the mean of independent estimates with standard errors ``parts``."""
+    if not parts or any(p is None for p in parts):
+        return None
+    return math.sqrt(sum(p * p for p in parts)) / len(parts)  # type: ignore[operator]
+
+
+def versus_paper(se: float | None) -> float | None:
+    """SE of ours − paper: the paper's run taken to be as noisy as ours."""
+    return None if se is None else math.sqrt(2.0) * se
+
+
+def inside_noise(diff: float | None, se: float | None) -> bool | None:
+    """True when the 95% interval of ``diff`` holds 0 (None when either is unknown)."""
+    if diff is None or se is None:
+        return None
+    return abs(diff) <= Z95 * se
