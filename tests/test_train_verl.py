@@ -65,6 +65,7 @@ def test_every_run_lands_in_verls_config(composed, run):
     # nothing relies on the legacy keys verl 0.9 ignores
     assert cfg.reward.custom_reward_function.path is None
     assert cfg.trainer.resume_mode == "auto" and cfg.trainer.total_epochs == spec["epochs"]
+    assert cfg.trainer.rollout_data_dir is None  # our rollouts/ is the one copy of every sample
     assert list(cfg.trainer.logger) == ["console", "file"]
     assert cfg.trainer.max_actor_ckpt_to_keep == 10
     thinking = CONFIG["models"][spec["model"]]["enable_thinking"]
@@ -181,7 +182,8 @@ def _item(tokenizer, row, response: str, data_source: str = "math_dapo", step: i
             "data_source": np.array([data_source]),
             "reward_model": np.array([dict(row["reward_model"])]),
             "extra_info": np.array([dict(row["extra_info"])]),
-            "uid": np.array(["prompt-uuid_0_3"]),
+            "uid": np.array(["prompt-uuid"]),  # the prompt's, shared by its samples
+            "session_id": np.array([3]),  # the sample's number within its group
             "global_steps": np.array([step]),
             "index": np.array([5]),
         },
@@ -239,6 +241,7 @@ def test_reward_manager_matches_the_core_on_real_rows(tmp_path, tokenizer, dapo_
     records = read_rollouts(tmp_path)
     assert len(records) == len(cases) and set(ROLLOUT_FIELDS) <= set(records[0])
     assert {r["step"] for r in records} == {7} and records[0]["group"] == "prompt-uuid"
+    assert records[0]["uid"] == "prompt-uuid_3_0"  # verl's TransferQueue key of the sample
     assert sum(r["r_red"] == -0.6 for r in records) == 3 and sum(r["acc"] for r in records) == 6
 
 
