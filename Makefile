@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: venv test test-all smoke study lint bench lock lock-gpu check-gpu-env dry-run clean-venv
+.PHONY: venv test test-all smoke study preflight lint bench lock lock-gpu check-gpu-env dry-run clean-venv
 
 venv: $(STAMP)
 
@@ -40,6 +40,14 @@ STUDY_SMK := $(SMK) --configfile workflow/configs/study.yaml --profile profiles/
 study: $(STAMP)
 	$(STUDY_SMK) study_gates
 	$(STUDY_SMK) study
+
+# Check a node before booking long jobs (docs/cluster.md): the image, driver, NCCL, flash-attn, then a
+# 2-step verl run per training shape, its projection, the reward's share, a resume and merge, vLLM.
+# On a GPU node run it in the image: apptainer exec --nv containers/lie-gpu.sif lie preflight.
+# Here, without a GPU, the GPU checks are skipped and the rest run on the CPU (about 6 minutes).
+PREFLIGHT_CONFIG ?= config.yaml
+preflight: $(STAMP)
+	PATH=$(CURDIR)/$(BIN):$$PATH OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/lie preflight --config $(PREFLIGHT_CONFIG)
 
 # The paper's matrix, listed without running anything.
 dry-run: $(STAMP)

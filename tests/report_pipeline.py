@@ -156,3 +156,14 @@ def fresh_copy(tmp: Path) -> SimpleNamespace:
 
     return SimpleNamespace(root=tmp, cfg=write_config(tmp / "config.yaml", config), config=config,
                            layout=Layout(config), tiny=base.tiny, loopy=base.loopy)  # fmt: skip
+
+
+@functools.cache
+def reported() -> SimpleNamespace:
+    """A copy of the pipeline's outputs with ``lie report`` run on it once per process (read-only)."""
+    from lie.cli import main
+
+    copy = fresh_copy(Path(tempfile.mkdtemp(prefix="lie-reported-")))
+    atexit.register(shutil.rmtree, copy.root, ignore_errors=True)
+    assert main(["report", "--config", str(copy.cfg)]) == 0
+    return copy

@@ -107,6 +107,11 @@ def test_base_model_and_merged_model_files_follow_the_umask(tmp_path, umask_002)
     for path in base.iterdir():
         (checkpoint / path.name).write_bytes(path.read_bytes())
         (checkpoint / path.name).chmod(0o600)  # as TRL's save leaves model.safetensors
+    from lie.engines.trl.train import SEAL
+    from lie.formats.outputs import seal
+
+    (checkpoint / "trainer_state.json").write_text(json.dumps({"global_step": 4}))
+    seal(checkpoint / SEAL, list(checkpoint.iterdir()))  # what lie train writes last
     (rundir / "final.json").write_text(
         json.dumps({"engine": "trl", "checkpoint": str(checkpoint), "step": 4})
     )
@@ -305,3 +310,162 @@ def test_run_summaries_and_rollouts_are_strict_json(tmp_path):
     assert not list(tmp_path.iterdir())  # nothing half-written
     with pytest.raises(LieError, match="field 'reward'"):
         append_rollouts(tmp_path / "rollouts", 1, "w", [{"reward": float("inf")}])
+
+
+# 7. Inputs that reached a traceback or a hang (issue 21): one line, exit 2 -----------------------
+
+
+def _config_with(tmp_path: Path, edit) -> Path:
+    config = yaml.safe_load(SMOKE.read_text(encoding="utf-8"))
+    config["outdir"] = str(tmp_path / "results")
+    edit(config)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _laughs(levels: int) -> str:
+    lines = ['l0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for k in range(1, levels + 1):
+        lines.append(f"l{k}: &l{k} [" + ",".join([f"*l{k - 1}"] * 10) + "]")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("a: " + "[" * 2000 + "]" * 2000, "nested deeper than"),
+        ("".join("  " * i + f"k{i}:\n" for i in range(2000)) + "  " * 2000 + "x: 1\n", "nested deeper than"),
+        ("a: 1" + "0" * 5000, "an integer of more than"),
+        (_laughs(10), "once its aliases are expanded"),
+        ("a: &a [*a]", "recursive alias"),
+        (
+            yaml.safe_dump({**yaml.safe_load(SMOKE.read_text()), "prompt": {"math": "\ud800 {question}"}}),
+            "surrogate",
+        ),
+    ],
+    ids=["deep-list", "deep-map", "long-int", "billion-laughs", "recursive", "surrogate"],
+)
+def test_a_hostile_yaml_config_is_one_line(tmp_path, text, says):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text, encoding="utf-8")
+    proc = lie("plan", "--config", str(path))
+    assert proc.returncode == 2
+    error = one_error_line(proc.stderr, "plan")
+    assert str(path) in error and says in error, error
+
+
+@pytest.mark.parametrize(
+    "edit, key",
+    [
+        (lambda c: c["reward"].update(beta=5), "reward.beta"),
+        (lambda c: c["reward"].update(eta=1e300), "reward.eta"),
+        (lambda c: c.update(runs=["smoke_grpo", "smoke_grpo"]), "runs"),
+        (lambda c: c["training"].update(max_steps=10**30), "training.max_steps"),
+    ],
+    ids=["beta", "eta", "runs-twice", "max-steps"],
+)
+def test_an_absurd_config_value_is_refused(tmp_path, edit, key):
+    proc = lie("plan", "--config", str(_config_with(tmp_path, edit)))
+    assert proc.returncode == 2
+    assert f"key '{key}'" in one_error_line(proc.stderr, "plan")
+
+
+@pytest.mark.parametrize("flag", [["--nnodes", "-2"], ["--threads", "0"], ["--stop-after", "0"]])
+def test_a_count_flag_below_one_is_a_usage_error(flag, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["train", "smoke_grpo", "--config", str(SMOKE), *flag])
+    assert stop.value.code == 2
+    assert f"argument {flag[0]}: expected an integer >= 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["score", "grade", "behaviours"])
+def test_json_nested_100k_deep_is_one_line(tmp_path, command):
+    src = write_rows(tmp_path / "in.jsonl", ['{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"])
+    args = (
+        ["--gen", str(src)] if command == "behaviours" else ["--in", str(src), "--out", str(tmp_path / "o")]
+    )
+    proc = lie(command, *args)
+    assert proc.returncode == 2
+    error = one_error_line(proc.stderr, command)
+    assert f"{src} line 1:" in error and "nested deeper than" in error, error
+
+
+def test_a_full_disk_names_the_output(tmp_path):
+    """The file-size limit (EFBIG) stands in for a full disk (ENOSPC): the same OSError without a file name."""
+    import resource
+
+    src = write_rows(tmp_path / "in.jsonl", [json.dumps(ROW)] * 200)
+    out = tmp_path / "scored.jsonl"
+
+    def limited() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    proc = lie("score", "--in", str(src), "--out", str(out), preexec_fn=limited)
+    assert proc.returncode == 2
+    assert f"cannot write {out}: File too large" in one_error_line(proc.stderr, "score")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]  # no partial file left
+
+
+def test_user_patterns_never_hang_behaviours(tmp_path):
+    gen = tmp_path / "gen.jsonl"
+    gen.write_text(json.dumps({"bench": "b", "index": 0, "sample": 0, "text": "a" * 60 + "!"}) + "\n")
+    patterns = tmp_path / "patterns.yaml"
+    patterns.write_text("behaviours:\n  loop: {description: x, patterns: ['^(a+)+$']}\n")
+    assert lie("behaviours", "--gen", str(gen), "--patterns", str(patterns)).returncode == 0  # no hang
+    patterns.write_text("behaviours:\n  loop: {description: x, patterns: ['(a|aa)+$']}\n")
+    proc = lie("behaviours", "--gen", str(gen), "--patterns", str(patterns))
+    assert proc.returncode == 2
+    error = one_error_line(proc.stderr, "behaviours")
+    assert "behaviours.loop.patterns[0] '(a|aa)+$' takes more than" in error, error
+
+
+@pytest.mark.parametrize(
+    "final, says",
+    [
+        ('{"engine": "trl", "checkp', "not valid JSON"),
+        ('{"engine": "trl"}', "'engine' and 'checkpoint'"),
+        ('["trl", "x"]', "'engine' and 'checkpoint'"),
+        ('{"engine": ' + "[" * 100_000 + "]" * 100_000 + "}", "not valid JSON"),
+        ('{"engine": "trl", "checkpoint": "/etc", "step": 1}', "is not a checkpoint under"),
+        (
+            '{"engine": "verl", "checkpoint": "{rundir}/checkpoints/../../../../etc"}',
+            "is not a checkpoint under",
+        ),
+    ],
+    ids=["bad-json", "missing-key", "a-list", "deep", "etc", "dot-dot"],
+)
+def test_merge_with_a_corrupt_final_json_is_one_line(tmp_path, final, says):
+    config = _config_with(tmp_path, lambda c: None)
+    rundir = tmp_path / "results" / "runs" / "smoke_grpo"
+    rundir.mkdir(parents=True)
+    (rundir / "final.json").write_text(final.replace("{rundir}", str(rundir)))
+    proc = lie("merge", "smoke_grpo", "--config", str(config), "--out", str(tmp_path / "merged"))
+    assert proc.returncode == 2
+    assert says in one_error_line(proc.stderr, "merge")
+    assert not (tmp_path / "merged").exists()
+
+
+def test_negative_token_ids_are_refused(tmp_path):
+    from lie.formats.generations import generation_line
+
+    gen = tmp_path / "gen.jsonl"
+    gen.write_text(
+        json.dumps(generation_line("arith-test", 0, 0, "4", "math", [], 5, 16, 0, [3, -1], "4", "stop"))
+    )
+    proc = lie("evaluate", "--config", str(SMOKE), "--gen", str(gen), "--out-scores", str(tmp_path / "s.jsonl"),
+               "--out-summary", str(tmp_path / "s.json"), "--no-progress")  # fmt: skip
+    assert proc.returncode == 2
+    assert f"{gen} line 1: field 'token_ids' holds an id outside" in one_error_line(proc.stderr, "evaluate")
+
+
+def test_a_lone_surrogate_from_snakemakes_config_is_refused_at_validation():
+    """``snakemake --config`` values reach lie's check without its YAML reader (validate_workflow's door)."""
+    from lie.config import validate_workflow
+    from lie.core.errors import LieError
+
+    config = yaml.safe_load(SMOKE.read_text(encoding="utf-8"))
+    config["prompt"]["math"] = "Solve \ud800 {question}"
+    with pytest.raises(LieError, match="key 'prompt.math': a lone surrogate"):
+        validate_workflow(config, [SMOKE])

@@ -27,7 +27,7 @@ FAKES = {
     "sacct": 'echo "4242|FAILED"',
     "squeue": "exit 0",
     "sinfo": "exit 0",
-    "sacctmgr": 'echo "acc"',
+    "sacctmgr": 'printf "acc\\nproj7\\n"',
     "scontrol": "exit 0",
     "apptainer": 'echo "apptainer version 1.3.4"',
 }
@@ -43,10 +43,11 @@ def _fake_slurm(tmp_path: Path) -> Path:
 
 
 def _run_slurm_profile(
-    tmp_path: Path, missing: tuple[str, ...] = (), **training
+    tmp_path: Path, missing: tuple[str, ...] = (), cluster: dict | None = None, **training
 ) -> subprocess.CompletedProcess:
     """Snakemake with profiles/slurm and stand-in Slurm tools, asked for the GSPO+LIE run's final.json,
-    with every input of its train job present (but ``missing``)."""
+    with every input of its train job present (but ``missing``); ``cluster`` changes config.yaml's
+    site settings."""
     bin_dir = _fake_slurm(tmp_path)
     for name in ("Snakefile", "workflow", "profiles"):
         os.symlink(REPO / name, tmp_path / name)
@@ -54,6 +55,7 @@ def _run_slurm_profile(
     config["outdir"] = str(tmp_path / "out")
     config["runs"] = [RUN]
     config["training"].update({"retries": 0, **training})
+    config["cluster"].update(cluster or {})
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     out = tmp_path / "out"
     (out / "base" / "qwen3-4b-base").mkdir(parents=True)
@@ -76,9 +78,9 @@ def _run_slurm_profile(
     return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
 
 
-def _submissions(tmp_path: Path, **training) -> list[list[str]]:
+def _submissions(tmp_path: Path, cluster: dict | None = None, **training) -> list[list[str]]:
     """The sbatch arguments of each attempt of the train job."""
-    proc = _run_slurm_profile(tmp_path, **training)
+    proc = _run_slurm_profile(tmp_path, cluster=cluster, **training)
     log = tmp_path / "sbatch.log"
     assert log.exists(), (proc.stdout + proc.stderr)[-4000:]
     return [shlex.split(call) for call in log.read_text().splitlines()]
@@ -100,7 +102,42 @@ def test_the_train_job_gets_its_nodes_gpus_cpus_walltime_and_partition(tmp_path)
     assert _flag(args, "--cpus-per-task") == "32"  # 8 per GPU: Ray, FSDP, vLLM and the graders
     assert _flag(args, "-t") == "2880"  # training.walltime_min, under a partition's limit
     assert (_flag(args, "-A"), _flag(args, "-p")) == ("acc", "gpu")
+    assert _flag(args, "--mem") == "480000"  # cluster.mem_mb_per_node
     assert "--requeue" in args
+    # one task a node (Slurm's default for --nodes without --ntasks): train_job.sh starts the steps
+    assert not any(a.startswith(("--ntasks", "--ntasks-per-gpu", "--ntasks-per-node")) for a in args)
+    assert _flag(args, "-C") is None and _flag(args, "--qos") is None
+
+
+def test_the_site_settings_of_the_config_reach_sbatch(tmp_path):
+    site = {"account": "proj7", "gpu_partition": "h100", "constraint": "ib&h100", "qos": "long",
+            "sbatch_extra": "--exclusive --signal=B:USR1@300", "mem_mb_per_node": 200000, "cpus_per_gpu": 6}  # fmt: skip
+    (args,) = _submissions(tmp_path, cluster=site, nnodes=2)
+    assert (_flag(args, "-A"), _flag(args, "-p")) == ("proj7", "h100")  # the config wins over the environment
+    assert (_flag(args, "-C"), _flag(args, "--qos")) == ("ib&h100", "long")
+    assert "--exclusive" in args and "--signal=B:USR1@300" in args
+    assert (_flag(args, "--mem"), _flag(args, "--cpus-per-task")) == ("200000", "24")
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("mem_mb_per_node", "480G", "key 'cluster.mem_mb_per_node': '480G' is not of type 'integer'"),
+        ("gpu_partition", "gpu h100", "key 'cluster.gpu_partition': 'gpu h100' does not match"),
+        ("nccl", {"IB_HCA": "mlx5"}, "key 'cluster.nccl': 'IB_HCA' does not match any of the regexes"),
+    ],
+)
+def test_a_bad_site_setting_is_one_line_naming_the_key(tmp_path, key, value, message):
+    config = paper_config()
+    config["cluster"][key] = value
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--configfile", str(tmp_path / "c.yaml")],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode != 0
+    (line,) = [line for line in proc.stderr.splitlines() if line.startswith("lie: ")]
+    assert message in line
 
 
 def test_a_failed_or_timed_out_train_job_is_submitted_again_as_configured(tmp_path):
@@ -115,9 +152,11 @@ def test_the_slurm_profile_leaves_cpus_to_the_rules_and_binds_the_hub_cache():
     profile = yaml.safe_load((REPO / "profiles/slurm/config.yaml").read_text())
     assert "cpus_per_task" not in profile["default-resources"]
     assert "--bind ${HF_HOME:-$HOME}" in profile["apptainer-args"]
+    assert "--env PYTHONPATH=$PWD/src" in profile["apptainer-args"]  # the tree's code in the image
     launcher = (REPO / "workflow/scripts/ray_on_slurm.sh").read_text()
     assert launcher.count('--num-cpus="$cpus"') == 2
-    assert "--bind ${HF_HOME:-$HOME}" in launcher
+    lib = (REPO / "workflow/scripts/launch_lib.sh").read_text()
+    assert "--bind ${HF_HOME:-$HOME} --env PYTHONPATH=$PWD/src" in lib
 
 
 def test_downloads_run_where_snakemake_runs_not_through_sbatch(tmp_path):
@@ -215,6 +254,12 @@ def test_the_image_self_test_imports_the_gpu_stack_and_refuses_trl():
     test_section = definition.split("%test", 1)[1].split("%labels", 1)[0]
     assert "python -m lie.engines.gpu_env" in test_section
     assert "python -m lie.engines.gpu_env" in (REPO / "containers/Dockerfile").read_text()
+    for name in ("lie-gpu.def", "Dockerfile"):  # InfiniBand user space: NCCL's IB transport loads libibverbs
+        text = (REPO / "containers" / name).read_text()
+        assert all(
+            pkg in text.split("apt-get install", 1)[1]
+            for pkg in ("rdma-core", "libibverbs1", "ibverbs-providers")
+        )
     from lie.engines import gpu_env
 
     assert {"vllm", "verl", "flash_attn", "lie"} <= set(gpu_env.IMPORTS)

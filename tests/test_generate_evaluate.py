@@ -315,8 +315,10 @@ def test_a_killed_generation_resumes_where_it_stopped(setup, tmp_path, monkeypat
         )
     assert not out.exists()
     assert sorted(p.name for p in (tmp_path / "gen.jsonl.shards").iterdir()) == [
+        "lie.lock",  # held while shards are written: one command per output
         "manifest.json",
         "shard-00000.jsonl",
+        "shard-00000.seal.json",  # written last: the shard is finished
     ]
     assert generate_cli(setup, out, "--n", "3") == 2  # other settings: refused, nothing mixed
     manifest = tmp_path / "gen.jsonl.shards" / "manifest.json"

@@ -139,8 +139,10 @@ def test_resume_generates_only_the_missing_shards(tmp_path, tiny, train_set, mon
         run_reflen(config, tiny, data, out, engine="hf", progress=False, grader=fake_grader([], fail_at=2))
     assert not out.exists()
     assert sorted(p.name for p in (tmp_path / "resumed.parquet.shards").iterdir()) == [
+        "lie.lock",  # held while shards are written: one command per output
         "manifest.json",
         "shard-00000.jsonl",
+        "shard-00000.seal.json",  # written last: the shard is finished
     ]
 
     generated.clear()

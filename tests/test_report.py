@@ -8,7 +8,7 @@ import json
 import shutil
 
 import pytest
-from report_pipeline import BASE, RUNS, fresh_copy
+from report_pipeline import BASE, RUNS, fresh_copy, reported
 from small import REPO
 
 from lie.analysis.behaviours import load_classifier
@@ -23,10 +23,8 @@ KEYS = [*RUNS, BASE]
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory):
-    copy = fresh_copy(tmp_path_factory.mktemp("report"))
-    assert main(["report", "--config", str(copy.cfg)]) == 0
-    return copy
+def report():
+    return reported()  # shared with tests/test_report_snakemake.py
 
 
 def read_csv(path):
@@ -251,10 +249,12 @@ def test_dynamics_csv_has_a_row_per_run_and_step(report):
 
 
 def test_a_failure_leaves_no_output_that_looks_complete(tmp_path, monkeypatch):
+    """A failure while rendering leaves the previous report whole (issue 21): nothing half-new, nothing lost."""
     copy = fresh_copy(tmp_path)
     build_report(copy.config)
     paths = report_paths(copy.layout)
     assert all(p.exists() for p in paths)
+    before = {p: p.read_bytes() for p in paths}
 
     def broken(data, path):
         path.write_bytes(b"\x89PNG half")
@@ -263,7 +263,7 @@ def test_a_failure_leaves_no_output_that_looks_complete(tmp_path, monkeypatch):
     monkeypatch.setattr(build.figures, "dynamics_figure", broken)
     with pytest.raises(RuntimeError, match="disk full"):
         build_report(copy.config)
-    assert not [p for p in paths if p.exists()]  # neither half-new nor stale files
+    assert {p: p.read_bytes() for p in paths} == before  # the previous report, not a half-new one
     assert not list(copy.layout.root.glob(".report-*"))
 
 

@@ -274,3 +274,22 @@ def test_footnotes_say_the_ood_inputs_the_thinking_switch_and_the_checkpoint_sel
     data = report_data(paper_config())
     assert "Thinking at evaluation (evaluation.enable_thinking, else models.<m>.enable_thinking): off: qwen3-4b; " \
         "not passed (the template's default): octothinker-3b" in rendered(data, "families")  # fmt: skip
+
+
+def test_an_older_summary_read_by_one_reader_shows_the_other_as_a_gap():
+    config = paper_config()
+    for mode, gap in (("robust", "authors"), ("authors", "robust")):
+        data = report_data(copy.deepcopy(config), mode=mode)
+        for summary in data.summaries.values():  # as `lie evaluate` wrote them before both readers
+            for entry in [*summary["benchmarks"].values(), summary["in_domain"], summary["out_of_domain"]]:
+                entry.pop("by_reader", None)
+        rows = tables.result_rows(data, [B])
+        shown, missing = csv_row(rows, B, "arc-c", mode), csv_row(rows, B, "arc-c", gap)
+        assert shown["ours_pct"] == pytest.approx(
+            100 * data.summaries[B]["benchmarks"]["arc-c"]["budgets"]["32768"]["avg@n:n=1"]
+        )
+        assert (
+            missing["ours_pct"] is None
+            and "not read by the" in missing["note"]
+            and "rerun `lie evaluate`" in missing["note"]
+        )

@@ -120,6 +120,12 @@ def test_how_a_run_executes_reruns_nothing(finished, key, value):
     assert _planned(workdir, _edited(config, "training", key, value)) == []
 
 
+def test_how_often_reflen_saves_its_work_reruns_nothing(finished):
+    """reflen.shard_size is an execution setting, as evaluation.shard_size (issue 21)."""
+    workdir, config = finished
+    assert _planned(workdir, _edited(config, "reflen", "shard_size", 7)) == []
+
+
 @pytest.mark.parametrize("key, value", [("grade_timeout_s", 30), ("choice_grading", "authors")])
 def test_grading_settings_regrade_without_regenerating(finished, key, value):
     workdir, config = finished

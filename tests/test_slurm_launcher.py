@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,14 +12,18 @@ import pytest
 LAUNCHER = Path(__file__).resolve().parents[1] / "workflow" / "scripts" / "ray_on_slurm.sh"
 
 FAKES = {
-    "scontrol": 'echo "scontrol $*" >> "$LOG"; printf "gpu-a01\\ngpu-a02\\ngpu-b17\\n"',
-    # srun: record the node and the command, answer hostname, run everything else
+    # scontrol: the job's record (its nodes, as Slurm's compact list), and that list expanded
+    "scontrol": """echo "scontrol $*" >> "$LOG"
+if [[ "$1 $2" == "show job" ]]; then
+  echo "JobId=4242 ReqNodeList=(null) NodeList=gpu-a[01-02],gpu-b17 NumNodes=3 EndTime=Unknown"
+else printf "gpu-a01\\ngpu-a02\\ngpu-b17\\n"; fi""",
+    # srun: record the node and the command, answer hostname (HEAD_IP), run everything else
     "srun": """echo "srun $*" >> "$LOG"
 while [[ "$1" == -* ]]; do case "$1" in -w) shift 2;; *) shift;; esac; done
-if [[ "$1" == hostname ]]; then echo "fe80::1 10.0.0.7"; exit 0; fi
+if [[ "$1" == hostname ]]; then echo "fe80::1 ${HEAD_IP:-10.0.0.7}"; exit 0; fi
 exec "$@\"""",
     "apptainer": """echo "apptainer $*" >> "$LOG"
-shift; while [[ "$1" == --* ]]; do case "$1" in --bind) shift 2;; *) shift;; esac; done; image="$1"; shift
+shift; while [[ "$1" == --* ]]; do case "$1" in --bind|--env) shift 2;; *) shift;; esac; done; image="$1"; shift
 if [[ "$*" == *"ray.nodes"* ]]; then  # the nodes that have run `ray start`, at most NODES_UP
   up=$(grep -c "^ray start" "$LOG" || true); echo $(( up < NODES_UP ? up : NODES_UP )); exit 0; fi
 exec "$@\"""",
@@ -37,9 +42,8 @@ def fake_slurm(tmp_path):
     log = tmp_path / "calls.log"
     env = {
         **os.environ,
-        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "PATH": f"{bin_dir}:{Path(sys.executable).parent}:{os.environ['PATH']}",  # python: the image's
         "LOG": str(log),
-        "SLURM_JOB_NODELIST": "gpu-a[01-02],gpu-b17",
         "SLURM_JOB_ID": "4242",
         "LIE_IMAGE": "/images/lie-gpu.sif",
         "NODES_UP": "3",
@@ -65,10 +69,36 @@ def test_one_ray_node_per_allocated_node_inside_the_image(fake_slurm):
     assert len(workers) == 2  # gpu-a02 and gpu-b17: every node its own element
     assert all("--num-cpus=32" in c for c in heads + workers)  # the job's CPUs, not Ray's guess
     assert any("-w gpu-a02" in c for c in calls) and any("-w gpu-b17" in c for c in calls)
-    image = f"apptainer exec --nv --bind {os.getcwd()} --bind /shared/hf /images/lie-gpu.sif"  # GPUs, tree, hub cache
-    ray_in_image = [c for c in calls if c.startswith(f"{image} ray start")]
+    cwd = os.getcwd()  # GPUs, tree, hub cache, the tree's code first; each process through the entry check
+    image = (
+        f"apptainer exec --nv --bind {cwd} --bind /shared/hf --env PYTHONPATH={cwd}/src /images/lie-gpu.sif"
+    )
+    entry = f"{image} {LAUNCHER.parent}/in_image.sh"
+    ray_in_image = [c for c in calls if c.startswith(f"{entry} ray start")]
     assert len(ray_in_image) == 3
-    assert any(c.startswith(f"{image} bash -c") for c in calls)
+    assert any(c.startswith(f"{entry} bash -c") for c in calls)
+    steps = [c for c in calls if c.startswith("srun") and " ray start" in c]
+    assert len(steps) == 3  # one step of one task on one node each, with that node's GPUs and CPUs
+    assert all("--nodes=1 --ntasks=1 --overlap --cpus-per-task=32 --gres=gpu:4 -w " in c for c in steps)
+
+
+def test_refuses_a_loopback_head_address_on_several_nodes(fake_slurm):
+    """Debian's /etc/hosts maps the host name to 127.0.1.1: the workers would dial themselves."""
+    env, log = fake_slurm
+    env["HEAD_IP"] = "127.0.1.1"
+    proc = subprocess.run(
+        ["bash", str(LAUNCHER), "true"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 1
+    (line,) = proc.stderr.strip().splitlines()
+    assert "loopback address 127.0.1.1" in line and "LIE_RAY_HEAD_IP" in line
+    assert "ray start" not in log.read_text()
+    env["LIE_RAY_HEAD_IP"] = "10.1.0.7"  # the fix the line names
+    proc = subprocess.run(
+        ["bash", str(LAUNCHER), "bash", "-c", 'echo "at $RAY_ADDRESS"'],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0 and "at 10.1.0.7:6621" in proc.stdout
 
 
 def test_stops_when_nodes_do_not_join(fake_slurm):
@@ -83,7 +113,7 @@ def test_stops_when_nodes_do_not_join(fake_slurm):
 
 def test_refuses_to_run_outside_an_allocation(fake_slurm):
     env, _ = fake_slurm
-    del env["SLURM_JOB_NODELIST"]
+    del env["SLURM_JOB_ID"]
     proc = subprocess.run(
         ["bash", str(LAUNCHER), "true"], env=env, capture_output=True, text=True, timeout=30
     )

@@ -221,6 +221,17 @@ def test_the_study_report_reads_the_files_of_a_real_run():
     assert float(row["response_length"]) == pytest.approx(
         sum(r["num_tokens"] for r in rollouts) / len(rollouts)
     )
+    # the mechanism readouts: groups with no advantage under the arm's own reward, R_len's share
+    rewards = defaultdict(set)
+    for r in rollouts:
+        rewards[r["group"]].add(round(r["reward"], 9))
+    assert float(row["zero_adv_share"]) == pytest.approx(
+        sum(len(g) == 1 for g in rewards.values()) / len(rewards)
+    )
+    assert float(row["len_applied"]) == pytest.approx(sum(r["r_len"] < 0 for r in rollouts) / len(rollouts))
+    run_rows = [r for r in steps if r["run"] == run]
+    escaped = [int(r["step"]) for r in run_rows if float(r["trap_index"]) < 0.6]
+    assert {r["escape_step"] for r in run_rows} == {str(min(escaped)) if escaped else ""}
     # accuracy at a budget: the condition's test problems in the responses (grades copied from lie evaluate)
     budgets = list(csv.DictReader(paths[4].open()))
     responses = [json.loads(x) for x in StudyPaths(p.layout).responses(run).read_text().splitlines()]
@@ -243,7 +254,8 @@ def test_the_study_report_reads_the_files_of_a_real_run():
     diffs = [by_seed[("grpo-lie", s)] - by_seed[("grpo", s)] for s in (0, 1)]
     assert [float(d) for d in primary["diffs"].split()] == pytest.approx(diffs, abs=1e-4)
     assert float(primary["mean"]) == pytest.approx(sum(diffs) / 2)
-    assert primary["verdict"] in ("supported", "not supported") and primary["prediction"] == "positive"
+    assert primary["verdict"] in ("supported", "not supported", "rule met; no evidence of an effect")
+    assert primary["prediction"] == "positive"
     weak = next(r for r in paired_rows if r["condition"] == "weak" and r["registered"] == "primary")
     assert weak["prediction"] == "zero" and weak["verdict"] in ("as predicted", "not as predicted")
     text = paths[7].read_text()

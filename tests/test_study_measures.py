@@ -51,7 +51,9 @@ def test_paired_differences_pair_by_seed_and_give_a_t_interval():
 @pytest.mark.parametrize(
     "diffs, prediction, expected",
     [
-        ((0.1, 0.2, 0.05, -0.01), "positive", "supported"),  # 3 of 4 positive, mean > 0
+        ((0.1, 0.2, 0.15, 0.12), "positive", "supported"),  # 4 of 4, interval above zero
+        ((0.1, 0.2, 0.05, -0.01), "positive", "rule met; no evidence of an effect"),  # interval holds 0
+        ((0.151, -0.033, 0.014, 0.033), "positive", "rule met; no evidence of an effect"),  # study 1
         ((0.1, 0.2, -0.05, -0.01), "positive", "not supported"),  # 2 of 4
         ((0.01, 0.01, 0.01, -0.2), "positive", "not supported"),  # 3 of 4 but the mean is negative
         ((0.02, -0.03, 0.04), "zero", "as predicted"),
@@ -115,11 +117,39 @@ def test_a_training_step_counts_its_trap_index_and_looping():
         for acc in accs:
             records.append({"step": 1, "group": group, "acc": float(acc), "num_tokens": 20, "c_context": 10,
                             "r_context": 1.0, "max_ngram_count": 3 if group == "1-0" else 1, "r_len": 0.0,
-                            "r_red": -0.6 if group == "1-0" else 0.0, "response": "x"})  # fmt: skip
+                            "r_red": -0.6 if group == "1-0" else 0.0, "reward": acc - 0.6 * (group == "1-0"),
+                            "response": "x"})  # fmt: skip
     point = step_point(1, records, reward)
     assert point.groups == 3 and point.trap_index == pytest.approx(2 / 3)
+    assert point.zero_adv_share == pytest.approx(2 / 3)
     assert point.accuracy == pytest.approx(5 / 12) and point.loop_share == pytest.approx(4 / 12)
     assert point.red_applied == pytest.approx(4 / 12) and point.len_applied == 0.0
+
+
+def test_a_length_term_gives_an_all_wrong_group_an_advantage_the_trap_index_does_not_see():
+    from lie.study.inputs import step_point
+    from lie.study.report import escape_step
+    from lie.study.responses import loop_config
+
+    reward = loop_config(_config())
+
+    def sample(step, group, acc, r_len):
+        return {"step": step, "group": group, "acc": float(acc), "num_tokens": 20, "c_context": 10,
+                "r_context": 1.0, "max_ngram_count": 1, "r_len": r_len, "r_red": 0.0,
+                "reward": acc + r_len, "response": "x"}  # fmt: skip
+
+    # step 1: both groups all wrong, but R_len differs inside group "a" (a shorter wrong answer pays more)
+    first = [sample(1, "a", 0, -0.1), sample(1, "a", 0, -0.3), sample(1, "b", 0, 0.0), sample(1, "b", 0, 0.0)]
+    point = step_point(1, first, reward)
+    assert point.trap_index == 1.0 and point.zero_adv_share == 0.5
+    assert point.len_applied == pytest.approx(0.5)
+    # step 2: one group mixed; step 3: both mixed. The trap index falls below 0.6 first at step 3.
+    second = [sample(2, "a", 1, 0.0), sample(2, "a", 0, 0.0), sample(2, "b", 0, 0.0), sample(2, "b", 0, 0.0)]
+    third = [sample(3, "a", 1, 0.0), sample(3, "a", 0, 0.0), sample(3, "b", 0, 0.0), sample(3, "b", 1, 0.0)]
+    points = [step_point(s, r, reward) for s, r in ((1, first), (2, second), (3, third))]
+    assert [p.trap_index for p in points] == [1.0, 0.5, 0.0]
+    assert escape_step(points) == 2
+    assert escape_step(points[:1]) is None
 
 
 def test_a_response_row_reads_depth_states_and_copies_grades():

@@ -86,6 +86,13 @@ def test_trains_a_tiny_model_into_the_shared_layout(tmp_path, tiny, train_file):
         assert r["reward"] == pytest.approx(r["acc"] + r["r_len"] + r["r_red"], abs=1e-15)
     final = json.loads(rundir.final_json.read_text())
     assert final["engine"] == "trl" and final["step"] == 3 and final["checkpoint"].endswith("checkpoint-3")
+    # every checkpoint sealed last, its weights with the umask's modes (TRL's save leaves 0600; issue 21)
+    from lie.engines.trl.train import checkpoint_problem
+    from lie.formats.jsonl import default_mode
+
+    for checkpoint in rundir.checkpoints.glob("checkpoint-*"):
+        assert checkpoint_problem(checkpoint) is None
+        assert (checkpoint / "model.safetensors").stat().st_mode & 0o777 == default_mode()
     # merge: a Hugging Face folder that loads
     from lie.cli import main
 

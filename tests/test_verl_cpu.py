@@ -376,6 +376,26 @@ def test_a_killed_run_resumes_from_its_last_complete_checkpoint(tmp_path, tiny):
     assert [m["step"] for m in read_metrics(rundir)] == [1, 2, 3]
 
 
+def test_best_val_picks_the_validated_checkpoint_without_training_again(trained, tiny):
+    """training.eval_step best_val (the authors' choice): final.json names the best validated checkpoint."""
+    from lie.stages.checkpoint import validation_average
+
+    config = yaml.safe_load((trained / "config.yaml").read_text(encoding="utf-8"))
+    config["training"]["eval_step"] = "best_val"
+    best = trained / "config-best-val.yaml"
+    best.write_text(yaml.safe_dump(config), encoding="utf-8")
+    rundir = RunDir(trained / "out", "tiny_gspo_lie")
+    validated = [m["step"] for m in read_metrics(rundir) if validation_average(m) is not None]
+    assert validated == [2]  # test_freq 2 of 2 steps; checkpoints at 1 and 2
+    args = _train_args(trained, tiny)
+    args[args.index("--config") + 1] = str(best)
+    result = _lie(*args, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    final = json.loads(rundir.final_json.read_text(encoding="utf-8"))
+    assert final["step"] == 2 and final["checkpoint"].endswith("global_step_2")
+    assert "best validation average" in result.stderr and "running verl" not in result.stderr
+
+
 @pytest.mark.heavy
 def test_a_resume_at_another_world_size_stops_with_one_line_or_restarts(tmp_path, tiny):
     """verl loads only FSDP shards of its own world size (model_world_size_{W}_rank_{r}.pt): a run

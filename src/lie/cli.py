@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from lie import __version__
+from lie.commands.argtypes import check_outputs
 from lie.core.errors import LieError, describe
 
 log = logging.getLogger("lie.cli")
@@ -37,6 +38,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "count reasoning behaviours in generations (patterns or a judge)",
     ),
     "plan": ("lie.commands.plan", "steps, rollout tokens and GPU-hours of the selected runs"),
+    "preflight": ("lie.commands.preflight", "check a GPU node (image, NCCL, a 2-step verl run, ...) first"),
     "study-probe": ("lie.commands.study_probe", "CPU study: sample a supervised model as the rollouts do"),
     "study-responses": ("lie.commands.study_responses", "CPU study: per-response depth and n-gram columns"),
     "study-gates": ("lie.commands.study_gates", "CPU study: the gates on the supervised models"),
@@ -82,6 +84,7 @@ def _run(name: str, rest: list[str]) -> int:
     module.add_arguments(parser)
     args = parser.parse_args(rest)
     _non_finite_flag(parser, args)
+    check_outputs(parser, args)
     logging.basicConfig(
         level=getattr(logging, str(args.log_level).upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -96,6 +96,15 @@ def thinking_flag(key: str) -> str:
     return "" if value is None else f"--enable-thinking {str(value).lower()}"
 
 
+def eval_thinking_flag(key: str) -> str:
+    """`--enable-thinking` at evaluation (evaluation.enable_thinking, else the model's entry); none: the template's default."""
+    from lie.config.sections import thinking_at_evaluation
+
+    model = config["experiments"][key]["model"] if key in config["experiments"] else key
+    value = thinking_at_evaluation(config, model)
+    return "" if value is None else f"--enable-thinking {str(value).lower()}"
+
+
 def get_evaluated_model(wildcards) -> str:
     return str(LAYOUT.model_for(wildcards.key))
 
@@ -117,17 +126,51 @@ def train_engine(wildcards) -> str:
 
 
 def train_resources(run: str) -> dict:
-    """Slurm: nodes, GPUs per node (gres) and CPUs per task; `gpus` is the total, for a local GPU box."""
+    """Slurm: nodes, GPUs per node (gres), CPUs per task (one task a node) and memory per node;
+    `gpus` is the total, for a local GPU box."""
     settings = lie_config.run_settings(config, run)
     if identity.train_engine(config, run) == "trl":
-        return {"nodes": 1, "gres": "", "cpus": 2, "gpus": 0}
+        return {"nodes": 1, "gres": "", "cpus": 2, "gpus": 0, "per_node": 0, "mem_mb": 2000}
     per_node = int(settings["n_gpus_per_node"])
+    site = config["cluster"]
     return {
         "nodes": int(settings["nnodes"]),
         "gres": f"gpu:{per_node}",
-        "cpus": 8 * per_node,  # Ray, the FSDP workers, vLLM and the graders
+        "cpus": site["cpus_per_gpu"] * per_node,  # Ray, the FSDP workers, vLLM and the graders
         "gpus": int(settings["nnodes"]) * per_node,
+        "per_node": per_node,
+        "mem_mb": site["mem_mb_per_node"],
     }
+
+
+def site_resources(kind: str) -> dict:
+    """The sbatch settings of config.yaml's `cluster:` for a "cpu" or a "gpu" job, as the Slurm
+    executor plugin's resources; a null account or partition falls back to $LIE_SLURM_ACCOUNT,
+    $LIE_SLURM_CPU_PARTITION, $LIE_SLURM_GPU_PARTITION. Absent settings are left out (an empty
+    constraint or QOS would reach sbatch as an empty flag)."""
+    import os
+
+    site = config["cluster"]
+    values = {
+        "slurm_account": site["account"] or os.environ.get("LIE_SLURM_ACCOUNT"),
+        "slurm_partition": site[f"{kind}_partition"] or os.environ.get(f"LIE_SLURM_{kind.upper()}_PARTITION"),
+        "qos": site["qos"],
+    }
+    if kind == "gpu":
+        values.update(constraint=site["constraint"], slurm_extra=site["sbatch_extra"])
+    return {key: value for key, value in values.items() if value}
+
+
+def train_env(wildcards) -> str:
+    """The train job's environment, as shell assignments: the GPUs and CPUs each Ray node offers
+    (workflow/scripts/ray_on_slurm.sh; the job-step plugin removes Slurm's own variables) and the
+    site's NCCL settings, which Ray's workers inherit."""
+    import shlex
+
+    res = train_resources(wildcards.run)
+    env = {"LIE_GPUS_PER_NODE": res["per_node"], "LIE_CPUS_PER_NODE": res["cpus"]}
+    env.update({k: v for k, v in config["cluster"]["nccl"].items() if v is not None})
+    return " ".join(f"{key}={shlex.quote(str(value))}" for key, value in env.items())
 
 
 def gpu_gres() -> str:
@@ -151,3 +194,20 @@ def report_outputs() -> list[str]:
     from lie.report.build import report_paths
 
     return [str(p) for p in report_paths(LAYOUT)]
+
+
+REPORT_TABLES = ("main", "families", "scale", "ablation", "sensitivity")  # lie.report.groups.TABLES
+
+
+def report_files() -> list:
+    """report_outputs(), each flagged for `snakemake --report` with the caption workflow/report/<kind>.rst."""
+    files = []
+    for path in report_outputs():
+        stem, suffix = Path(path).stem, Path(path).suffix
+        kind = "results" if stem in REPORT_TABLES else stem
+        category = "Figures" if suffix == ".png" else "Tables"
+        caption = f"../report/{kind}.rst"  # relative to workflow/rules/
+        labels = {"file": Path(path).name}
+        sub = stem if category == "Tables" else None  # a line may not start with `report(`: a keyword
+        files.append(report(path, caption=caption, category=category, subcategory=sub, labels=labels))
+    return files

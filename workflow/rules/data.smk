@@ -49,7 +49,7 @@ rule reflen:
         f"{OUT}/logs/reflen/{{dataset}}.{{model}}.log",
     params:
         config=CONFIG,
-        settings=lambda w: json.dumps(config["reflen"], sort_keys=True),
+        settings=lambda w: json.dumps(identity.reflen_settings(config), sort_keys=True),
         engine=config["engines"]["generate"],
         thinking=lambda w: thinking_flag(w.model),
     threads: 2
@@ -57,6 +57,7 @@ rule reflen:
         mem_mb=64000,
         runtime=24 * 60,
         gres=gpu_gres(),
+        **site_resources("gpu"),
         gpus=gpu_count(),
     container: IMAGE or None
     shell:

@@ -1,15 +1,7 @@
 # Generation on every benchmark (runs and base models), and grading at every budget. The models of
 # evaluation.bare_questions (OctoThinker, as the authors did) get the bare-question files.
 
-from lie.config.sections import thinking_at_evaluation
 from lie.stages.data.spec import eval_data_file
-
-
-def eval_thinking_flag(key: str) -> str:
-    """`--enable-thinking` at evaluation (evaluation.enable_thinking, else the model's entry); none: the template's default."""
-    model = config["experiments"][key]["model"] if key in config["experiments"] else key
-    value = thinking_at_evaluation(config, model)
-    return "" if value is None else f"--enable-thinking {str(value).lower()}"
 
 
 rule data_bare:
@@ -50,6 +42,7 @@ rule generate:
         mem_mb=64000,
         runtime=12 * 60,
         gres=gpu_gres(),
+        **site_resources("gpu"),
         gpus=gpu_count(),
     container: IMAGE or None
     shell:
@@ -86,6 +79,7 @@ rule evaluate:
     resources:
         mem_mb=16000,
         runtime=6 * 60,
+        **site_resources("cpu"),
     container: IMAGE or None
     shell:
         "lie evaluate --config {params.config} {params.gens} {params.data} --tokenizer {input.model}"

@@ -1,4 +1,8 @@
 # Tables and figures from files only: scores, per-step metrics and rollouts of every run.
+# `snakemake --report report.html` gathers them into one HTML page, each with the caption of
+# workflow/report/<kind>.rst (the kind: a result table, or the file's own name).
+
+report: "../report/workflow.rst"
 
 
 rule report:
@@ -8,7 +12,7 @@ rule report:
         scores=expand(f"{OUT}/scores/{{key}}/scores.jsonl", key=EVALUATED),
         generations=expand(f"{OUT}/generations/{{key}}/{{bench}}.jsonl", key=EVALUATED, bench=BENCHMARKS),
     output:
-        report_outputs(),
+        report_files(),
     log:
         f"{OUT}/logs/report.log",
     params:
@@ -17,6 +21,7 @@ rule report:
     resources:
         mem_mb=16000,
         runtime=60,
+        **site_resources("cpu"),
     container: IMAGE or None
     shell:
         "lie report --config {params.config} > {log} 2>&1"

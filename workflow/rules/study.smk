@@ -31,6 +31,7 @@ rule study_probe:
     resources:
         mem_mb=4000,
         runtime=30,
+        **site_resources("cpu"),
     container: IMAGE or None
     shell:
         "(lie study-probe --config {params.config} --model {input.model} --data {input.data} --out {output.gen}"
@@ -58,6 +59,7 @@ rule study_responses:
     resources:
         mem_mb=4000,
         runtime=30,
+        **site_resources("cpu"),
     container: IMAGE or None
     shell:
         "lie study-responses --config {params.config} --gen {input.gen} --scores {input.scores}"
@@ -78,6 +80,7 @@ rule study_gates:
     resources:
         mem_mb=2000,
         runtime=10,
+        **site_resources("cpu"),
     container: IMAGE or None
     shell:
         "lie study-gates --config {params.config} > {log} 2>&1"
@@ -97,6 +100,7 @@ rule study:
     resources:
         mem_mb=4000,
         runtime=30,
+        **site_resources("cpu"),
     container: IMAGE or None
     shell:
         "lie study-report --config {params.config} > {log} 2>&1"

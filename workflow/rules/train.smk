@@ -22,15 +22,29 @@ rule train:
         nodes=lambda w: train_resources(w.run)["nodes"],
         gres=lambda w: train_resources(w.run)["gres"],
         gpus=lambda w: train_resources(w.run)["gpus"],
-        mem_mb=lambda w: 2000 if train_engine(w) == "trl" else 480000,
+        mem_mb=lambda w: train_resources(w.run)["mem_mb"],
         runtime=config["training"]["walltime_min"],
+        # Present but false, on purpose: the job-step plugin (0.6.1) runs a job that has an `mpi`
+        # resource as it is, while every other job goes through `srun -n1 --nodes=N --gpus=<total>`,
+        # one task that Slurm cannot place on several nodes; the Slurm plugin asks for MPI tasks
+        # only when `mpi` is true. train_job.sh starts its own steps, one per node.
+        mpi="",
+        attempt_no=lambda w, attempt: attempt,
+        **site_resources("gpu"),
     # A `run:` block, not containerised by Snakemake: verl starts its Ray processes inside the image
     # itself (workflow/scripts/train_job.sh), spanning several nodes through srun, which a job
     # inside a container could not call. TRL runs in the environment Snakemake runs in.
+    # Snakemake deletes {log} before each attempt: every attempt is also appended to
+    # <run>.attempts.log, which it does not manage (train_job.sh heads each with its number, time,
+    # host and Slurm job), so that a failed attempt's output survives its retry.
+    # The environment is not a param: a changed NCCL setting must not rerun a finished run.
     run:
+        env = train_env(wildcards)
+        history = Path(log[0]).with_suffix(".attempts.log")
         shell(
-            "LIE_IMAGE={params.image} workflow/scripts/train_job.sh {params.engine} {wildcards.run}"
-            " --config {params.config} --train-file {input.data} --model {input.model} {params.val} > {log} 2>&1"
+            "{env} LIE_ATTEMPT={resources.attempt_no} LIE_IMAGE={params.image}"
+            " workflow/scripts/train_job.sh {params.engine} {wildcards.run} --config {params.config}"
+            " --train-file {input.data} --model {input.model} {params.val} 2>&1 | tee -a {history} > {log}"
         )
 
 
@@ -47,6 +61,7 @@ rule merge:
     resources:
         mem_mb=64000,
         runtime=120,
+        **site_resources("cpu"),
     container: IMAGE or None
     shell:
         "lie merge {wildcards.run} --config {params.config} --out {output} > {log} 2>&1"

@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
 # The train rule's command: `train_job.sh ENGINE RUN [lie train options]`.
-# verl inside a Slurm allocation: a Ray cluster over all its nodes (ray_on_slurm.sh), every process
-# in the image LIE_IMAGE; verl elsewhere: `lie train` in the image (or natively without one);
-# TRL: `lie train` directly.
+# verl inside a Slurm job: a Ray cluster over all its nodes (ray_on_slurm.sh), every process in the
+# image LIE_IMAGE; verl elsewhere: `lie train` in the image (or natively without one); TRL: `lie
+# train` directly. Each attempt starts with a header line (the rule appends every attempt to one
+# log): LIE_ATTEMPT, the time, the host and the Slurm job.
 set -euo pipefail
 engine=${1:?engine}
 run=${2:?run}
 shift 2
 here=$(cd "$(dirname "$0")" && pwd)
-if [[ "$engine" == verl && -n "${SLURM_JOB_NODELIST:-}" ]]; then
-  exec "$here/ray_on_slurm.sh" lie train "$run" --engine verl --nnodes "${SLURM_JOB_NUM_NODES:-1}" "$@"
+# shellcheck source=launch_lib.sh
+source "$here/launch_lib.sh"
+echo "==== train $run, attempt ${LIE_ATTEMPT:-?}: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)${SLURM_JOB_ID:+, Slurm job $SLURM_JOB_ID}"
+if [[ "$engine" == verl && -n "${SLURM_JOB_ID:-}" ]]; then
+  exec "$here/ray_on_slurm.sh" lie train "$run" --engine verl --nnodes "$(slurm_job_field NumNodes)" "$@"
 fi
-if [[ "$engine" == verl && -n "${LIE_IMAGE:-}" ]]; then
-  read -r -a apptainer_args <<< "${LIE_APPTAINER_ARGS:---nv --bind $PWD --bind ${HF_HOME:-$HOME}}"
-  exec apptainer exec "${apptainer_args[@]}" "$LIE_IMAGE" lie train "$run" --engine verl "$@"
+image_commands
+if [[ "$engine" == verl && ${#in_image[@]} -gt 0 ]]; then
+  exec "${in_image[@]}" lie train "$run" --engine verl "$@"
 fi
 exec lie train "$run" --engine "$engine" "$@"

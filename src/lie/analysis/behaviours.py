@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from lie.core.errors import LieError
 
@@ -40,6 +41,32 @@ def split_sentences(text: str) -> list[str]:
         else:
             out.append(piece.strip())
     return out
+
+
+PATTERN_TIME_LIMIT_S = 2.0  # one search of a user's pattern in one sentence
+
+
+class TimedPattern:
+    """A user's pattern (``--patterns FILE``), searched with a time limit: one that backtracks
+    without end (``(a+)+$``) is a LieError naming it, never a hang (the ``regex`` engine's timeout)."""
+
+    def __init__(self, text: str, where: str):
+        import regex
+
+        self.pattern, self.where = text, where
+        try:
+            self._compiled = regex.compile(text, regex.IGNORECASE | regex.VERSION0)
+        except regex.error as exc:
+            raise LieError(f"{where} {text!r}: {exc}") from None
+
+    def search(self, sentence: str) -> object:
+        try:
+            return self._compiled.search(sentence, timeout=PATTERN_TIME_LIMIT_S)
+        except TimeoutError:
+            raise LieError(
+                f"{self.where} {self.pattern!r} takes more than {PATTERN_TIME_LIMIT_S:g} s on one sentence "
+                "(nested repetition backtracks without end); simplify it"
+            ) from None
 
 
 @dataclass(frozen=True)
@@ -89,12 +116,16 @@ def load_classifier(path: str | Path | None = None) -> Classifier:
             or not entry["patterns"]
         ):
             raise LieError(f"{source}: behaviours.{name} needs a non-empty list 'patterns'")
-        compiled = []
+        compiled: list[Any] = []
         for i, text in enumerate(entry["patterns"]):
+            where = f"{source}: behaviours.{name}.patterns[{i}]"
+            if source != PATTERNS_FILE:
+                compiled.append(TimedPattern(str(text), where))
+                continue
             try:
                 compiled.append(re.compile(str(text), re.IGNORECASE))
             except re.error as exc:
-                raise LieError(f"{source}: behaviours.{name}.patterns[{i}] {text!r}: {exc}") from None
+                raise LieError(f"{where} {text!r}: {exc}") from None
         patterns[str(name)] = tuple(compiled)
         descriptions[str(name)] = " ".join(str(entry.get("description") or "").split())
     return Classifier(patterns, descriptions, str(source))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 
@@ -16,6 +17,17 @@ def flag(text: str) -> bool | None:
     if lowered in ("none", "null", "default"):
         return None
     raise argparse.ArgumentTypeError(f"expected true, false or none, got {text!r}")
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1 (a count of nodes, threads, steps): 0 or -2 is a usage error, not "the default"."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
 
 
 def key_value(text: str) -> tuple[str, Any]:
@@ -56,3 +68,36 @@ def add_engine_options(parser: argparse.ArgumentParser, unit: str) -> None:
 def add_config_option(parser: argparse.ArgumentParser, what: str = "the pipeline's config") -> None:
     """``--config``, read relative to where the command runs; ``what`` says which part the command reads."""
     parser.add_argument("--config", default="config.yaml", help=f"{what} (default: config.yaml)")
+
+
+def _paths(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [v for v in value if isinstance(v, str)]
+    return []
+
+
+def check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Every ``--out*`` of every command, before it runs: not a symlink, FIFO or device, and not one
+    of the command's inputs by another spelling (``realpath``); the rule of ``lie.formats.outputs``."""
+    from lie.core.errors import LieError
+    from lie.formats.outputs import refuse_special, same_file
+
+    flags = {a.dest: (a.option_strings or [a.dest])[-1] for a in parser._actions}
+    values = vars(args)
+    outputs = {dest for dest, value in values.items() if dest.startswith("out") and isinstance(value, str)}
+    for dest in outputs:
+        out = values[dest]
+        if out == "-":
+            continue
+        refuse_special(out)
+        inputs = [
+            (other, p) for other, value in values.items() if other not in outputs for p in _paths(value)
+        ]
+        for other, path in inputs:
+            if path != "-" and os.path.exists(path) and same_file(out, path):
+                raise LieError(
+                    f"{flags.get(dest, dest)} {out} is the input {flags.get(other, other)} {path}: "
+                    "write the output to another file"
+                )

@@ -41,6 +41,12 @@ def run(args: argparse.Namespace) -> int:
 
         disable_progress_bars()
     config = load_config(args.config)
+    if args.compare_with:  # checked before the data set is written
+        from lie.formats.outputs import check_output_file
+        from lie.stages.data.compare import check_file
+
+        check_output_file(args.out, [args.compare_with])
+        check_file(args.compare_with)
     build_dataset(
         config, args.name, args.out, limit=args.limit, progress=not args.no_progress, bare=args.bare
     )

@@ -45,6 +45,11 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     if not str(args.out_summary).lower().endswith((".json", ".csv")):
         raise LieError(f"--out-summary must end in .json or .csv, got {args.out_summary}")
+    from lie.formats.outputs import check_output_file
+
+    inputs = [*args.gen, *(args.data or [])]
+    check_output_file(args.out_scores, inputs)
+    check_output_file(args.out_summary, [*inputs, args.out_scores])
 
     def tokenizer() -> Any:
         from lie.stages.base_model import tokenizer_for
@@ -61,10 +66,12 @@ def run(args: argparse.Namespace) -> int:
         data_paths=args.data,
         mode=args.choice_grading,
     )
-    with atomic_output(args.out_scores) as out:
+    with atomic_output(
+        args.out_scores
+    ) as out:  # renamed into place after the summary: never one without the other
         for line in scores:
             out.write(dumps(line) + "\n")
-    write_summary(summary, args.out_summary)
+        write_summary(summary, args.out_summary)
     for bench, entry in summary["benchmarks"].items():
         last = entry["budgets"][str(summary["budgets"][-1])]
         log.info(

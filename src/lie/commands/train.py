@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from lie.commands.argtypes import add_config_option
+from lie.commands.argtypes import add_config_option, positive_int
 
 log = logging.getLogger(__name__)
 
@@ -35,10 +35,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model", help="initial model folder (default: base model, or the parent's final model)"
     )
-    parser.add_argument("--nnodes", type=int, help="override training.nnodes (the Slurm launcher passes it)")
-    parser.add_argument("--stop-after", type=int, help="TRL: stop after this many steps (a rerun resumes)")
     parser.add_argument(
-        "--threads", type=int, help="TRL on CPU: torch threads (default: OMP_NUM_THREADS or 1)"
+        "--nnodes", type=positive_int, help="override training.nnodes (the Slurm launcher passes it)"
+    )
+    parser.add_argument(
+        "--stop-after", type=positive_int, help="TRL: stop after this many steps (a rerun resumes)"
+    )
+    parser.add_argument(
+        "--threads", type=positive_int, help="TRL on CPU: torch threads (default: OMP_NUM_THREADS or 1)"
     )
 
 

@@ -37,6 +37,7 @@ EXECUTION_KEYS = frozenset(
         "world_size_change",
     }
 )
+REFLEN_EXECUTION_KEYS = frozenset({"shard_size"})  # how often reflen saves its work, not what it computes
 LENGTH_KEYS = ("eta", "extra_tokens", "tolerance", "variant", "delta_l")
 REDUNDANCY_KEYS = ("theta", "theta_inclusive", "beta", "red_on_correct")
 
@@ -61,6 +62,11 @@ def learning_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
     return kept
 
 
+def reflen_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """``reflen:`` without its execution settings: what the reference lengths depend on."""
+    return {k: v for k, v in (config.get("reflen") or {}).items() if k not in REFLEN_EXECUTION_KEYS}
+
+
 def train_engine(config: dict[str, Any], run: str) -> str:
     """The run's own ``engine``, else ``engines.train``."""
     return cfgmod.experiment(config, run).get("engine") or (config.get("engines") or {}).get("train", "verl")
@@ -76,7 +82,7 @@ def settings_hash(config: dict[str, Any], run: str) -> str:
         "settings": learning_settings(config, run),
         "model": cfgmod.model_entry(config, spec["model"]),
         "data": data_entry,
-        "reflen": config.get("reflen"),
+        "reflen": reflen_settings(config),
         "prompt": (config.get("prompt") or {}).get(kind),
         "parent": settings_hash(config, spec["parent"]) if spec.get("parent") else None,
     }

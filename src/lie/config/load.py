@@ -52,9 +52,12 @@ def validate_workflow(config: dict[str, Any], files: list[str | Path]) -> None:
 
 
 def _check_finite(value: Any, source: str, where: str = "") -> None:
-    """NaN and infinity (YAML ``.nan``, ``.inf``) pass every schema bound: refuse them everywhere."""
+    """NaN and infinity (YAML ``.nan``, ``.inf``) pass every schema bound: refuse them everywhere; and
+    lone surrogates (``--config`` values reach here without lie's YAML reader), which no file can hold."""
     if isinstance(value, float) and not math.isfinite(value):
         raise LieError(f"{source}: key '{where}': {value} is not a finite number")
+    if isinstance(value, str) and any(0xD800 <= ord(c) <= 0xDFFF for c in value):
+        raise LieError(f"{source}: key '{where}': a lone surrogate (\\ud800-\\udfff) is not text")
     if isinstance(value, dict):
         for key, item in value.items():
             _check_finite(item, source, f"{where}.{key}" if where else str(key))
@@ -236,15 +239,46 @@ def outdir(config: dict[str, Any]) -> Path:
     return Path(config.get("outdir") or f"results/{config.get('name', 'default')}")
 
 
+EFFECTIVE_HEADER = (
+    "# Written by lie at Snakemake's start: the config its jobs read. Edit your own config, not this file.\n"
+)
+
+
+def _written_by_yaml(text: str) -> bool:
+    """The file is exactly what lie wrote before the header existed (PyYAML's dump, no comment): lie's own."""
+    import yaml
+
+    from lie.config.yamlio import load_yaml
+
+    try:
+        return text == yaml.safe_dump(load_yaml(text, "<outdir>/config.yaml"), sort_keys=False)
+    except LieError:
+        return False
+
+
 def write_effective_config(config: dict[str, Any], path: str | Path) -> None:
-    """The config a Snakemake invocation runs with, as the file its jobs read (atomically, kept when equal)."""
+    """The config a Snakemake invocation runs with, as the file its jobs read (atomically, kept when equal).
+
+    A file already there that lie did not write (no :data:`EFFECTIVE_HEADER`: the user's own config
+    kept in ``outdir``) is never replaced: that is an error naming it.
+    """
     import yaml
 
     from lie.formats.jsonl import atomic_output
 
     path = Path(path)
-    text = yaml.safe_dump(config, sort_keys=False)
-    if path.exists() and path.read_text(encoding="utf-8") == text:
-        return
+    text = EFFECTIVE_HEADER + yaml.safe_dump(config, sort_keys=False)
+    if path.exists() or path.is_symlink():
+        try:
+            old = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            old = ""
+        if old == text:
+            return
+        if not (old.startswith(EFFECTIVE_HEADER) or _written_by_yaml(old)) or path.is_symlink():
+            raise LieError(
+                f"{path} is not a file lie wrote (its first line is not lie's header): lie writes the "
+                "config its jobs read there; move your file out of outdir (or set another outdir)"
+            )
     with atomic_output(path) as out:
         out.write(text)

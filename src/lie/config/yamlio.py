@@ -1,4 +1,11 @@
-"""YAML reading with keys written once and errors that name the line; reward knobs from a file and ``--set``."""
+"""YAML reading with keys written once and errors that name the line; reward knobs from a file and ``--set``.
+
+A YAML file is a bounded thing before anything walks it: nesting at most :data:`MAX_DEPTH` levels
+(deeper would exhaust Python's stack), at most :data:`MAX_NODES` values once every alias is
+expanded (a kilobyte of nested aliases, "billion laughs", expands to billions), no recursive alias,
+integers of at most :data:`MAX_INT_DIGITS` digits, and no lone surrogate (``"\\ud800"``, which no
+file or terminal can encode). Each is a LieError naming the line.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,60 @@ from pathlib import Path
 from typing import Any
 
 from lie.core.errors import LieError
+
+MAX_DEPTH = 64
+MAX_NODES = 200_000
+MAX_INT_DIGITS = 100
+_INT_TAG = "tag:yaml.org,2002:int"
+
+
+def _scalar_problem(node: Any) -> str | None:
+    value = node.value
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in value):
+        return "a lone surrogate (\\ud800-\\udfff) is not text"
+    if node.tag == _INT_TAG and sum(c.isdigit() for c in value) > MAX_INT_DIGITS:
+        return f"an integer of more than {MAX_INT_DIGITS} digits"
+    return None
+
+
+def _children(node: Any) -> list[Any]:
+    if isinstance(node.value, list):
+        return [c for item in node.value for c in (item if isinstance(item, tuple) else (item,))]
+    return []
+
+
+def check_nodes(root: Any) -> None:
+    """The composed document, aliases expanded only by count (never walked twice): bounded, no bad scalar."""
+    import yaml
+
+    def stop(message: str, node: Any) -> None:
+        raise yaml.constructor.ConstructorError(None, None, message, node.start_mark)
+
+    sizes: dict[int, int] = {}
+    ancestors: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        key = id(node)
+        if finished:
+            ancestors.discard(key)
+            sizes[key] = 1 + sum(sizes[id(c)] for c in _children(node))
+            if sizes[key] > MAX_NODES:
+                stop(f"more than {MAX_NODES} values once its aliases are expanded", node)
+            continue
+        if key in sizes:
+            continue
+        if key in ancestors:
+            stop("an alias refers to a value that contains it (a recursive alias)", node)
+        if isinstance(node, yaml.ScalarNode):
+            problem = _scalar_problem(node)
+            if problem:
+                stop(problem, node)
+            sizes[key] = 1
+            continue
+        ancestors.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in _children(node) if id(c) not in sizes)
 
 
 @functools.cache
@@ -19,6 +80,26 @@ def _unique_key_loader() -> type:
     import yaml
 
     class UniqueKeyLoader(yaml.SafeLoader):
+        _depth = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            self._depth += 1
+            try:
+                if self._depth > MAX_DEPTH:
+                    mark = self.peek_event().start_mark
+                    raise yaml.composer.ComposerError(
+                        None, None, f"nested deeper than {MAX_DEPTH} levels", mark
+                    )
+                return super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+
+        def get_single_node(self) -> Any:
+            node = super().get_single_node()
+            if node is not None:
+                check_nodes(node)
+            return node
+
         def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
             seen: dict[Any, Any] = {}
             for key_node, _ in node.value:

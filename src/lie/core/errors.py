@@ -7,6 +7,7 @@ so that the user sees what to do instead of a traceback from deep inside a libra
 
 from __future__ import annotations
 
+import errno
 import socket
 import sys
 from collections.abc import Iterator
@@ -77,11 +78,25 @@ def network_failure(exc: BaseException) -> str | None:
     return None
 
 
+# failures of the file system, not of the program: one line even where the error names no file
+_STORAGE_ERRNOS = frozenset(
+    getattr(errno, name)
+    for name in ("ENOSPC", "EDQUOT", "EFBIG", "EROFS", "EIO", "ESTALE")
+    if hasattr(errno, name)
+)
+
+
 def file_failure(exc: BaseException) -> str | None:
-    """One line for an OSError about a named file (missing, unreadable, unwritable, disk full), else None."""
+    """One line for an OSError about a named file (missing, unreadable, unwritable, disk full), else None.
+
+    A disk that is full (or read-only, or over quota) is named by its error even without a file name.
+    """
     if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
         other = f" -> {exc.filename2}" if exc.filename2 is not None else ""
         return f"{exc.filename}{other}: {exc.strerror}"
+    for cause in _chain(exc):
+        if isinstance(cause, OSError) and cause.errno in _STORAGE_ERRNOS:
+            return f"{cause.strerror or cause} while writing; free space (or choose another place) and rerun"
     return None
 
 

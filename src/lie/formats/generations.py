@@ -46,9 +46,12 @@ def _int(obj: dict[str, Any], name: str, where: str) -> int:
 
 def _compact(ids: list[int], where: str) -> Sequence[int]:
     try:
-        return array.array("i", ids)
+        compact = array.array("i", ids)
     except OverflowError:
-        raise LieError(f"{where}: field 'token_ids' holds an id outside 0..2^31") from None
+        compact = None
+    if compact is None or (compact and min(compact) < 0):
+        raise LieError(f"{where}: field 'token_ids' holds an id outside 0..2^31")
+    return compact
 
 
 def read_options(paths: Sequence[str]) -> dict[tuple[str, int], list[str]]:

@@ -24,6 +24,19 @@ from lie.core.errors import LieError
 
 FIX = "fix or remove that line"
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]", re.ASCII)
+MAX_DEPTH = 100  # JSON nesting: deeper would exhaust Python's stack in the parser or any reader after it
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+
+
+def nesting_depth(text: str) -> int:
+    """How deep arrays and objects nest in the JSON ``text`` (strings skipped); cheap when shallow."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return 0
+    depth = deepest = 0
+    for char in re.sub(r"[^\[\]{}]", "", _STRING.sub("", text)):
+        depth += 1 if char in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
 
 
 class _BadNumber(ValueError):
@@ -70,6 +83,8 @@ def loads_line(line: str | bytes, where: str) -> Any:
             raise LieError(
                 f"{where}: not valid UTF-8 (byte 0x{bad} at column {exc.start + 1}); save the file as UTF-8"
             ) from None
+    if nesting_depth(line) > MAX_DEPTH:
+        raise LieError(f"{where}: JSON nested deeper than {MAX_DEPTH} levels; {FIX}")
     try:
         obj = json.loads(line, parse_float=_finite_float, parse_int=_bounded_int, parse_constant=_no_constant)
     except _BadNumber as exc:
@@ -140,6 +155,9 @@ def share_tree(root: str | os.PathLike[str]) -> None:
 
 def _temporary_beside(target: Path) -> tuple[int, str]:
     """A temporary file in ``target``'s folder with the umask's mode; an unwritable place is a LieError."""
+    from lie.formats.outputs import refuse_special
+
+    refuse_special(target)
     if target.is_dir():
         raise LieError(f"cannot write {target}: it is a folder; give a file name")
     if target.parent.exists() and not target.parent.is_dir():
@@ -156,10 +174,13 @@ def _temporary_beside(target: Path) -> tuple[int, str]:
 
 @contextlib.contextmanager
 def atomic_output(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
-    """Write to a temporary file beside ``path`` and rename it into place only on success.
+    """Write to a temporary file beside ``path``, flush it to disk, and rename it into place only on success.
 
-    ``-`` buffers in memory and writes to standard output at the end, so that a failure
-    half-way leaves no partial output anywhere.
+    The rename is made durable too (the folder is fsynced), so a crash never leaves an empty or
+    short file under the final name. A symlink, FIFO or device at ``path`` is refused, never
+    replaced. A write that fails (disk full) is a LieError naming ``path``. ``-`` buffers in
+    memory and writes to standard output at the end, so that a failure half-way leaves no
+    partial output anywhere.
     """
     if str(path) == "-":
         buffer: IO[Any] = io.StringIO() if "b" not in mode else io.BytesIO()
@@ -168,12 +189,23 @@ def atomic_output(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[
         out.write(buffer.getvalue())
         out.flush()
         return
+    from lie.formats.outputs import fsync_folder
+
     target = Path(path)
     fd, tmp = _temporary_beside(target)
     try:
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
             yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
         os.replace(tmp, target)
+        fsync_folder(target.parent)
+    except OSError as exc:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        if exc.filename is None:
+            raise LieError(f"cannot write {target}: {exc.strerror or exc}") from None
+        raise
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)

@@ -1,7 +1,9 @@
-"""Sharded, resumable work: each shard is written atomically, a rerun skips finished shards.
+"""Sharded, resumable work: each shard is written atomically and sealed, a rerun skips sealed shards.
 
-A run that is killed leaves only whole shard files (and perhaps a ``*.partial`` temporary file,
-ignored and overwritten), so the next run continues where the last one stopped. A manifest
+A shard is finished only when its seal (``shard-N.seal.json``: size and digest of the shard,
+its row count, written after the shard is on disk) verifies; a shard without one, or one that
+is empty, short or changed since, is redone. So a kill (or a crash of the machine) leaves
+nothing that looks finished, and the next run continues where the last one stopped. A manifest
 records the settings; resuming with other settings stops with a message instead of mixing.
 """
 
@@ -14,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from lie.core.errors import LieError
-from lie.formats.jsonl import atomic_output, dumps
+from lie.formats.jsonl import atomic_output, dumps, loads_line
+from lie.formats.outputs import hold, read_seal, seal, seal_problem
 
 log = logging.getLogger(__name__)
+LOCK = "lie.lock"
 
 
 def shard_ranges(total: int, shard_size: int) -> list[range]:
@@ -27,8 +31,19 @@ def shard_ranges(total: int, shard_size: int) -> list[range]:
 
 def _check_manifest(work_dir: Path, settings: dict[str, Any]) -> None:
     manifest = work_dir / "manifest.json"
+    if not manifest.exists() and any(p.name != LOCK for p in work_dir.iterdir()):
+        raise LieError(
+            f"{work_dir} is a folder lie did not make (no manifest.json): move it, lie works there"
+        )
+    previous = None
     if manifest.exists():
-        previous = json.loads(manifest.read_text(encoding="utf-8"))
+        try:
+            previous = json.loads(manifest.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            log.warning("%s is unreadable; its shards are redone", manifest)
+            for old in work_dir.glob("shard-*.seal.json"):
+                old.unlink()
+    if previous is not None:
         if previous != settings:
             changed = sorted(k for k in set(previous) | set(settings) if previous.get(k) != settings.get(k))
             raise LieError(
@@ -55,32 +70,64 @@ def run_in_shards(
     ``total`` counts units of work (samples, for generation): a set of few problems with many
     samples each still gets a resume point every ``shard_size`` samples.
     """
-    from tqdm import tqdm
-
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
+    with hold(work_dir / LOCK, desc, str(work_dir)):  # two commands writing one output: the second stops
+        return _run(
+            total, shard_size, work_dir, settings, work, {"desc": desc, "unit": unit, "disable": not progress}
+        )
+
+
+def _run(
+    total: int,
+    shard_size: int,
+    work_dir: Path,
+    settings: dict[str, Any],
+    work: Callable[[range], list[dict[str, Any]]],
+    bar_options: dict[str, Any],
+) -> list[Path]:
+    from tqdm import tqdm
+
     _check_manifest(work_dir, settings)
     ranges = shard_ranges(total, shard_size)
     paths = [work_dir / f"shard-{k:05d}.jsonl" for k in range(len(ranges))]
-    todo = [(r, p) for r, p in zip(ranges, paths) if not p.exists()]
+    todo = [(r, p) for r, p in zip(ranges, paths) if not _finished(p, len(r))]
     if len(todo) < len(ranges):
         log.info("%s: resuming, %d of %d shards already done", work_dir, len(ranges) - len(todo), len(ranges))
-    bar = tqdm(
-        total=total, initial=total - sum(len(r) for r, _ in todo), desc=desc, unit=unit, disable=not progress
-    )
+    bar = tqdm(total=total, initial=total - sum(len(r) for r, _ in todo), **bar_options)
     for rng, path in todo:
         rows = work(rng)
         with atomic_output(path) as out:
             for row in rows:
                 out.write(dumps(row) + "\n")
+        seal(_seal_file(path), [path], {"rows": len(rows), "units": len(rng)})
         bar.update(len(rng))
     bar.close()
     return paths
 
 
+def _seal_file(shard: Path) -> Path:
+    return shard.with_name(shard.name.replace(".jsonl", ".seal.json"))
+
+
+def _finished(shard: Path, units: int) -> bool:
+    """The shard's seal verifies (same size and digest, the same number of units); else it is redone."""
+    if not shard.exists() and not _seal_file(shard).exists():
+        return False
+    problem = seal_problem(_seal_file(shard))
+    record = read_seal(_seal_file(shard)) or {}
+    if problem is None and record.get("units") != units:
+        problem = f"sealed for {record.get('units')} units, not {units}"
+    if problem:
+        log.warning("%s is not finished (%s): redoing it", shard, problem)
+        return False
+    return True
+
+
 def iter_shards(paths: list[Path]) -> Iterator[dict[str, Any]]:
+    """The rows of sealed shards; a bad line (a shard changed by hand) names its file and line."""
     for path in paths:
-        with open(path, encoding="utf-8") as handle:
-            for line in handle:
+        with open(path, "rb") as handle:
+            for lineno, line in enumerate(handle, start=1):
                 if line.strip():
-                    yield json.loads(line)
+                    yield loads_line(line, f"{path} line {lineno}")

@@ -12,11 +12,13 @@
 - ``settings.sha256``: the digest of what the checkpoints were trained with (``lie.config.identity``); a
   launch with other settings moves the old checkpoints, rollouts and metrics into
   ``superseded/<time>/`` (never deleting them) and starts afresh;
-- ``verl_config.yaml``: verl's whole composed configuration of the last launch (verl runs).
+- ``verl_config.yaml``: verl's whole composed configuration of the last launch (verl runs);
+- ``lie.lock``: held (``flock``) by the one command that trains or merges the run; it names the holder.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
@@ -75,6 +77,17 @@ class RunDir:
     @property
     def superseded(self) -> Path:
         return self.root / "superseded"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.root / "lie.lock"
+
+    def lock(self, what: str) -> contextlib.AbstractContextManager[None]:
+        """Hold the run folder for one command (``what``); a second one stops with a line naming the holder."""
+        from lie.formats.outputs import hold
+
+        self.root.mkdir(parents=True, exist_ok=True)
+        return hold(self.lock_file, what, f"run {self.run}")
 
     def claim(self, digest: str) -> Path | None:
         """Keep this run's outputs only if they were made with settings ``digest``.

@@ -68,7 +68,7 @@ def read_summary(path: str | Path, fix: str = "rerun `lie evaluate`") -> dict[st
         summary = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise LieError(f"{path} is missing: {fix}") from None
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: JSON nested thousands deep
         raise LieError(f"{path} cannot be read ({exc}): {fix}") from None
     if not isinstance(summary, dict) or not isinstance(summary.get("benchmarks"), dict):
         raise LieError(f"{path}: no 'benchmarks' mapping; it is not a `lie evaluate` summary: {fix}")

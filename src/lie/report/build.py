@@ -1,9 +1,8 @@
 """Write the whole report under ``results/<name>/`` so that it is all new or not there at all.
 
-Every file is rendered into a staging folder beside the outputs first and moved into place
-only when all of them are ready; the old outputs are removed before anything is read, so a
-failure leaves no table or figure that looks complete but is stale or half-written (as
-Snakemake, which also removes a failed job's outputs). Paths: :func:`report_paths`, the same
+Every input is read and checked, and every file rendered into a staging folder beside the
+outputs, before any old output is touched: bad input leaves the previous report as it was, and a
+failure while moving the new files in leaves none of them (never a half-written one). Paths: :func:`report_paths`, the same
 list as ``report_outputs()`` of ``workflow/rules/common.smk`` (a test keeps them equal): one
 ``tables/<table>.{md,csv,tex}`` for each table of :mod:`lie.report.groups` that has a row (``main``,
 ``families``, ``scale``, ``ablation``, ``sensitivity``), ``tables/lengths.{md,csv}`` and
@@ -99,8 +98,6 @@ def build_report(config: dict[str, Any], max_points: int = 200, paper: Paper | N
     """Read the outputs under ``outdir``, write every table and figure; return the paths written."""
     layout = Layout(config)
     targets = report_paths(layout)
-    for path in targets:
-        path.unlink(missing_ok=True)
     data = collect(config, max_points=max_points, paper=paper)
     layout.root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".report-", suffix=".partial", dir=layout.root))

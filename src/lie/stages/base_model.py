@@ -8,8 +8,6 @@ recorded beside the weights (``lie_source.json``).
 from __future__ import annotations
 
 import logging
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +19,21 @@ TINY_KEYS = ("seed", "vocab_size", "hidden", "layers", "corpus")
 MODEL_FILES = ["*.json", "*.safetensors", "*.txt", "*.model", "*.jinja", "*.tiktoken", "*.py"]
 
 
-def _replace_dir(tmp: Path, out: Path) -> None:
-    from lie.formats.jsonl import share_tree
+SOURCE = "lie_source.json"  # beside the weights: what they were made from (also marks the folder as lie's)
 
-    share_tree(tmp)  # the group reads the weights too (shared file system)
-    if out.exists():
-        shutil.rmtree(out)
-    os.replace(tmp, out)
+
+def check_out(out: Path, inputs: list[Path] | None = None) -> None:
+    """Before any work: ``out`` is new, empty, or a model folder lie built (never a folder of the user's)."""
+    from lie.formats.outputs import check_output_folder
+
+    check_output_folder(out, inputs or [], legacy=SOURCE)
+
+
+def _replace_dir(tmp: Path, out: Path, source: dict[str, Any]) -> None:
+    from lie.formats.outputs import replace_folder
+
+    (tmp / SOURCE).write_text(dumps(source, indent=2), encoding="utf-8")
+    replace_folder(tmp, out, {"command": "base-model", **source}, legacy=SOURCE)
 
 
 def snapshot(name: str, entry: dict[str, Any]) -> Path:
@@ -115,20 +121,19 @@ def fetch_model(name: str, entry: dict[str, Any], out: Path) -> Path:
     them and ``lie_source.json`` with the commit. Offline (``HF_HUB_OFFLINE=1``) the cache alone
     serves it.
     """
+    from lie.formats.outputs import partial_folder
+
+    check_out(out)
     folder = snapshot(name, entry)
     where = f"models.{name}: {entry['hf_id']}@{entry['revision']}"
     hf_id, revision = entry["hf_id"], entry["revision"]
-    tmp = out.with_name(f".{out.name}.partial")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    tmp = partial_folder(out)
     for path in folder.rglob("*"):
         if path.is_file():
             link = tmp / path.relative_to(folder)
             link.parent.mkdir(parents=True, exist_ok=True)
             link.symlink_to(path.resolve())
-    source = {"hf_id": hf_id, "revision": revision, "commit": folder.name}
-    (tmp / "lie_source.json").write_text(dumps(source, indent=2))
-    _replace_dir(tmp, out)
+    _replace_dir(tmp, out, {"hf_id": hf_id, "revision": revision, "commit": folder.name})
     log.info("%s: commit %s, linked from %s", where, folder.name, out)
     return out
 
@@ -153,8 +158,10 @@ def build_tiny_model(
     ``template`` is the config's ``prompt.math``: the supervised stage prompts as the pipeline does.
     Without ``sft`` (or ``sft: null``) the model keeps its random weights (the smoke run).
     """
+    from lie.formats.outputs import partial_folder
     from lie.stages.tiny import build_tiny
 
+    check_out(out, corpus_files)
     tiny = entry["tiny"]
     unknown = sorted(set(tiny) - set(TINY_KEYS))
     if unknown:
@@ -175,8 +182,7 @@ def build_tiny_model(
         def train(model: Any, tokenizer: Any) -> None:
             source["sft"] = run_sft(model, tokenizer, settings, template)
 
-    tmp = out.with_name(f".{out.name}.partial")
-    shutil.rmtree(tmp, ignore_errors=True)
+    tmp = partial_folder(out)
     build_tiny(
         tmp,
         corpus,
@@ -186,6 +192,5 @@ def build_tiny_model(
         layers=int(tiny.get("layers", 2)),
         train=train,
     )
-    (tmp / "lie_source.json").write_text(dumps(source, indent=2))
-    _replace_dir(tmp, out)
+    _replace_dir(tmp, out, source)
     return out

@@ -127,9 +127,11 @@ def run_generate(
     from lie.config import dataset_entry
     from lie.engines.generation import SEED_RULE, batch_invariant_mode, load_engine
     from lie.formats.jsonl import atomic_output, dumps
+    from lie.formats.outputs import check_output_file
     from lie.formats.resumable import iter_shards
     from lie.stages.base_model import file_sha256, resolve_model
 
+    check_output_file(out, [data])
     group, entry = dataset_entry(config, bench)
     if group != "eval":
         raise LieError(f"{bench!r} is a training set; --bench takes a name of datasets.eval")

@@ -8,8 +8,6 @@ with the modes the user's umask gives (safetensors writes 0600).
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,36 +15,68 @@ from typing import Any
 
 from lie.config.layout import Layout
 from lie.core.errors import LieError
-from lie.formats.jsonl import share_tree
+from lie.formats.outputs import check_output_folder, partial_folder, replace_folder
+from lie.formats.runs import RunDir
+
+
+def read_final(rundir: RunDir) -> tuple[str, Path]:
+    """``final.json``'s engine and checkpoint, checked: a checkpoint of this run's folder, nowhere else."""
+    fix = f"rerun `lie train {rundir.run}` to rewrite it"
+    path = rundir.final_json
+    if not path.exists():
+        raise LieError(f"{path} is missing: train {rundir.run} to the end first (`lie train {rundir.run}`)")
+    try:
+        final = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise LieError(f"{path} is not valid JSON ({type(exc).__name__}: {str(exc)[:200]}); {fix}") from None
+    if not isinstance(final, dict) or not all(
+        isinstance(final.get(k), str) for k in ("engine", "checkpoint")
+    ):
+        raise LieError(f"{path}: expected an object with 'engine' and 'checkpoint' strings; {fix}")
+    if final["engine"] not in ("trl", "verl"):
+        raise LieError(f"{path}: engine {final['engine']!r} is not trl or verl; {fix}")
+    checkpoint = Path(final["checkpoint"])
+    top = rundir.checkpoints.resolve()
+    if top not in checkpoint.resolve().parents:
+        raise LieError(
+            f"{path}: checkpoint {checkpoint} is not a checkpoint under {rundir.checkpoints}; {fix}"
+        )
+    if not checkpoint.is_dir():
+        raise LieError(f"{path}: checkpoint {checkpoint} is missing; {fix}")
+    return final["engine"], checkpoint
 
 
 def merge(config: dict[str, Any], run: str, out: str | Path | None = None) -> Path:
     layout = Layout(config)
     rundir = layout.run_dir(run)
-    if not rundir.final_json.exists():
-        raise LieError(f"{rundir.final_json} is missing: train {run} to the end first (`lie train {run}`)")
-    final = json.loads(rundir.final_json.read_text(encoding="utf-8"))
-    checkpoint = Path(final["checkpoint"])
+    read_final(rundir)
+    with rundir.lock(f"merge {run}"):
+        return _merge(config, layout, rundir, out)
+
+
+def _merge(config: dict[str, Any], layout: Layout, rundir: RunDir, out: str | Path | None) -> Path:
+    run = rundir.run
+    engine, checkpoint = read_final(rundir)
     target = Path(out) if out else layout.merged_model(run)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if final["engine"] == "trl":
+    check_output_folder(target, [rundir.root])
+    record = {"command": "merge", "run": run, "checkpoint": str(checkpoint)}
+    if engine == "trl":
         from lie.engines.trl.train import export_model
 
-        export_model(checkpoint, target)
-        share_tree(target)
-        return target
-    tmp = target.with_name(f".{target.name}.partial")
-    shutil.rmtree(tmp, ignore_errors=True)
+        tmp = partial_folder(target)
+        export_model(checkpoint, tmp)
+        return replace_folder(tmp, target, record)
+    from lie.engines.verl.checkpoints import checkpoint_problem
+
+    problem = checkpoint_problem(checkpoint)
+    if problem:
+        raise LieError(f"{checkpoint} is incomplete ({problem}); rerun `lie train {run}` to repair it")
+    tmp = partial_folder(target)
     cmd = [sys.executable, "-m", "verl.model_merger", "merge", "--backend", "fsdp",
            "--local_dir", str(checkpoint / "actor"), "--target_dir", str(tmp)]  # fmt: skip
     if config.get("trust_remote_code"):
         cmd.append("--trust-remote-code")
     code = subprocess.run(cmd).returncode
     if code != 0:
-        shutil.rmtree(tmp, ignore_errors=True)
         raise LieError(f"verl.model_merger failed on {checkpoint} (status {code})")
-    share_tree(tmp)
-    if target.exists():
-        shutil.rmtree(target)
-    os.replace(tmp, target)
-    return target
+    return replace_folder(tmp, target, record)

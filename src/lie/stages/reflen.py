@@ -229,8 +229,10 @@ def run_reflen(
     import pyarrow.parquet as pq
 
     from lie.engines.generation import batch_invariant_mode, load_engine
+    from lie.formats.outputs import check_output_file
     from lie.formats.rows import read_metadata, with_metadata, write_table
 
+    check_output_file(out, [data])
     settings = settings_from_config(config, **overrides)
     kind = engine or (config.get("engines") or {}).get("generate") or "hf"
     try:

@@ -21,6 +21,7 @@ from lie.config.layout import Layout
 from lie.core.errors import LieError
 from lie.engines.verl.overrides import VerlInputs
 from lie.formats.runs import RunDir, write_json
+from lie.stages.checkpoint import BEST_VAL, evaluated_step
 
 log = logging.getLogger(__name__)
 
@@ -70,10 +71,15 @@ def verl_device(request: Request) -> str:
 
 
 def train(config: dict[str, Any], request: Request) -> Path:
-    """Train the run to its end (resuming from its last complete checkpoint); return its folder."""
-    if engine_of(config, request) == "verl":
-        return _train_verl(config, request)
-    return _train_trl(config, request)
+    """Train the run to its end (resuming from its last complete checkpoint); return its folder.
+
+    One command at a time per run folder: a second ``lie train RUN`` stops, naming the first.
+    """
+    engine = engine_of(config, request)
+    with RunDir(outdir(config), request.run).lock(f"train {request.run}"):
+        if engine == "verl":
+            return _train_verl(config, request)
+        return _train_trl(config, request)
 
 
 def _train_verl(config: dict[str, Any], request: Request) -> Path:
@@ -113,7 +119,8 @@ def _train_verl(config: dict[str, Any], request: Request) -> Path:
                 f"run {run}: verl exited with status {code}; rerun to resume from the last checkpoint"
             )
         verl_overrides.mark_complete(config, run, rundir)
-    checkpoint = verl_overrides.final_checkpoint(rundir, settings.get("eval_step", "final"))
+    eval_step = evaluated_step(rundir, settings.get("eval_step", "final"))  # best_val: from its metrics
+    checkpoint = verl_overrides.final_checkpoint(rundir, eval_step)
     step = int(checkpoint.name.rsplit("_", 1)[1])
     write_json(rundir.final_json, {"engine": "verl", "checkpoint": str(checkpoint), "step": step})
     return rundir.root
@@ -121,6 +128,12 @@ def _train_verl(config: dict[str, Any], request: Request) -> Path:
 
 def _train_trl(config: dict[str, Any], request: Request) -> Path:
     from lie.engines.trl import train as trl_train
+
+    if run_settings(config, request.run).get("eval_step") == BEST_VAL:
+        raise LieError(
+            f"run {request.run}: training.eval_step best_val picks a checkpoint by in-training validation, "
+            "which only verl runs have; set it to final or a step, or train this run with verl"
+        )
 
     layout = Layout(config)
     spec = experiment(config, request.run)

@@ -35,7 +35,10 @@ ROLLOUT_FIELDS = (
     "max_ngram_count",
     "r_len",
     "r_red",
+    "reward",
 )
+# Rewards closer than this count as equal: the group's advantage is then zero (std 0).
+REWARD_TIE = 1e-9
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class StepPoint:
     groups: int
     accuracy: float
     trap_index: float
+    zero_adv_share: float  # share of groups whose total rewards are all equal: no advantage at all
     response_length: float
     c_context: float
     r_context: float
@@ -62,16 +66,25 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values)
 
 
+def zero_advantage_share(rewards: Sequence[Sequence[float]]) -> float:
+    """Share of groups whose rewards all tie (within :data:`REWARD_TIE`): GRPO learns nothing there."""
+    flags = [max(g) - min(g) <= REWARD_TIE for g in rewards]
+    return sum(flags) / len(flags) if flags else float("nan")
+
+
 def step_point(step: int, group: Sequence[dict[str, Any]], reward: Any) -> StepPoint:
     by_prompt: dict[str, list[bool]] = defaultdict(list)
+    rewards: dict[str, list[float]] = defaultdict(list)
     for r in group:
         by_prompt[str(r["group"])].append(bool(r["acc"]))
+        rewards[str(r["group"])].append(float(r["reward"]))
     return StepPoint(
         step=step,
         samples=len(group),
         groups=len(by_prompt),
         accuracy=_mean([float(r["acc"]) for r in group]),
         trap_index=trap_index(by_prompt.values()),
+        zero_adv_share=zero_advantage_share(list(rewards.values())),
         response_length=_mean([int(r["num_tokens"]) for r in group]),
         c_context=_mean([float(r["c_context"]) for r in group]),
         r_context=_mean([float(r["r_context"]) for r in group]),

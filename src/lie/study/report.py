@@ -36,10 +36,13 @@ from lie.study.spec import Condition, StudySpec, study_spec
 log = logging.getLogger(__name__)
 
 SMOOTH = 5  # steps of the running mean drawn in the dynamics panels
+ESCAPE_BELOW = 0.6  # a run has escaped the trap at the first step whose trap index is below this
 EDGE_STEPS = 5  # "first" and "last" training steps averaged in the summary table
 PANELS = (
     ("accuracy", "accuracy (training samples)", "share correct"),
     ("trap_index", "trap index (groups all same grade)", "share of groups"),
+    ("zero_adv_share", "zero-advantage groups (own reward)", "share of groups"),
+    ("len_applied", "R_len applied", "share of samples"),
     ("response_length", "response length", "tokens (mean)"),
     ("c_context", "C_context (distinct n-grams)", "mean per response"),
     ("r_context", "R_context (distinct / all n-grams)", "mean per response"),
@@ -49,6 +52,8 @@ PANELS = (
 MIN_RANGE = {
     "accuracy": (0.0, 0.5),
     "trap_index": (0.0, 1.0),
+    "zero_adv_share": (0.0, 1.0),
+    "len_applied": (0.0, 0.2),
     "r_context": (0.9, 1.0),
     "loop_share": (0.0, 0.1),
 }
@@ -69,6 +74,10 @@ SUMMARY_COLUMNS = (
     ("train_trap_first", f"trap index, first {EDGE_STEPS} steps", 2),
     ("train_trap_last", f"trap index, last {EDGE_STEPS} steps", 2),
     ("train_trap_mean", "trap index, all steps", 3),
+    ("train_zero_adv_mean", "zero-advantage groups (own reward), all steps", 3),
+    ("train_len_applied", "share of samples R_len applied", 4),
+    ("escaped", f"share of runs whose trap index fell below {ESCAPE_BELOW}", 2),
+    ("escape_step", f"escape step (first trap index < {ESCAPE_BELOW}; escaped runs)", 1),
     ("train_len_first", f"train length, first {EDGE_STEPS} steps", 1),
     ("train_len_last", f"train length, last {EDGE_STEPS} steps", 1),
     ("train_loop_last", f"train looping share, last {EDGE_STEPS} steps", 3),
@@ -79,7 +88,7 @@ TITLES = {c: t for c, t, _ in SUMMARY_COLUMNS}
 # Paired differences (arm minus baseline, same seed) reported for every arm.
 PAIRED_COLUMNS = (
     "acc_limit", "acc_max", "depth_reached", "full_reached", "eval_length", "eval_loop",
-    "train_trap_mean", "train_loop_last",
+    "train_trap_mean", "train_zero_adv_mean", "train_loop_last",
 )  # fmt: skip
 
 
@@ -211,6 +220,16 @@ def _edge(points: Sequence[StepPoint], metric: str, last: bool) -> float:
     return sum(getattr(p, metric) for p in chosen) / len(chosen)
 
 
+def escape_step(points: Sequence[StepPoint]) -> int | None:
+    """The first training step whose trap index is below :data:`ESCAPE_BELOW` (None: never)."""
+    return next((p.step for p in points if p.trap_index < ESCAPE_BELOW), None)
+
+
+def _sample_share(points: Sequence[StepPoint], metric: str) -> float:
+    """A per-sample share over all steps (steps weighted by their samples)."""
+    return sum(getattr(p, metric) * p.samples for p in points) / sum(p.samples for p in points)
+
+
 def key_summary(data: StudyData, condition: str, key: str) -> dict[str, float | None]:
     """Every summary column of one model (a run, or the supervised base model) in one condition."""
     e = data.evals[(condition, key)]
@@ -236,9 +255,12 @@ def key_summary(data: StudyData, condition: str, key: str) -> dict[str, float | 
     ):
         out[name] = _edge(points, metric, last) if points else None
     out["train_trap_mean"] = sum(p.trap_index for p in points) / len(points) if points else None
-    out["train_red_applied"] = (
-        sum(p.red_applied * p.samples for p in points) / sum(p.samples for p in points) if points else None
-    )
+    out["train_zero_adv_mean"] = sum(p.zero_adv_share for p in points) / len(points) if points else None
+    out["train_red_applied"] = _sample_share(points, "red_applied") if points else None
+    out["train_len_applied"] = _sample_share(points, "len_applied") if points else None
+    step = escape_step(points) if points else None
+    out["escaped"] = float(step is not None) if points else None
+    out["escape_step"] = float(step) if step is not None else None
     return out
 
 
@@ -414,9 +436,10 @@ def step_rows(data: StudyData) -> list[dict[str, Any]]:
     for c in data.spec.conditions:
         for arm in c.arms:
             for run in arm.runs:
+                escape = escape_step(data.curves[run])
                 for point in data.curves[run]:
                     rows.append({"condition": c.name, "arm": arm.name, "run": run, "seed": data.seeds[run],
-                                 **point.as_dict()})  # fmt: skip
+                                 **point.as_dict(), "escape_step": escape})  # fmt: skip
     return rows
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -215,9 +214,44 @@ def _stop_callback(stop_after: int, sched: Schedule):
     return StopAfter()
 
 
+SEAL = "lie_complete.json"  # in checkpoint-N: written last, every file's size and digest
+
+
+def seal_checkpoint(path: Path) -> None:
+    """The Trainer finished writing ``checkpoint-N``: give its files the umask's modes, then seal them."""
+    from lie.formats.jsonl import share_tree
+    from lie.formats.outputs import seal
+
+    share_tree(path)  # safetensors writes model.safetensors 0600
+    seal(path / SEAL, [p for p in path.rglob("*") if p.is_file() and p.name != SEAL])
+
+
+def checkpoint_problem(path: Path) -> str | None:
+    """Why ``checkpoint-N`` cannot be resumed or exported (torn by a kill, truncated since), else None."""
+    from lie.formats.outputs import seal_problem
+
+    if not (path / "trainer_state.json").is_file():
+        return "no trainer_state.json"
+    return seal_problem(path / SEAL)
+
+
+def _seal_callback():
+    from transformers import TrainerCallback
+
+    class SealCheckpoint(TrainerCallback):
+        """After the Trainer saved (and rotated) a checkpoint: seal it (:func:`seal_checkpoint`)."""
+
+        def on_save(self, args, state, control, **kwargs):
+            path = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            if state.is_world_process_zero and path.is_dir():
+                seal_checkpoint(path)
+
+    return SealCheckpoint()
+
+
 def latest_complete_checkpoint(rundir: RunDir) -> Path | None:
-    """The newest ``checkpoint-N`` with its ``trainer_state.json`` (the Trainer writes it last);
-    a newer one without it was torn by a kill while saving and is set aside."""
+    """The newest ``checkpoint-N`` whose seal verifies (:func:`checkpoint_problem`); a newer one
+    that does not (torn by a kill while saving, or truncated since) is set aside."""
     found = []
     for path in rundir.checkpoints.glob("checkpoint-*") if rundir.checkpoints.is_dir() else []:
         number = path.name.rsplit("-", 1)[1]
@@ -225,10 +259,11 @@ def latest_complete_checkpoint(rundir: RunDir) -> Path | None:
             found.append((int(number), path))
     complete = None
     for _, path in sorted(found, reverse=True):
-        if (path / "trainer_state.json").is_file():
+        problem = checkpoint_problem(path) if complete is None else None
+        if problem is None:
             complete = complete or path
-        elif complete is None:
-            rundir.set_aside(path, "no trainer_state.json")
+        else:
+            rundir.set_aside(path, problem)
     return complete
 
 
@@ -333,7 +368,7 @@ def train(
         model = AutoModelForCausalLM.from_pretrained(
             str(model_path), trust_remote_code=trust, dtype=torch.float32
         )
-        callbacks = [_metrics_callback(rundir.new_metrics_file(), sched)]
+        callbacks = [_metrics_callback(rundir.new_metrics_file(), sched), _seal_callback()]
         if stop_after:
             callbacks.append(_stop_callback(stop_after, sched))
         with GradingExecutor(cfgmod.grading_limits(config)[0], 1) as grader:
@@ -349,6 +384,7 @@ def train(
         done = trainer.state.global_step
         if not (output_dir / f"checkpoint-{done}").exists():
             trainer._save_checkpoint(trainer.model, trial=None)  # the final state, always kept
+            seal_checkpoint(output_dir / f"checkpoint-{done}")
     if done >= sched.max_updates:
         _write_final(rundir, settings, sched, done)
     return rundir.root
@@ -369,16 +405,14 @@ def _write_final(rundir: RunDir, settings: dict[str, Any], sched: Schedule, done
     )
 
 
-def export_model(checkpoint: Path, target: Path) -> None:
-    """A TRL checkpoint is already in Hugging Face format: copy the model and tokenizer files."""
+def export_model(checkpoint: Path, folder: Path) -> None:
+    """A TRL checkpoint is already in Hugging Face format: copy its model and tokenizer files into
+    ``folder``, once its seal verifies (a truncated ``model.safetensors`` is refused)."""
+    problem = checkpoint_problem(checkpoint)
+    if problem:
+        raise LieError(f"{checkpoint} is incomplete ({problem}); rerun `lie train` to repair it")
     keep = (".json", ".safetensors", ".txt", ".model", ".jinja")
-    skip = {"trainer_state.json", "training_args.bin", "rng_state.pth", "scheduler.pt", "optimizer.pt"}
-    tmp = target.with_name(f".{target.name}.partial")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    skip = {"trainer_state.json", "training_args.bin", "rng_state.pth", "scheduler.pt", "optimizer.pt", SEAL}
     for path in checkpoint.iterdir():
         if path.is_file() and path.suffix in keep and path.name not in skip:
-            shutil.copy2(path, tmp / path.name)
-    if target.exists():
-        shutil.rmtree(target)
-    os.replace(tmp, target)
+            shutil.copy2(path, folder / path.name)

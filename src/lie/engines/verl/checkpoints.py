@@ -47,8 +47,58 @@ def steps(folder: Path) -> dict[int, Path]:
 
 
 def is_complete(path: Path) -> bool:
-    """verl wrote the actor state and then the data loader's position."""
-    return (path / "data.pt").is_file() and (path / "actor").is_dir() and any((path / "actor").iterdir())
+    """verl wrote the actor state and then the data loader's position, and no state file is torn."""
+    return checkpoint_problem(path) is None
+
+
+def _torn(path: Path) -> bool:
+    """An empty state file, or a zip archive (``torch.save``'s format) without its closing directory."""
+    import zipfile
+
+    if path.stat().st_size == 0:
+        return True
+    with open(path, "rb") as handle:
+        if handle.read(2) != b"PK":
+            return False
+    try:
+        zipfile.ZipFile(path).close()
+    except (zipfile.BadZipFile, OSError):
+        return True
+    return False
+
+
+def checkpoint_problem(path: Path) -> str | None:
+    """Why ``global_step_N`` cannot be resumed or merged, else None."""
+    if not (path / "data.pt").is_file():
+        return "no data.pt"
+    if not (path / "actor").is_dir() or not any((path / "actor").iterdir()):
+        return "no actor state"
+    torn = [p.name for p in sorted(path.rglob("*.pt")) if p.is_file() and _torn(p)]
+    return f"{', '.join(torn)} torn (empty or truncated)" if torn else None
+
+
+def seal_completed(marker: Path, step: int | None, record: dict) -> None:
+    """Training finished at ``step``: ``marker`` records ``record`` and the sizes of that checkpoint's files."""
+    from lie.formats.outputs import seal
+
+    final = marker.parent / f"global_step_{step}"
+    files = [p for p in final.rglob("*") if p.is_file()] if step is not None else []
+    seal(marker, files, {**record, "step": step})
+
+
+def completed(marker: Path, digest: str) -> bool:
+    """``marker`` says training finished with settings ``digest`` and its final checkpoint is as sealed."""
+    from lie.formats.outputs import read_seal, seal_problem
+
+    record = read_seal(marker)
+    if record is None or record.get("settings") != digest:
+        return False
+    problem = seal_problem(marker)
+    if problem:
+        log.warning(
+            "%s: the finished run's checkpoint changed since (%s); repairing it", marker.parent, problem
+        )
+    return problem is None
 
 
 def world_size(path: Path) -> int | None:
@@ -86,7 +136,7 @@ def repair(rundir: RunDir, keep: int | None = None, protect: frozenset[int] = fr
         elif (path / "data.pt").is_file() and not (path / "actor").exists():
             shutil.rmtree(path)  # verl's own retention removed its actor state
         else:
-            rundir.set_aside(path, "no data.pt or actor state")
+            rundir.set_aside(path, checkpoint_problem(path) or "incomplete")
     if keep:
         for step in complete[:-keep]:
             if step not in protect:

@@ -118,6 +118,8 @@ def overrides(
         "trainer.total_epochs": int(s["epochs"]),
         "trainer.total_training_steps": s.get("max_steps"),
         "trainer.save_freq": int(s["save_freq"]),
+        # a save ahead of the Slurm job's end (workflow/scripts/ray_on_slurm.sh exports it)
+        "trainer.esi_redundant_time": float(config["cluster"]["esi_redundant_time_s"]),
         # verl prunes within a launch; a fixed eval_step must survive, so then nothing is pruned
         "trainer.max_actor_ckpt_to_keep": s.get("keep_checkpoints") if _final_eval(s) else None,
         "trainer.test_freq": int(s["test_freq"]),
@@ -162,18 +164,17 @@ def prepare_resume(config: dict[str, Any], run: str, rundir: RunDir, ranks: int)
     """Before a launch of ``ranks`` FSDP ranks: keep the run folder only for these settings, repair
     verl's checkpoints after a kill, check that verl can load them at this world size, drop rollouts
     of the steps that will be redone. True when training already finished."""
-    import json
 
     from lie.config.identity import settings_hash
     from lie.engines.verl import checkpoints as verl_checkpoints
 
     digest = settings_hash(config, run)
     rundir.claim(digest)
-    marker = rundir.checkpoints / COMPLETED
-    if marker.exists() and json.loads(marker.read_text(encoding="utf-8")).get("settings") == digest:
+    if verl_checkpoints.completed(rundir.checkpoints / COMPLETED, digest):
         return True
     s = cfgmod.run_settings(config, run)
-    protect = frozenset() if _final_eval(s) else frozenset({int(s["eval_step"])})
+    fixed = not _final_eval(s) and s["eval_step"] != "best_val"  # best_val: nothing is pruned
+    protect = frozenset({int(s["eval_step"])}) if fixed else frozenset()
     latest = verl_checkpoints.repair(rundir, s.get("keep_checkpoints"), protect)
     if latest is not None and not _same_world_size(s, rundir, latest, ranks):
         latest = None
@@ -207,10 +208,11 @@ def mark_complete(config: dict[str, Any], run: str, rundir: RunDir) -> None:
     """verl finished: record it, so that a rerun (e.g. for another eval_step) does not relaunch it."""
     from lie.config.identity import settings_hash
     from lie.engines.verl import checkpoints as verl_checkpoints
-    from lie.formats.runs import write_json
 
     step = verl_checkpoints.tracked_step(rundir.checkpoints)
-    write_json(rundir.checkpoints / COMPLETED, {"settings": settings_hash(config, run), "step": step})
+    verl_checkpoints.seal_completed(
+        rundir.checkpoints / COMPLETED, step, {"settings": settings_hash(config, run)}
+    )
 
 
 def write_composed(override_list: list[str], path: Path) -> None:

@@ -26,6 +26,20 @@ def _rows(path: str | Path) -> list[dict[str, Any]]:
         raise LieError(f"--compare-with {path}: not a verl parquet file ({exc})") from None
 
 
+def check_file(path: str | Path) -> None:
+    """Before anything is written: ``path`` is a parquet file with the columns of verl's rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        names = pq.read_schema(path).names
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise LieError(f"--compare-with {path}: not a verl parquet file ({exc})") from None
+    missing = [c for c in ("prompt", "reward_model", "extra_info") if c not in names]
+    if missing:
+        raise LieError(f"--compare-with {path}: not a verl parquet file (no column {', '.join(missing)})")
+
+
 def _theirs(path: str | Path) -> list[tuple[str, str, str]]:
     """(question, answer, source id) of every row of a verl file, read as the authors' rows."""
     from lie.stages.data.adapters import FORMATS, Context

@@ -1,0 +1,274 @@
+"""What a command may write, in one place (docs/recovery.md, "What lie writes").
+
+A command writes only its own outputs: it refuses an output path that is an input (compared by
+``realpath``), a symbolic link, a FIFO, a device or socket, or an existing non-empty folder that
+carries no ownership marker (:data:`OWNER`, written into every folder a command builds). Folders
+are built beside their place and swapped in whole (:func:`replace_folder`); files go through
+:func:`lie.formats.jsonl.atomic_output`. A finished piece of work (a shard, a checkpoint) carries a
+seal, :func:`seal`, written last with the size (and, for small files, the digest) of every file,
+and is trusted only when :func:`seal_problem` finds nothing wrong.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shutil
+import stat
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from lie.core.errors import LieError
+
+log = logging.getLogger(__name__)
+
+OWNER = "lie_output.json"  # in every folder a command builds: it may replace that folder later
+DIGEST_LIMIT = 64 << 20  # files up to this size are digested in a seal; larger ones by size only
+
+
+def _kind(mode: int) -> str | None:
+    """What a path is when it is nothing a command may write over."""
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return None
+
+
+def refuse_special(path: str | os.PathLike[str]) -> None:
+    """A symlink, FIFO, device or socket at ``path`` is a LieError: writing would replace (or hang on) it."""
+    path = os.path.normpath(os.fspath(path))
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return
+    kind = _kind(mode)
+    if kind:
+        raise LieError(
+            f"cannot write {path}: it is {kind}; lie writes only files it creates, give another path"
+        )
+
+
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _inside(path: str | os.PathLike[str], folder: str | os.PathLike[str]) -> bool:
+    real, top = os.path.realpath(path), os.path.realpath(folder)
+    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
+
+
+def check_output_file(
+    out: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str] | None] = ()
+) -> None:
+    """Before any work: ``out`` can be written as a new file and is none of ``inputs``."""
+    if os.fspath(out) == "-":
+        return
+    refuse_special(out)
+    if os.path.isdir(out):
+        raise LieError(f"cannot write {out}: it is a folder; give a file name")
+    for source in inputs:
+        if source is not None and os.fspath(source) != "-" and same_file(out, source):
+            raise LieError(f"--out {out} is the input {source}: write the output to another file")
+    parent = os.path.dirname(os.path.abspath(out))
+    if os.path.exists(parent) and not os.path.isdir(parent):
+        raise LieError(f"cannot write {out}: {parent} is a file, not a folder")
+
+
+def owned(folder: str | os.PathLike[str]) -> bool:
+    return (Path(folder) / OWNER).is_file()
+
+
+def check_output_folder(
+    out: str | os.PathLike[str],
+    inputs: Iterable[str | os.PathLike[str] | None] = (),
+    legacy: str | None = None,
+) -> None:
+    """Before any work: ``out`` is absent, empty, or a folder a command built (``OWNER``, or ``legacy``).
+
+    An input inside ``out`` is refused too: replacing ``out`` would remove it.
+    """
+    refuse_special(out)
+    path = Path(out)
+    for source in inputs:
+        if source is not None and _inside(source, path):
+            raise LieError(f"--out {out} holds the input {source}: write the output to another folder")
+    if path.exists() and not path.is_dir():
+        raise LieError(f"cannot write the folder {out}: it is a file; give a new folder")
+    if (
+        path.is_dir()
+        and any(path.iterdir())
+        and not owned(path)
+        and not (legacy and (path / legacy).is_file())
+    ):
+        raise LieError(
+            f"{out} is a folder lie did not make (no {OWNER} in it) and is not empty: "
+            "give a new or empty folder, lie replaces only folders it built"
+        )
+
+
+def partial_folder(out: str | os.PathLike[str]) -> Path:
+    """An empty building folder beside ``out`` (``.<name>.partial``, lie's own name: a stale one is removed)."""
+    target = Path(os.path.abspath(out))
+    tmp = target.with_name(f".{target.name}.partial")
+    refuse_special(tmp)
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    return tmp
+
+
+def fsync_folder(folder: str | os.PathLike[str]) -> None:
+    """Make a rename in ``folder`` durable (a crash after it cannot undo it); a no-op where unsupported."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _fsync_tree(root: Path) -> None:
+    for path in sorted(root.rglob("*"), reverse=True):
+        if path.is_file() and not path.is_symlink():
+            with open(path, "rb") as handle:
+                os.fsync(handle.fileno())
+        elif path.is_dir() and not path.is_symlink():
+            fsync_folder(path)
+    fsync_folder(root)
+
+
+def replace_folder(
+    tmp: Path, out: str | os.PathLike[str], record: dict[str, Any], legacy: str | None = None
+) -> Path:
+    """Swap the built folder ``tmp`` in as ``out``, marked as lie's (:data:`OWNER` holds ``record``).
+
+    The old ``out`` (checked again: lie's, or empty) is removed only after the new one is in place.
+    """
+    from lie.formats.jsonl import dumps, share_tree
+
+    target = Path(os.path.abspath(out))
+    check_output_folder(target, legacy=legacy)
+    (tmp / OWNER).write_text(dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    share_tree(tmp)  # the group reads the weights too (safetensors writes 0600)
+    _fsync_tree(tmp)
+    old = None
+    if target.exists():
+        old = target.with_name(f".{target.name}.old-{os.getpid()}")
+        os.replace(target, old)
+    os.replace(tmp, target)
+    fsync_folder(target.parent)
+    if old is not None:
+        shutil.rmtree(old)
+    return target
+
+
+@contextlib.contextmanager
+def hold(lock_file: Path, what: str, name: str) -> Iterator[None]:
+    """One command at a time on ``name`` (``lie <what>``); another one stops with a line naming the holder.
+
+    ``flock``: the operating system releases it when the holder exits, however it exits (a kill too).
+    """
+    import fcntl
+    import socket
+    import time
+
+    with open(lock_file, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise LieError(
+                f"{name} is in use by {holder} (lock {lock_file}); wait for it to finish, or stop it first"
+            ) from None
+        except OSError as exc:  # a file system without locks (some parallel file systems): go on, say so
+            log.warning(
+                "cannot lock %s (%s): a second command on %s would not be stopped", lock_file, exc, name
+            )
+        handle.seek(0)
+        handle.truncate()
+        started = time.strftime("%Y-%m-%d %H:%M:%S")
+        handle.write(f"`lie {what}` (pid {os.getpid()} on {socket.gethostname()}, since {started})\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            handle.seek(0)
+            handle.truncate()
+            handle.flush()
+
+
+# Seals: a finished piece of work, verified before it is trusted ---------------------------------
+
+
+def _digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _entry(path: Path) -> dict[str, Any]:
+    size = path.stat().st_size
+    entry: dict[str, Any] = {"bytes": size}
+    if size <= DIGEST_LIMIT:
+        entry["sha256"] = _digest(path)
+    return entry
+
+
+def seal(seal_file: Path, files: Iterable[Path], extra: dict[str, Any] | None = None) -> None:
+    """Record ``files`` (sizes; digests up to :data:`DIGEST_LIMIT`) in ``seal_file``, written last.
+
+    Paths are kept relative to the seal's folder; each file is flushed to disk before the seal.
+    """
+    from lie.formats.jsonl import atomic_output, dumps
+
+    base = seal_file.parent
+    entries = {}
+    for path in sorted(files):
+        with open(path, "rb") as handle:
+            os.fsync(handle.fileno())
+        entries[path.relative_to(base).as_posix()] = _entry(path)
+    with atomic_output(seal_file) as out:
+        out.write(dumps({"files": entries, **(extra or {})}, indent=1, sort_keys=True) + "\n")
+
+
+def read_seal(seal_file: Path) -> dict[str, Any] | None:
+    """The seal's record, or None when it is absent or unreadable (then nothing it names is trusted)."""
+    try:
+        record = json.loads(seal_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    files = record.get("files") if isinstance(record, dict) else None
+    return record if isinstance(files, dict) and files else None
+
+
+def seal_problem(seal_file: Path) -> str | None:
+    """Why the work ``seal_file`` vouches for cannot be trusted (no seal, a file missing, shorter,
+    or changed), or None when every file is as sealed."""
+    record = read_seal(seal_file)
+    if record is None:
+        return f"no readable {seal_file.name}"
+    base = seal_file.parent
+    for name, entry in record["files"].items():
+        path = base / name
+        if not isinstance(entry, dict) or not _inside(path, base):
+            return f"{seal_file.name} is malformed"
+        try:
+            size = path.stat().st_size
+        except OSError:
+            return f"{name} is missing"
+        if size != entry.get("bytes"):
+            return f"{name} has {size} bytes, sealed with {entry.get('bytes')}"
+        if "sha256" in entry and _digest(path) != entry["sha256"]:
+            return f"{name} changed since it was sealed"
+    return None

@@ -1,0 +1,396 @@
+"""Nothing the user owns is deleted or overwritten; nothing unfinished looks finished (issue 21, cases 1-9).
+
+Each case runs the real command (``lie`` in a fresh process, or its stage) the way the issue
+reproduced the loss, and checks that the user's files are as they were.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from test_bad_input import lie, one_error_line
+
+from lie.formats.runs import RunDir
+
+REPO = Path(__file__).resolve().parents[1]
+SMOKE = REPO / "workflow" / "configs" / "smoke.yaml"
+RUN = "smoke_grpo"
+
+
+def smoke_config(tmp_path: Path, **changes) -> tuple[Path, dict]:
+    config = yaml.safe_load(SMOKE.read_text(encoding="utf-8"))
+    config["outdir"] = str(tmp_path / "results")
+    config.update(changes)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path, config
+
+
+def user_folder(path: Path) -> Path:
+    """A folder of the user's, with a file in it."""
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "thesis.tex").write_text("years of work\n")
+    return path
+
+
+def trained_run(tmp_path: Path) -> RunDir:
+    """A run whose final.json names a TRL checkpoint (empty: the commands must refuse before reading it)."""
+    rundir = RunDir(tmp_path / "results", RUN)
+    checkpoint = rundir.checkpoints / "checkpoint-4"
+    checkpoint.mkdir(parents=True)
+    rundir.final_json.write_text(json.dumps({"engine": "trl", "checkpoint": str(checkpoint), "step": 4}))
+    return rundir
+
+
+# 1. merge / base-model never remove a folder they did not make -----------------------------------
+
+
+def test_merge_refuses_an_out_folder_of_the_user(tmp_path):
+    config, _ = smoke_config(tmp_path)
+    trained_run(tmp_path)
+    mine = user_folder(tmp_path / "k")
+    proc = lie("merge", RUN, "--config", str(config), "--out", str(mine))
+    assert proc.returncode == 2
+    assert "lie did not make" in one_error_line(proc.stderr, "merge")
+    assert (mine / "thesis.tex").read_text() == "years of work\n"
+
+
+def test_merge_out_dot_dot_removes_nothing(tmp_path):
+    config, _ = smoke_config(tmp_path)
+    trained_run(tmp_path)
+    home = user_folder(tmp_path / "home")
+    work = home / "project"
+    work.mkdir()
+    proc = lie("merge", RUN, "--config", str(config), "--out", "..", cwd=work)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    one_error_line(proc.stderr, "merge")
+    assert (home / "thesis.tex").exists() and work.is_dir()
+
+
+def test_merge_out_holding_the_run_is_refused(tmp_path):
+    config, _ = smoke_config(tmp_path)
+    rundir = trained_run(tmp_path)
+    proc = lie("merge", RUN, "--config", str(config), "--out", str(tmp_path / "results"))
+    assert proc.returncode == 2
+    assert "holds the input" in one_error_line(proc.stderr, "merge")
+    assert rundir.final_json.exists()
+
+
+def test_base_model_refuses_an_out_folder_of_the_user(tmp_path):
+    config, _ = smoke_config(tmp_path)
+    corpus = tmp_path / "arith-train.parquet"
+    assert lie("data", "arith-train", "--config", str(config), "--out", str(corpus)).returncode == 0
+    mine = user_folder(tmp_path / "models")
+    proc = lie("base-model", "tiny", "--config", str(config), "--out", str(mine), "--corpus", str(corpus))
+    assert proc.returncode == 2
+    assert "lie did not make" in one_error_line(proc.stderr, "base-model")
+    assert (mine / "thesis.tex").read_text() == "years of work\n"
+    # a folder lie built is replaced whole by a rebuild
+    built = tmp_path / "built"
+    for _ in range(2):
+        proc = lie(
+            "base-model", "tiny", "--config", str(config), "--out", str(built), "--corpus", str(corpus)
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (built / "lie_output.json").is_file() and (built / "config.json").is_file()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".built.")]
+
+
+# 2. generate / reflen: --out that is --data by another spelling ----------------------------------
+
+
+@pytest.mark.parametrize("command", ["generate", "reflen"])
+def test_out_that_resolves_to_the_data_is_refused(tmp_path, command):
+    config, _ = smoke_config(tmp_path)
+    name = "arith-test" if command == "generate" else "arith-train"
+    data = tmp_path / f"{name}.parquet"
+    assert lie("data", name, "--config", str(config), "--out", str(data)).returncode == 0
+    before = data.read_bytes()
+    os.symlink(data, tmp_path / "link.parquet")
+    for out in (f"./{name}.parquet", "link.parquet", f"sub/../{name}.parquet"):
+        (tmp_path / "sub").mkdir(exist_ok=True)
+        args = [command, *([name] if command == "generate" else []), "--config", str(config)]
+        args += ["--model", "tiny", "--data", f"{name}.parquet", "--out", out, "--limit", "2"]
+        proc = lie(*args, cwd=tmp_path)
+        assert proc.returncode == 2
+        line = one_error_line(proc.stderr, command)
+        assert "is the input" in line or "symbolic link" in line, line
+        assert data.read_bytes() == before
+
+
+@pytest.mark.parametrize("command", ["score", "grade", "behaviours"])
+def test_every_out_is_checked_against_every_input(tmp_path, command):
+    """One check in the CLI for every --out*: the input by another spelling is refused before any work."""
+    src = _rows(tmp_path)
+    before = src.read_text()
+    flag = "--gen" if command == "behaviours" else "--in"
+    proc = lie(command, flag, "in.jsonl", "--out", "./sub/../in.jsonl", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert f"--out ./sub/../in.jsonl is the input {flag} in.jsonl" in one_error_line(proc.stderr, command)
+    assert src.read_text() == before
+
+
+# 3. report: its inputs are checked before any old table or figure is touched --------------------
+
+
+def test_report_keeps_the_old_tables_when_its_input_is_bad(tmp_path):
+    config, loaded = smoke_config(tmp_path)
+    from lie.config.layout import Layout
+    from lie.report.build import report_paths
+
+    layout = Layout(loaded)
+    for path in report_paths(layout):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("the previous report\n")
+    summary = layout.summary(loaded["evaluation"]["base_models"][0])
+    summary.parent.mkdir(parents=True, exist_ok=True)
+    summary.write_text('{"benchmarks": {"arith-te')  # truncated
+    proc = lie("report", "--config", str(config))
+    assert proc.returncode == 2
+    one_error_line(proc.stderr, "report")
+    assert {p.read_text() for p in report_paths(layout)} == {"the previous report\n"}
+
+
+# 4. a shard that is empty, short or changed is redone, never counted ----------------------------
+
+
+def _squares(rng: range) -> list[dict]:
+    return [{"i": i, "square": i * i, "pad": "x" * 50} for i in rng]
+
+
+def test_an_empty_or_truncated_shard_is_redone(tmp_path):
+    from lie.formats.resumable import iter_shards, run_in_shards
+
+    work = tmp_path / "gen.jsonl.shards"
+    paths = run_in_shards(10, 3, work, {"s": 1}, _squares, progress=False)
+    whole = list(iter_shards(paths))
+    paths[1].write_bytes(b"")  # a crash before the data reached the disk
+    paths[2].write_bytes(paths[2].read_bytes()[:70])  # a crash half-way
+    paths[3].unlink()
+    done = []
+
+    def counting(rng: range) -> list[dict]:
+        done.append(list(rng))
+        return _squares(rng)
+
+    again = run_in_shards(10, 3, work, {"s": 1}, counting, progress=False)
+    assert done == [[3, 4, 5], [6, 7, 8], [9]]
+    assert list(iter_shards(again)) == whole
+
+
+def test_a_shard_without_its_seal_is_redone(tmp_path):
+    """A shard file from before seals, or whose seal the crash did not write: not finished."""
+    from lie.formats.resumable import run_in_shards
+
+    work = tmp_path / "w"
+    paths = run_in_shards(4, 2, work, {"s": 1}, _squares, progress=False)
+    (work / "shard-00001.seal.json").unlink()
+    done = []
+    run_in_shards(4, 2, work, {"s": 1}, lambda r: done.append(list(r)) or _squares(r), progress=False)
+    assert done == [[2, 3]] and paths[1].exists()
+
+
+# 5. checkpoints: a truncated weight file is not a finished checkpoint ----------------------------
+
+
+def test_a_trl_checkpoint_with_truncated_weights_is_set_aside_and_not_merged(tmp_path):
+    from lie.engines.trl.train import latest_complete_checkpoint, seal_checkpoint
+
+    config, _ = smoke_config(tmp_path)
+    rundir = trained_run(tmp_path)
+    older = rundir.checkpoints / "checkpoint-2"
+    for path in (older, rundir.checkpoints / "checkpoint-4"):
+        path.mkdir(exist_ok=True)
+        (path / "model.safetensors").write_bytes(b"w" * 4096)
+        (path / "trainer_state.json").write_text('{"global_step": 4}')
+        seal_checkpoint(path)
+    weights = rundir.checkpoints / "checkpoint-4" / "model.safetensors"
+    assert stat.S_IMODE(weights.stat().st_mode) == 0o666 & ~_umask()
+    weights.write_bytes(b"w" * 100)  # truncated after it was sealed
+    proc = lie("merge", RUN, "--config", str(config), "--out", str(tmp_path / "merged"))
+    assert proc.returncode == 2
+    assert "model.safetensors has 100 bytes" in one_error_line(proc.stderr, "merge")
+    assert not (tmp_path / "merged").exists()
+    assert latest_complete_checkpoint(rundir) == older
+    assert list((rundir.superseded / "torn").glob("checkpoint-4-*"))
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def test_a_finished_verl_run_with_a_truncated_shard_is_repaired(tmp_path):
+    """``lie_completed.json`` no longer short-circuits the checks: the torn final checkpoint is set aside."""
+    import torch
+
+    from lie.engines.verl import checkpoints as verl_checkpoints
+    from lie.engines.verl import overrides as verl_overrides
+
+    _, config = smoke_config(tmp_path)
+    run = "smoke_gspo_lie"
+    rundir = RunDir(tmp_path / "results", run)
+    assert verl_overrides.prepare_resume(config, run, rundir, 1) is False
+    for step in (1, 2):
+        actor = rundir.checkpoints / f"global_step_{step}" / "actor"
+        actor.mkdir(parents=True)
+        torch.save({"w": torch.zeros(2000)}, actor / "model_world_size_1_rank_0.pt")
+        torch.save({"epoch": 0}, actor.parent / "data.pt")
+    (rundir.checkpoints / verl_checkpoints.TRACKER).write_text("2")
+    verl_overrides.mark_complete(config, run, rundir)
+    assert verl_overrides.prepare_resume(config, run, rundir, 1) is True  # finished: nothing to do
+    shard = rundir.checkpoints / "global_step_2" / "actor" / "model_world_size_1_rank_0.pt"
+    shard.write_bytes(shard.read_bytes()[:3000])
+    assert verl_overrides.prepare_resume(config, run, rundir, 1) is False  # repaired, then resumed
+    assert sorted(verl_checkpoints.steps(rundir.checkpoints)) == [1]
+    assert verl_checkpoints.tracked_step(rundir.checkpoints) == 1
+    assert list((rundir.superseded / "torn").glob("global_step_2-*"))
+
+
+# 6. one command per run folder ------------------------------------------------------------------
+
+
+def test_a_second_train_of_the_same_run_stops_naming_the_first(tmp_path):
+    config, _ = smoke_config(tmp_path)
+    rundir = RunDir(tmp_path / "results", RUN)
+    with rundir.lock(f"train {RUN}"):
+        proc = lie("train", RUN, "--config", str(config))
+        assert proc.returncode == 2
+        line = one_error_line(proc.stderr, "train")
+        assert f"`lie train {RUN}` (pid {os.getpid()}" in line, line
+        merge = lie("merge", RUN, "--config", str(config))
+    assert merge.returncode == 2
+    assert "is missing" in one_error_line(merge.stderr, "merge")  # no final.json: the lock is not the issue
+
+
+# 7. Snakemake never rewrites a config of the user's kept in outdir -------------------------------
+
+
+def test_snakemake_start_keeps_a_user_config_in_outdir(tmp_path):
+    for name in ("Snakefile", "workflow"):
+        os.symlink(REPO / name, tmp_path / name)
+    config = yaml.safe_load(SMOKE.read_text(encoding="utf-8"))
+    config["outdir"] = "out"
+    mine = tmp_path / "out" / "config.yaml"
+    mine.parent.mkdir()
+    text = "# my settings, with comments\n" + yaml.safe_dump(config, sort_keys=False)
+    mine.write_text(text)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    cmd = [sys.executable, "-m", "snakemake", "--configfile", "out/config.yaml", "--cores", "1", "--touch", "--force",
+           "out/data/arith-test.parquet"]  # fmt: skip
+    (tmp_path / "out" / "data").mkdir()
+    (tmp_path / "out" / "data" / "arith-test.parquet").touch()
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "is not a file lie wrote" in proc.stderr, proc.stderr[-3000:]
+    assert mine.read_text() == text
+
+
+# 8. a symlink, FIFO or device is never replaced by --out ----------------------------------------
+
+
+def _rows(tmp_path: Path) -> Path:
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"response": "x", "correct": True, "num_tokens": 1, "ref_len": 3}) + "\n")
+    return src
+
+
+def test_out_onto_a_symlink_fifo_or_device_is_refused(tmp_path):
+    src = _rows(tmp_path)
+    target = tmp_path / "precious.jsonl"
+    target.write_text("keep\n")
+    os.symlink(target, tmp_path / "link.jsonl")
+    os.mkfifo(tmp_path / "pipe")
+    for out, kind in (
+        (tmp_path / "link.jsonl", "symbolic link"),
+        (tmp_path / "pipe", "FIFO"),
+        ("/dev/null", "device"),
+    ):
+        proc = lie("score", "--in", str(src), "--out", str(out))
+        assert proc.returncode == 2
+        assert f"it is a {kind}" in one_error_line(proc.stderr, "score")
+    assert (tmp_path / "link.jsonl").is_symlink() and target.read_text() == "keep\n"
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "pipe").st_mode)
+    assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)
+
+
+# 9. every output and input is checked before the first write -------------------------------------
+
+
+def test_evaluate_checks_its_summary_before_it_writes_the_scores(tmp_path):
+    from lie.formats.generations import generation_line
+
+    config, _ = smoke_config(tmp_path)
+    gen = tmp_path / "gen.jsonl"
+    lines = [generation_line("arith-test", i, s, "4", "math", [], 5, 16, 0, [1, 2], "\\boxed{4}", "stop")
+             for i in range(2) for s in range(4)]  # fmt: skip
+    gen.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    scores = tmp_path / "scores.jsonl"
+    scores.write_text("the previous scores\n")
+    folder = tmp_path / "summary.json"
+    folder.mkdir()
+    proc = lie("evaluate", "--config", str(config), "--gen", str(gen), "--out-scores", str(scores),
+               "--out-summary", str(folder), "--no-progress")  # fmt: skip
+    assert proc.returncode == 2
+    assert "is a folder" in one_error_line(proc.stderr, "evaluate")
+    assert scores.read_text() == "the previous scores\n"
+
+
+def test_data_checks_compare_with_before_it_writes(tmp_path):
+    config, _ = smoke_config(tmp_path)
+    other = tmp_path / "theirs.parquet"
+    other.write_text("not parquet at all\n")
+    out = tmp_path / "arith-test.parquet"
+    proc = lie("data", "arith-test", "--config", str(config), "--out", str(out), "--compare-with", str(other))
+    assert proc.returncode == 2
+    assert "not a verl parquet file" in one_error_line(proc.stderr, "data")
+    assert not out.exists()
+
+
+def test_snakemake_start_refuses_a_billion_laughs_config_in_one_line(tmp_path):
+    """Snakemake reads the file itself (aliases shared, no expansion); lie's check refuses it before any walk."""
+    for name in ("Snakefile", "workflow"):
+        os.symlink(REPO / name, tmp_path / name)
+    lines = ['l0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"l{k}: &l{k} [" + ",".join([f"*l{k - 1}"] * 10) + "]" for k in range(1, 11)]
+    (tmp_path / "bomb.yaml").write_text("\n".join(lines) + "\n")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    cmd = [sys.executable, "-m", "snakemake", "--configfile", "bomb.yaml", "-n"]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "bomb.yaml line 6: not valid YAML: more than 200000 values" in proc.stderr, proc.stderr[-3000:]
+
+
+def test_two_commands_writing_one_output_the_second_stops(tmp_path):
+    from lie.core.errors import LieError
+    from lie.formats.outputs import hold
+    from lie.formats.resumable import LOCK, run_in_shards
+
+    work = tmp_path / "gen.jsonl.shards"
+    work.mkdir()
+    with hold(work / LOCK, "generate arith-test", str(work)):
+        with pytest.raises(LieError, match=r"gen.jsonl.shards is in use by `lie generate arith-test` \(pid"):
+            run_in_shards(4, 2, work, {"s": 1}, _squares, progress=False)
+    assert len(run_in_shards(4, 2, work, {"s": 1}, _squares, progress=False)) == 2  # free again
+
+
+def test_the_effective_config_lie_wrote_before_its_header_is_still_lies(tmp_path):
+    from lie.config.load import EFFECTIVE_HEADER, write_effective_config
+
+    config = yaml.safe_load(SMOKE.read_text(encoding="utf-8"))
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))  # as lie wrote it before
+    config["reward"]["beta"] = 0.5
+    write_effective_config(config, path)
+    assert path.read_text().startswith(EFFECTIVE_HEADER)
+    assert yaml.safe_load(path.read_text())["reward"]["beta"] == 0.5

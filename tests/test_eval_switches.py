@@ -1,0 +1,108 @@
+"""The evaluation's switches: which checkpoint (``training.eval_step: best_val``) and the thinking
+flag per model (``evaluation.enable_thinking``), through the doors the pipeline uses.
+
+best_val reads a run folder in verl's own layout (metrics lines as verl's file logger writes them,
+``global_step_N`` folders as verl saves them); the thinking switch reaches the generate jobs that
+Snakemake plans for the smoke configuration (a dry run that prints the commands).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from small import REPO
+
+from lie.config import validate_config
+from lie.core.errors import LieError
+from lie.formats.runs import RunDir
+from lie.stages.checkpoint import best_val_step, evaluated_step, validation_average
+from lie.stages.train import Request, train
+
+SMOKE = REPO / "workflow" / "configs" / "smoke.yaml"
+
+
+def verl_run(
+    root: Path, val: dict[int, dict[str, float]], saved: list[int], torn: tuple[int, ...] = ()
+) -> RunDir:
+    """A run folder as verl leaves it: per-step metrics (validation at some steps) and checkpoints."""
+    rundir = RunDir(root, "run")
+    path = rundir.new_metrics_file()
+    lines = [{"step": s, "data": {"actor/pg_loss": 0.1, **val.get(s, {})}} for s in range(1, 9)]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    for step in saved:
+        folder = rundir.checkpoints / f"global_step_{step}"
+        (folder / "actor").mkdir(parents=True)
+        if step not in torn:
+            (folder / "actor" / "model.pt").write_bytes(b"x")
+        (folder / "data.pt").write_bytes(b"x")
+    return rundir
+
+
+def acc(**by_set: float) -> dict[str, float]:
+    return {f"val-core/{name}/acc/mean@1": value for name, value in by_set.items()}
+
+
+def test_best_val_is_the_kept_checkpoint_with_the_best_validation_average(tmp_path):
+    val = {
+        2: acc(math500=0.40, aime24=0.10),  # 0.25
+        4: acc(math500=0.50, aime24=0.30),  # 0.40: the best that was saved and kept
+        5: acc(math500=0.90, aime24=0.90),  # better, but no checkpoint at step 5
+        6: acc(math500=0.60, aime24=0.20),  # 0.40 again: a later tie does not replace the best
+        8: acc(math500=0.99, aime24=0.99),  # its checkpoint is torn (a killed save)
+    }
+    rundir = verl_run(tmp_path, val, saved=[2, 4, 6, 8], torn=(8,))
+    assert validation_average({"val-core/a/acc/mean@4": 0.5, "val-aux/a/acc/mean@4": 0.0, "x": 1}) == 0.5
+    assert best_val_step(rundir) == 4
+    assert evaluated_step(rundir, "best_val") == 4
+    assert evaluated_step(rundir, "final") == "final" and evaluated_step(rundir, 6) == 6
+
+
+def test_best_val_without_a_validated_checkpoint_says_what_to_change(tmp_path):
+    rundir = verl_run(tmp_path, {3: acc(math500=0.5)}, saved=[2, 4])
+    with pytest.raises(
+        LieError, match=r"validated steps \[3\] .*checkpoints \[2, 4\] .*test_freq a multiple"
+    ):
+        best_val_step(rundir)
+
+
+def smoke_config() -> dict:
+    return yaml.safe_load(SMOKE.read_text(encoding="utf-8"))
+
+
+def test_best_val_is_a_valid_setting_and_trl_runs_refuse_it(tmp_path):
+    config = smoke_config()
+    config["training"]["eval_step"] = "best_val"
+    config["outdir"] = str(tmp_path)
+    validate_config(config)
+    with pytest.raises(LieError, match="run smoke_grpo: training.eval_step best_val .* only verl runs have"):
+        train(config, Request("smoke_grpo", engine="trl"))
+
+
+def planned_generate_commands(tmp_path: Path, thinking: dict) -> list[str]:
+    root = tmp_path / "wf"
+    root.mkdir(parents=True)
+    for name in ("Snakefile", "workflow"):
+        os.symlink(REPO / name, root / name)
+    config = smoke_config()
+    config["outdir"] = str(root / "results")
+    config["evaluation"]["enable_thinking"] = thinking
+    (root / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "--cores", "1"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return [line for line in proc.stdout.splitlines() if " lie generate " in line]
+
+
+def test_the_thinking_switch_reaches_the_smoke_runs_generate_jobs(tmp_path):
+    commands = planned_generate_commands(tmp_path, {"tiny": False})
+    assert len(commands) >= 10  # every smoke run and the base model, on each benchmark
+    assert all("--enable-thinking false" in c for c in commands)
+    default = planned_generate_commands(tmp_path / "default", {})  # the model's entry: null, not passed
+    assert default and not any("--enable-thinking" in c for c in default)

@@ -1,0 +1,48 @@
+# Sourced by train_job.sh and ray_on_slurm.sh: the current Slurm job and the image's command line.
+#
+# The job is read from the controller (`scontrol show job`), not from SLURM_* variables: Snakemake's
+# job-step plugin removes every SLURM_* variable but the job id before it starts a job, so inside a
+# Snakemake train job SLURM_JOB_NODELIST and SLURM_JOB_NUM_NODES are gone.
+
+# The job's record, one line of Key=Value words (read once, then kept).
+slurm_job_record() {
+  if [[ -z "${_lie_job_record:-}" ]]; then
+    _lie_job_record=$(scontrol show job -o "${SLURM_JOB_ID:?not inside a Slurm job}")
+  fi
+  printf '%s\n' "$_lie_job_record"
+}
+
+# slurm_job_field KEY: the value of KEY= in the job's record (NodeList, NumNodes, EndTime, ...).
+slurm_job_field() {
+  slurm_job_record | tr ' ' '\n' | sed -n "s/^$1=//p" | head -n 1
+}
+
+# The job's nodes, one a line.
+slurm_job_nodes() {
+  scontrol show hostnames "$(slurm_job_field NodeList)"
+}
+
+# The job's end (EndTime, the controller's local time) in seconds since the epoch; nothing when the
+# job has no time limit.
+slurm_job_end_epoch() {
+  local end
+  end=$(slurm_job_field EndTime)
+  if [[ -n "$end" && "$end" != Unknown && "$end" != None ]]; then
+    date -d "$end" +%s
+  fi
+}
+
+# image_commands: two arrays for running in the image LIE_IMAGE (both empty without one).
+#   image_exec  apptainer exec with LIE_APPTAINER_ARGS (default: the GPUs, the working tree, the hub
+#               cache, and the tree's src/ first on PYTHONPATH, so that the image runs this
+#               checkout's code rather than the copy it was built with)
+#   in_image    the same through workflow/scripts/in_image.sh, which checks that first
+image_commands() {
+  image_exec=() in_image=()
+  if [[ -n "${LIE_IMAGE:-}" ]]; then
+    local args
+    read -r -a args <<< "${LIE_APPTAINER_ARGS:---nv --bind $PWD --bind ${HF_HOME:-$HOME} --env PYTHONPATH=$PWD/src}"
+    image_exec=(apptainer exec "${args[@]}" "$LIE_IMAGE")
+    in_image=("${image_exec[@]}" "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/in_image.sh")
+  fi
+}
