@@ -85,6 +85,17 @@ def test_continual_stage_raises_every_length_setting(composed):
     assert inputs.model_path.endswith("models/qwen3-4b-base_dapo_gspo_lie")  # the parent's final model
 
 
+@pytest.mark.parametrize(("seed", "expected"), [(0, 0), (7, 7), (None, 1)])
+def test_the_training_seed_reaches_verls_data_seed(seed, expected):
+    """training.seed shuffles verl's data loader; 0 is a seed like any other, unset is 1."""
+    config = copy.deepcopy(CONFIG)
+    config["training"].pop("seed", None)
+    if seed is not None:
+        config["training"]["seed"] = seed
+    run = "qwen3-4b-base_dapo_gspo_lie"
+    assert verl_overrides.compose(verl_overrides.overrides(config, run, INPUTS)).data.seed == expected
+
+
 def _dual_clip_ppo(old, new, adv, mask, low, high, c):
     ratio = torch.exp(new - old)
     loss = torch.maximum(-adv * ratio, -adv * torch.clamp(ratio, 1 - low, 1 + high))

@@ -72,7 +72,7 @@ def overrides(
         "data.max_prompt_length": prompt_len,
         "data.max_response_length": response_len,
         "data.train_batch_size": int(s["train_batch_size"]),
-        "data.seed": int(s.get("seed", 1) or 1),
+        "data.seed": int(s["seed"]) if s.get("seed") is not None else 1,  # 0 is a seed
         "actor_rollout_ref.actor.entropy_coeff": float(s["entropy_coeff"]),
         # the algorithm's loss
         "actor_rollout_ref.actor.policy_loss.loss_mode": s["loss_mode"],
