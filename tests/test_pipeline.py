@@ -99,7 +99,9 @@ def test_a_wrong_key_or_value_is_named(workdir):
 
 def test_smoke_config_is_valid_and_small():
     config = load_config(REPO / "workflow" / "configs" / "smoke.yaml")
-    assert config["engines"] == {"generate": "hf", "train": "trl"}
+    engines = config["engines"]
+    assert (engines["generate"], engines["train"]) == ("hf", "trl")
+    assert engines["generate_by"] == {"smoke_grpo": "vllm"}  # one run sampled by vLLM itself (its CPU build)
     algorithms = {e["algorithm"] for e in config["experiments"].values()}
     modes = {e["lie"] for e in config["experiments"].values()}
     assert algorithms == {"grpo", "gspo"} and modes == {"on", "off"}

@@ -65,6 +65,7 @@ def test_every_run_lands_in_verls_config(composed, run):
     # nothing relies on the legacy keys verl 0.9 ignores
     assert cfg.reward.custom_reward_function.path is None
     assert cfg.trainer.resume_mode == "auto" and cfg.trainer.total_epochs == spec["epochs"]
+    assert cfg.trainer.rollout_data_dir is None  # our rollouts/ is the one copy of every sample
     assert list(cfg.trainer.logger) == ["console", "file"]
     assert cfg.trainer.max_actor_ckpt_to_keep == 10
     thinking = CONFIG["models"][spec["model"]]["enable_thinking"]
@@ -82,6 +83,17 @@ def test_continual_stage_raises_every_length_setting(composed):
 
     inputs = verl_inputs(CONFIG, Request("qwen3-4b-base_dapo_gspo_lie_12k"))
     assert inputs.model_path.endswith("models/qwen3-4b-base_dapo_gspo_lie")  # the parent's final model
+
+
+@pytest.mark.parametrize(("seed", "expected"), [(0, 0), (7, 7), (None, 1)])
+def test_the_training_seed_reaches_verls_data_seed(seed, expected):
+    """training.seed shuffles verl's data loader; 0 is a seed like any other, unset is 1."""
+    config = copy.deepcopy(CONFIG)
+    config["training"].pop("seed", None)
+    if seed is not None:
+        config["training"]["seed"] = seed
+    run = "qwen3-4b-base_dapo_gspo_lie"
+    assert verl_overrides.compose(verl_overrides.overrides(config, run, INPUTS)).data.seed == expected
 
 
 def _dual_clip_ppo(old, new, adv, mask, low, high, c):
@@ -181,7 +193,8 @@ def _item(tokenizer, row, response: str, data_source: str = "math_dapo", step: i
             "data_source": np.array([data_source]),
             "reward_model": np.array([dict(row["reward_model"])]),
             "extra_info": np.array([dict(row["extra_info"])]),
-            "uid": np.array(["prompt-uuid_0_3"]),
+            "uid": np.array(["prompt-uuid"]),  # the prompt's, shared by its samples
+            "session_id": np.array([3]),  # the sample's number within its group
             "global_steps": np.array([step]),
             "index": np.array([5]),
         },
@@ -239,6 +252,7 @@ def test_reward_manager_matches_the_core_on_real_rows(tmp_path, tokenizer, dapo_
     records = read_rollouts(tmp_path)
     assert len(records) == len(cases) and set(ROLLOUT_FIELDS) <= set(records[0])
     assert {r["step"] for r in records} == {7} and records[0]["group"] == "prompt-uuid"
+    assert records[0]["uid"] == "prompt-uuid_3_0"  # verl's TransferQueue key of the sample
     assert sum(r["r_red"] == -0.6 for r in records) == 3 and sum(r["acc"] for r in records) == 6
 
 
