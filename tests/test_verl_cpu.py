@@ -354,11 +354,14 @@ def test_the_merged_checkpoint_is_a_hugging_face_model_that_generates(trained):
 
 
 def test_a_rerun_with_the_same_settings_does_not_train_again(trained, tiny):
-    final = trained / "out/runs/tiny_gspo_lie/final.json"
-    before = final.stat().st_mtime_ns
+    run = trained / "out/runs/tiny_gspo_lie"
+    weights = run / "checkpoints/global_step_2/actor/model_world_size_1_rank_0.pt"
+    files = lambda: sorted(str(p.relative_to(run)) for p in run.rglob("*"))  # noqa: E731
+    before = (files(), weights.stat().st_mtime_ns)
     result = _lie(*_train_args(trained, tiny), timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "running verl" not in result.stderr and final.stat().st_mtime_ns == before
+    assert "running verl" not in result.stderr
+    assert (files(), weights.stat().st_mtime_ns) == before  # no new file, the weights not rewritten
     assert json.loads((trained / "out/runs/tiny_gspo_lie/final.json").read_text())["step"] == 2
 
 
