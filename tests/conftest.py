@@ -29,8 +29,8 @@ def shared_file(relative: str) -> Path:
     path = SHARED_DATA / relative
     if not path.exists():
         pytest.skip(
-            f"{path} is absent: these tests read the authors' and benchmark files from ../shared/data "
-            "(set LIE_SHARED_DATA to another copy of that folder)"
+            f"{path} is absent: an extra check on the full file of ../shared/data (the same test runs on "
+            "its slice in tests/data/shared; set LIE_SHARED_DATA to another copy of that folder)"
         )
     return path
 
