@@ -91,6 +91,7 @@ def pipeline_config(root: Path, tiny: Path, loopy: Path) -> dict[str, Any]:
                                 max_tokens=48, in_domain=["math500"], out_of_domain=["arc-c"],
                                 grade_workers=1)  # fmt: skip
     config["runs"] = []
+    config["engines"]["generate_by"] = {}  # the report's runs are sampled by transformers (smoke names smoke_grpo)
     return config
 
 
