@@ -7,6 +7,7 @@ import copy
 import json
 import os
 import random
+import re
 import signal
 import socket
 import subprocess
@@ -205,8 +206,19 @@ def test_the_backend_is_refused_where_a_gpu_is_visible():
     env = verl_cpu.environment({"CUDA_VISIBLE_DEVICES": "", "VERL_USE_EXTERNAL_MODULES": "other"})
     assert "CUDA_VISIBLE_DEVICES" not in env and env["VERL_PLATFORM"] == "cpu"
     assert env["VERL_USE_EXTERNAL_MODULES"] == f"other,{verl_cpu.PLUGIN}"
-    source = (REPO / "src/lie/engines/verl/cpu/plugin.py").read_text()
-    assert "if torch.cuda.is_available():\n    raise RuntimeError" in source
+    # the plugin itself, imported where torch sees a GPU: refused before any of the backend loads
+    code = (
+        "import sys, torch\n"
+        "torch.cuda.is_available = lambda: True\n"
+        "try:\n    import lie.engines.verl.cpu.plugin\n"
+        "except RuntimeError as e:\n    print('REFUSED', e)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('lie.engines.verl.cpu.')))"
+    )
+    out = _python(code)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "REFUSED lie.engines.verl.cpu is verl's CPU backend" in out.stdout, out.stdout
+    assert "unset VERL_USE_EXTERNAL_MODULES" in out.stdout
+    assert out.stdout.strip().endswith("\n[]")  # no platform, engine or rollout module was loaded
 
 
 # ---- verl's main_ppo, end to end on the CPU -----------------------------------------------------
@@ -342,10 +354,14 @@ def test_the_merged_checkpoint_is_a_hugging_face_model_that_generates(trained):
 
 
 def test_a_rerun_with_the_same_settings_does_not_train_again(trained, tiny):
-    started = time.monotonic()
+    run = trained / "out/runs/tiny_gspo_lie"
+    weights = run / "checkpoints/global_step_2/actor/model_world_size_1_rank_0.pt"
+    files = lambda: sorted(str(p.relative_to(run)) for p in run.rglob("*"))  # noqa: E731
+    before = (files(), weights.stat().st_mtime_ns)
     result = _lie(*_train_args(trained, tiny), timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert time.monotonic() - started < 60 and "running verl" not in result.stderr
+    assert "running verl" not in result.stderr
+    assert (files(), weights.stat().st_mtime_ns) == before  # no new file, the weights not rewritten
     assert json.loads((trained / "out/runs/tiny_gspo_lie/final.json").read_text())["step"] == 2
 
 
@@ -369,7 +385,10 @@ def test_a_killed_run_resumes_from_its_last_complete_checkpoint(tmp_path, tiny):
     assert not rundir.final_json.exists()
     result = _lie(*_train_args(tmp_path, tiny), timeout=900)
     assert result.returncode == 0, result.stderr[-4000:]
-    assert "Resuming from" in result.stdout + result.stderr or "global_step_" in result.stderr
+    # verl's trainer prints the folder it resumes from: step 1's checkpoint, not a fresh start
+    assert re.search(r"Resuming from \S*global_step_1\b", result.stdout + result.stderr), result.stdout[
+        -3000:
+    ]
     rollouts = read_rollouts(rundir)
     assert [sum(r["step"] == s for r in rollouts) for s in (1, 2, 3)] == [8, 8, 8]  # nothing doubled
     assert json.loads(rundir.final_json.read_text())["step"] == 3

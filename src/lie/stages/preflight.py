@@ -33,7 +33,6 @@ log = logging.getLogger(__name__)
 NO_GPU = "skipped: no GPU"
 REWARD_SHARE_MAX = 0.25  # the reward manager above this share of a step holds the GPUs up
 TRIAL_STEPS = 2
-VLLM_VENV = Path(".venv-vllm")
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import asyncio
 import copy
 import json
 import logging
+import os
 import shutil
 import subprocess
 import sys
@@ -25,21 +26,35 @@ from lie import config as cfgmod
 from lie.config.layout import Layout
 from lie.core.errors import LieError
 from lie.stages import plan as planmod
-from lie.stages.preflight import NO_GPU, REWARD_SHARE_MAX, TRIAL_STEPS, VLLM_VENV, Check, Shape
+from lie.stages.preflight import NO_GPU, REWARD_SHARE_MAX, TRIAL_STEPS, Check, Shape
 
 log = logging.getLogger(__name__)
 
 RUN = "preflight"
+# vLLM's CPU engine as docs/evaluation.md runs it (config.yaml's engines.vllm_cpu, where present, wins):
+# 1 GiB of KV cache, the engine in this process, one thread, no torch.compile, float32, eager.
+VLLM_CPU = {
+    "venv": ".venv-vllm",
+    "env": {"VLLM_CPU_KVCACHE_SPACE": 1, "VLLM_ENABLE_V1_MULTIPROCESSING": 0, "OMP_NUM_THREADS": 1,
+            "TORCH_COMPILE_DISABLE": 1},
+    "engine_args": {"dtype": "float32", "enforce_eager": "true"},
+}  # fmt: skip
 CPU_SHAPE = {"max_prompt_length": 64, "max_response_length": 24, "train_batch_size": 2, "rollout_n": 4}
 ROWS = 16
 
 
-def _lie(args: list[str], python: str = sys.executable, timeout: int = 1800) -> subprocess.CompletedProcess:
+def _lie(
+    args: list[str], python: str = sys.executable, env: dict[str, str] | None = None, timeout: int = 1800
+) -> subprocess.CompletedProcess:
     """A ``lie`` command as the pipeline runs it (its own process)."""
-    proc = subprocess.run([python, "-m", "lie", *args], capture_output=True, text=True, timeout=timeout)
+    full_env = {**os.environ, **(env or {})}
+    proc = subprocess.run(
+        [python, "-m", "lie", *args], capture_output=True, text=True, timeout=timeout, env=full_env
+    )
     if proc.returncode != 0:
-        lines = [x for x in (proc.stderr + proc.stdout).splitlines() if x.strip()]
-        raise LieError(f"lie {args[0]} failed: {lines[-1] if lines else proc.returncode}")
+        lines = [x for x in proc.stderr.splitlines() if x.strip()] or [str(proc.returncode)]
+        ours = [x for x in lines if x.startswith("lie ")]  # lie's own one-line error, when it wrote one
+        raise LieError(f"lie {args[0]} failed: {(ours or lines)[-1]}")
     return proc
 
 
@@ -78,7 +93,8 @@ def _model(config: dict[str, Any], shape: Shape, root: Path, gpu: bool) -> tuple
         corpus = [r["prompt"][0]["content"] for r in _rows(config, "corpus", 40, 0, None)] + [
             "\\boxed{7}"
         ] * 5
-        return str(build_tiny(root / "model", corpus, seed=0, vocab_size=300)), 0.001, False
+        # head size 32 (hidden / 4): vLLM's CPU attention has no kernel for the default tiny's 16
+        return str(build_tiny(root / "model", corpus, seed=0, vocab_size=300, hidden=128)), 0.001, False
     name = smallest_of_family(config, shape.family)
     folder = Layout(config).base_model(name)
     if not (folder / "config.json").exists():
@@ -93,6 +109,8 @@ def trial_config(
     """The user's config narrowed to one trial run of ``shape`` under ``root``."""
     trial = copy.deepcopy(config)
     trial.update(name="preflight", outdir=str(root / "out"), runs=[RUN])
+    if "generate_by" in trial["engines"]:  # it names the user's runs, which the trial has not
+        trial["engines"]["generate_by"] = {}
     trial["models"] = {
         "preflight-model": {"path": model, "hf_id": None, "revision": None, "enable_thinking": thinking}
     }
@@ -291,19 +309,24 @@ def resume_and_merge(trial: Trial) -> list[Check]:
 def vllm_generation(trial: Trial, merged: Path) -> Check:
     """A few samples of the merged model with vLLM: in the image on a GPU, the CPU engine elsewhere."""
     name = "vLLM generation" + ("" if trial.gpu else " (vLLM CPU engine)")
-    python = sys.executable
+    python, env, engine_args = sys.executable, {}, {}
     if not trial.gpu:
-        candidate = VLLM_VENV / "bin" / "python"
+        cpu = {**VLLM_CPU, **((trial.config.get("engines") or {}).get("vllm_cpu") or {})}
+        candidate = Path(cpu["venv"]) / "bin" / "python"
         if not candidate.exists():
             return Check(
-                name, f"skipped: no GPU and no {VLLM_VENV}/ here (make venv-vllm builds the CPU engine)"
+                name, f"skipped: no GPU and no {cpu['venv']}/ here (make venv-vllm builds the CPU engine)"
             )
-        python = str(candidate)
+        python, env = str(candidate), {k: str(v) for k, v in cpu["env"].items()}
+        engine_args = cpu["engine_args"]
     out = trial.root / "generations.jsonl"
+    extra = [
+        f"--engine-arg={k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in engine_args.items()
+    ]
     try:
         _lie(["generate", "preflight-val", "--config", str(trial.config_file), "--model", str(merged),
               "--data", trial.val_file, "--out", str(out), "--engine", "vllm", "--n", "1",
-              "--max-tokens", "16", "--no-progress"], python=python)  # fmt: skip
+              "--max-tokens", "16", "--no-progress", *extra], python=python, env=env)  # fmt: skip
     except LieError as exc:
         return Check(name, "fail", str(exc))
     rows = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
