@@ -114,6 +114,7 @@ def _tables(out: Path) -> dict[str, str]:
     }
 
 
+@pytest.mark.timeout(7200)  # two whole smoke pipelines and three partial ones
 def test_killed_three_times_the_rerun_equals_a_clean_run(tmp_path):
     clean = _workdir(tmp_path / "clean")
     _finish(clean)
