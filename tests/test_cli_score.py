@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -103,5 +104,16 @@ def test_stdin_to_stdout_without_torch_or_verl():
 
 
 def test_console_script_is_installed():
-    proc = subprocess.run([sys.executable, "-m", "lie", "--help"], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0 and "score" in proc.stdout
+    """The `lie` that pip put beside this Python (pyproject's [project.scripts]) scores a line."""
+    script = Path(sys.executable).parent / "lie"
+    assert script.is_file(), f"{script} is missing: `make venv` installs the package with its console script"
+    data = "".join(json.dumps(r) + "\n" for r in rows())
+    proc = subprocess.run(
+        [str(script), "score", "--in", "-", "--out", "-"],
+        input=data,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert [json.loads(line)["id"] for line in proc.stdout.splitlines()] == [1, 2, 3]

@@ -1,4 +1,5 @@
-"""DAPO-Math-17k beside the authors' file: their 17,390 rows against our dedup on the prompt.
+"""DAPO-Math-17k beside the authors' file: their 17,390 rows (a 17-row slice in tests/data/shared)
+against our dedup on the prompt.
 
 The hub set cannot be read here; its layout (verl rows, the problem inside DAPO's instruction,
 DAPO's id in ``extra_info.index``) is rebuilt from the authors' own rows, so that what our rule
@@ -12,6 +13,7 @@ from collections import Counter
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 import yaml
 from hubcache import add_dataset, repo_config
 
@@ -19,23 +21,31 @@ from lie.cli import main
 from lie.stages.data.adapters import DAPO_PREFIX, DAPO_SUFFIX
 from lie.stages.data.compare import compare
 
+# rows, distinct texts, texts listed twice, of them with two answers: the slice and the full file
+COUNTS = {"authors_dapo": (17, 14, 3, 1), "full_authors_dapo": (17390, 17180, 210, 5)}
 
-def test_the_authors_file_is_not_a_dedup_on_the_prompt(authors_dapo):
-    rows = pq.read_table(authors_dapo).to_pylist()
+
+@pytest.mark.parametrize("which", list(COUNTS))
+def test_the_authors_file_is_not_a_dedup_on_the_prompt(which, request):
+    rows = pq.read_table(request.getfixturevalue(which)).to_pylist()
+    total, distinct, repeated, two_answers = COUNTS[which]
     ids = Counter(r["extra_info"]["index"] for r in rows)
     texts = Counter(r["prompt"][0]["content"] for r in rows)
     twice = [t for t, n in texts.items() if n > 1]
-    assert (len(rows), len(ids), len(texts), len(twice)) == (17390, 17390, 17180, 210)
+    assert (len(rows), len(ids), len(texts), len(twice)) == (total, total, distinct, repeated)
     assert (
         max(texts.values()) == 2 and max(ids.values()) == 1
     )  # one row an id: the same problem under two ids
     answers = {
         t: {r["reward_model"]["ground_truth"] for r in rows if r["prompt"][0]["content"] == t} for t in twice
     }
-    assert sum(len(a) > 1 for a in answers.values()) == 5  # five of them even with two answers
+    assert sum(len(a) > 1 for a in answers.values()) == two_answers  # some even with two answers
 
 
-def test_compare_names_the_rows_in_one_file_only(tmp_path, hub, authors_dapo, capsys):
+@pytest.mark.parametrize("which", list(COUNTS))
+def test_compare_names_the_rows_in_one_file_only(tmp_path, hub, which, request, capsys):
+    authors_dapo = request.getfixturevalue(which)
+    _, distinct, repeated, _ = COUNTS[which]
     theirs = pq.read_table(authors_dapo).to_pylist()
     dropped = theirs[:3]  # rows of theirs that our "hub" lacks
     extra = ["What is $2+3$?", "What is $7 \\cdot 6$?"]  # problems only ours has
@@ -58,14 +68,18 @@ def test_compare_names_the_rows_in_one_file_only(tmp_path, hub, authors_dapo, ca
     assert main(args) == 0
     report = json.loads(capsys.readouterr().out)
     # a dedup on the prompt keeps one row of each of their 210 twice-listed problems
-    assert report["ours"]["rows"] == report["ours"]["distinct_questions"] == 17180 - 3 + 2
-    assert report["repeated_questions"] == {"ours": 0, "theirs": 210}
+    assert report["ours"]["rows"] == report["ours"]["distinct_questions"] == distinct - 3 + 2
+    assert report["repeated_questions"] == {"ours": 0, "theirs": repeated}
     assert [r["question"] for r in report["only_ours"]["rows"]] == extra
     assert [r["source_id"] for r in report["only_theirs"]["rows"]] == [
         r["extra_info"]["index"] for r in dropped
     ]
     ids = report["source_ids"]  # their second id of a twice-listed problem is not in ours either
-    assert (ids["shared"], ids["only_theirs"]["count"], ids["only_ours"]["count"]) == (17180 - 3, 3 + 210, 2)
+    assert (ids["shared"], ids["only_theirs"]["count"], ids["only_ours"]["count"]) == (
+        distinct - 3,
+        3 + repeated,
+        2,
+    )
     assert compare(out, authors_dapo, limit=1)["only_ours"] == {
         "count": 2,
         "rows": report["only_ours"]["rows"][:1],

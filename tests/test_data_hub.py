@@ -2,8 +2,8 @@
 
 The repos are laid out as on the hub (README ``configs:``, ``data/*.parquet``, CSV) under the
 ids and revisions config.yaml names, so the real entries of config.yaml are what is tested. Their
-content is real where we have it: AMC's 83 problems and AIME 2024 from ../shared/data, DAPO's
-and DeepMath's problems from the authors' files.
+content is real where we have it: AMC's problems and AIME 2024 from the slices in tests/data/shared
+(AMC's 83 from ../shared/data where present), DAPO's and DeepMath's problems from the authors' files.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from conftest import shared_file
+from conftest import data_file, shared_file
 from hubcache import REPO, add_dataset, readme_configs, repo_config
 
 from lie.core.errors import LieError
@@ -35,8 +35,9 @@ def build(tmp_path, config, name, **kwargs):
     return pq.read_table(out).to_pylist(), read_metadata(out)
 
 
-def authors_amc() -> pa.Table:
-    table = pq.read_table(shared_file("lie-authors/valid.all_qwen3.parquet")).to_pylist()
+def authors_amc(where: str) -> pa.Table:
+    path = {"slice": data_file, "full": shared_file}[where]("lie-authors/valid.all_qwen3.parquet")
+    table = pq.read_table(path).to_pylist()
     seen: dict[int, dict] = {}
     for row in table:
         if row["data_source"] == "amc":
@@ -53,17 +54,18 @@ def authors_amc() -> pa.Table:
 
 
 def aime_table(rows: int = 30) -> pa.Table:
-    records = [r for _, r in read_jsonl(str(shared_file("qwen25-math-eval/aime24.jsonl")))][:rows]
+    records = [r for _, r in read_jsonl(str(data_file("qwen25-math-eval/aime24.jsonl")))][:rows]
     keep = ("id", "problem", "solution", "answer", "url")
     return pa.table({k: [r[k] for r in records] for k in keep})
 
 
-def test_amc_83_problems_from_the_hub_cache(tmp_path, hub):
+@pytest.mark.parametrize("where, problems", [("slice", 4), ("full", 83)])
+def test_amc_problems_from_the_hub_cache(tmp_path, hub, where, problems):
     commit = add_dataset(
-        hub, "AI-MO/aimo-validation-amc", {"data/train-00000-of-00001.parquet": authors_amc()}
+        hub, "AI-MO/aimo-validation-amc", {"data/train-00000-of-00001.parquet": authors_amc(where)}
     )
     rows, meta = build(tmp_path, repo_config(), "amc-hub")
-    assert len(rows) == 83
+    assert len(rows) == problems
     assert rows[0]["reward_model"]["ground_truth"] == "142"  # 142.0 on the hub
     assert all(r["reward_model"]["ground_truth"].lstrip("-").isdigit() for r in rows)
     assert rows[0]["prompt"][0]["content"].endswith(SUFFIX) and rows[0]["data_source"] == "amc-hub"
@@ -82,18 +84,18 @@ def test_revision_resolution(tmp_path, hub):
     old = add_dataset(
         hub,
         "HuggingFaceH4/aime_2024",
-        {"data/train-00000-of-00001.parquet": aime_table(29)},
+        {"data/train-00000-of-00001.parquet": aime_table(3)},
         refs=("v1",),
         commit=None,
     )
-    new = add_dataset(hub, "HuggingFaceH4/aime_2024", {"data/train-00000-of-00001.parquet": aime_table(30)})
+    new = add_dataset(hub, "HuggingFaceH4/aime_2024", {"data/train-00000-of-00001.parquet": aime_table(4)})
     config = repo_config()
     rows, meta = build(tmp_path, config, "aime24-hub")
-    assert (len(rows), meta["source"]["commit"]) == (30, new)
+    assert (len(rows), meta["source"]["commit"]) == (4, new)
     for revision in (old, "v1"):
         config["datasets"]["eval"]["aime24-hub"]["revision"] = revision
         rows, meta = build(tmp_path, config, "aime24-hub")
-        assert (len(rows), meta["source"]["commit"], meta["source"]["revision"]) == (29, old, revision)
+        assert (len(rows), meta["source"]["commit"], meta["source"]["revision"]) == (3, old, revision)
     config["datasets"]["eval"]["aime24-hub"]["revision"] = "f" * 40
     with pytest.raises(
         LieError, match="'aime24-hub' .* is not in the hub cache .*HF_HUB_OFFLINE is set.*local"
@@ -101,9 +103,9 @@ def test_revision_resolution(tmp_path, hub):
         build(tmp_path, config, "aime24-hub")
 
 
-def dapo_raw(problems: int = 150, copies: int = 100) -> tuple[pa.Table, list[str], list[str]]:
+def dapo_raw(problems: int = 12, copies: int = 100) -> tuple[pa.Table, list[str], list[str]]:
     """DAPO-Math-17k's raw layout: verl rows, the problem inside DAPO's instruction, many copies."""
-    authors = pq.read_table(shared_file("lie-authors/dapo-math-17k_llama-add1k.parquet")).to_pylist()
+    authors = pq.read_table(data_file("lie-authors/dapo-math-17k_llama-add1k.parquet")).to_pylist()
     seen, picked = set(), []
     for row in authors:
         text = row["prompt"][0]["content"]
@@ -134,7 +136,7 @@ def test_dapo_dedup_and_bare_problems(tmp_path, hub):
     table, bare, gold = dapo_raw()
     add_dataset(hub, "BytedTsinghua-SIA/DAPO-Math-17k", {"data/dapo-math-17k.parquet": table})
     rows, meta = build(tmp_path, repo_config(), "dapo")
-    assert meta["rows"] == {"read": 15000, "after_dedup": 150, "written": 150, "skipped_empty": 0}
+    assert meta["rows"] == {"read": 1200, "after_dedup": 12, "written": 12, "skipped_empty": 0}
     assert [r["extra_info"]["question"] for r in rows] == bare  # the authors' bare statements
     assert [r["reward_model"]["ground_truth"] for r in rows] == gold
     assert rows[0]["prompt"][0]["content"] == bare[0] + SUFFIX
@@ -142,10 +144,9 @@ def test_dapo_dedup_and_bare_problems(tmp_path, hub):
     assert {r["extra_info"]["split"] for r in rows} == {"train"}
 
 
-def deepmath_repo(hub, rows: int = 300) -> dict[str, float]:
-    authors = pq.read_table(shared_file("lie-authors/deepmath-5k-octothinker_add1k.parquet")).to_pylist()[
-        :rows
-    ]
+def deepmath_repo(hub) -> dict[str, float]:
+    authors = pq.read_table(data_file("lie-authors/deepmath-5k-octothinker_add1k.parquet")).to_pylist()
+    rows = len(authors)
     questions = [r["prompt"][0]["content"].removesuffix(SUFFIX) for r in authors]
     difficulty = [float(1 + i % 10) for i in range(rows)]
     table = pa.table(
@@ -172,27 +173,27 @@ def deepmath_repo(hub, rows: int = 300) -> dict[str, float]:
 def test_deepmath_seeded_draw_reads_only_needed_columns(tmp_path, hub):
     difficulty = deepmath_repo(hub)
     config = repo_config()
-    config["datasets"]["train"]["deepmath-5k-draw"].update(sample=40, seed=42)
+    config["datasets"]["train"]["deepmath-5k-draw"].update(sample=5, seed=42)
     rows, meta = build(tmp_path, config, "deepmath-5k-draw")
     again, _ = build(tmp_path, config, "deepmath-5k-draw")
-    assert len(rows) == 40 and rows == again
+    assert len(rows) == 5 and rows == again
     assert meta["columns"] == ["question", "final_answer"]
     assert (
-        meta["sample"]["size"] == 40
+        meta["sample"]["size"] == 5
         and meta["sample"]["seed"] == 42
         and "default_rng" in meta["sample"]["method"]
     )
-    assert meta["filter"] is None and meta["rows"]["read"] == 300
+    assert meta["filter"] is None and meta["rows"]["read"] == 15
     config["datasets"]["train"]["deepmath-5k-draw"].update(
         seed=7, filter={"difficulty": {"min": 5, "max": 8}}
     )
     other, meta = build(tmp_path, config, "deepmath-5k-draw")
     assert {r["extra_info"]["question"] for r in other} != {r["extra_info"]["question"] for r in rows}
     assert all(5 <= difficulty[r["extra_info"]["question"]] <= 8 for r in other)
-    assert meta["filter"] == {"difficulty": {"min": 5, "max": 8}} and meta["rows"]["after_filter"] == 120
+    assert meta["filter"] == {"difficulty": {"min": 5, "max": 8}} and meta["rows"]["after_filter"] == 5
     assert meta["columns"] == ["question", "final_answer", "difficulty"]
-    config["datasets"]["train"]["deepmath-5k-draw"].update(sample=121)
-    with pytest.raises(LieError, match="sample is 121 but only 120 rows pass the filter"):
+    config["datasets"]["train"]["deepmath-5k-draw"].update(sample=6)
+    with pytest.raises(LieError, match="sample is 6 but only 5 rows pass the filter"):
         build(tmp_path, config, "deepmath-5k-draw")
 
 

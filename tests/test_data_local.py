@@ -1,4 +1,4 @@
-"""``lie data`` through the local-file and URL paths on the real benchmark files of ../shared/data.
+"""``lie data`` through the local-file and URL paths on slices of the real benchmark files (tests/data/shared).
 
 The authors' validation file (LINs-lab/LIE ``data/valid.all_qwen3.parquet``, the default source
 of the in-domain sets: tests/test_data_authors.py) was built from the same Qwen2.5-Math files with
@@ -13,7 +13,7 @@ import shutil
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from conftest import shared_file
+from conftest import data_file, shared_file
 from hubcache import repo_config
 
 from lie.cli import main
@@ -33,17 +33,20 @@ LOCAL = {
 AUTHORS_NAME = {"math500-hub": "math", "minerva-qwen25": "minerva", "olympiadbench-qwen25": "olympiad_bench"}
 
 
-def local_config(name: str) -> dict:
+OPEN = {"slice": data_file, "full": shared_file}  # the committed slices; the whole files where present
+
+
+def local_config(name: str, where: str = "slice") -> dict:
     config = repo_config()
     config["datasets"]["eval"][name].update(
-        local=str(shared_file(LOCAL[name])), url=None, sha1=None, hf_id=None
+        local=str(OPEN[where](LOCAL[name])), url=None, sha1=None, hf_id=None
     )
     return config
 
 
-def authors_rows(source: str) -> list[dict]:
+def authors_rows(source: str, where: str = "slice") -> list[dict]:
     """The distinct problems of one benchmark in the authors' file, in their index order."""
-    table = pq.read_table(shared_file("lie-authors/valid.all_qwen3.parquet")).to_pylist()
+    table = pq.read_table(OPEN[where]("lie-authors/valid.all_qwen3.parquet")).to_pylist()
     first: dict[int, dict] = {}
     for row in table:
         if row["data_source"] == source:
@@ -58,15 +61,13 @@ def build(tmp_path, config, name, **kwargs):
 
 
 @pytest.mark.parametrize("name", ["math500-hub", "minerva-qwen25", "olympiadbench-qwen25"])
-def test_rows_match_the_authors_validation_file(tmp_path, name):
-    table, out = build(tmp_path, local_config(name), name)
+@pytest.mark.parametrize("where", ["slice", "full"])
+def test_rows_match_the_authors_validation_file(tmp_path, name, where):
+    table, out = build(tmp_path, local_config(name, where), name)
     ours = table.to_pylist()
-    theirs = authors_rows(AUTHORS_NAME[name])
-    assert (
-        len(ours)
-        == len(theirs)
-        == {"math500-hub": 500, "minerva-qwen25": 272, "olympiadbench-qwen25": 675}[name]
-    )
+    theirs = authors_rows(AUTHORS_NAME[name], where)
+    problems = {"math500-hub": (15, 500), "minerva-qwen25": (6, 272), "olympiadbench-qwen25": (6, 675)}[name]
+    assert len(ours) == len(theirs) == problems[where == "full"]
     for i, (a, b) in enumerate(zip(ours, theirs)):
         assert a["prompt"] == [{"role": "user", "content": b["prompt"][0]["content"]}], f"{name} row {i}"
         assert a["reward_model"]["ground_truth"] == normalise_answer(b["reward_model"]["ground_truth"]), (
@@ -82,7 +83,7 @@ def test_rows_match_the_authors_validation_file(tmp_path, name):
 def test_aime24_answers_lose_their_zero_padding(tmp_path):
     ours = build(tmp_path, local_config("aime24-hub"), "aime24-hub")[0].to_pylist()
     theirs = authors_rows("aime")
-    assert len(ours) == 30
+    assert len(ours) == 4
     assert sorted(r["reward_model"]["ground_truth"] for r in ours) == sorted(
         normalise_answer(r["reward_model"]["ground_truth"]) for r in theirs
     )
@@ -92,7 +93,7 @@ def test_aime24_answers_lose_their_zero_padding(tmp_path):
 
 def test_amc_float_answers_become_integers(tmp_path):
     rows = build(tmp_path, local_config("amc-hub"), "amc-hub")[0].to_pylist()
-    assert len(rows) == 40
+    assert len(rows) == 4
     assert rows[0]["reward_model"]["ground_truth"] == "27"  # 27.0 in the file
     assert all(r["reward_model"]["ground_truth"].lstrip("-").isdigit() for r in rows)
 
@@ -119,7 +120,7 @@ def test_cli_writes_atomically_with_limit(tmp_path):
         == 0
     )
     assert pq.read_table(out).num_rows == 7
-    assert read_metadata(out)["rows"] == {"read": 500, "after_limit": 7, "written": 7, "skipped_empty": 0}
+    assert read_metadata(out)["rows"] == {"read": 15, "after_limit": 7, "written": 7, "skipped_empty": 0}
     assert sorted(os.listdir(out.parent)) == ["math500.parquet"]
 
 
@@ -151,12 +152,18 @@ def url_cache(tmp_path, monkeypatch):
     return tmp_path / "urls"
 
 
+def test_the_pinned_url_names_the_full_files_blob_id():
+    spec = repo_config()["datasets"]["eval"]["olympiadbench-qwen25"]
+    assert spec["sha1"] == "ec36280b1de8f5bbee92da696c2ae84f5f6e6beb"  # ../shared/data/README.md's id
+    assert git_blob_sha1(shared_file(LOCAL["olympiadbench-qwen25"]).read_bytes()) == spec["sha1"]
+
+
 def test_url_source_offline_from_the_download_cache(tmp_path, url_cache):
-    config = repo_config()  # the pinned Qwen2.5-Math URL of OlympiadBench and its git blob id
+    config = repo_config()  # the pinned Qwen2.5-Math URL of OlympiadBench, with the slice's git blob id
     name = "olympiadbench-qwen25"
     spec = config["datasets"]["eval"][name]
-    src = shared_file(LOCAL[name])
-    assert git_blob_sha1(src.read_bytes()) == spec["sha1"]  # the id ../shared/data/README.md lists
+    src = data_file(LOCAL[name])
+    spec["sha1"] = git_blob_sha1(src.read_bytes())
     with pytest.raises(LieError, match="not in the download cache .* HF_HUB_OFFLINE is set"):
         build(tmp_path, config, name)
     cached = url_cache_path(spec["url"])
@@ -164,8 +171,8 @@ def test_url_source_offline_from_the_download_cache(tmp_path, url_cache):
     shutil.copy(src, cached)
     table, out = build(tmp_path, config, name)
     local, _ = build(tmp_path / "l", local_config(name), name)
-    assert table.num_rows == 675 and table.to_pylist() == local.to_pylist()
+    assert table.num_rows == 6 and table.to_pylist() == local.to_pylist()
     assert read_metadata(out)["source"] == {"type": "url", "url": spec["url"], "sha1": spec["sha1"]}
     cached.write_bytes(src.read_bytes()[:-10])
-    with pytest.raises(LieError, match="has git blob id .* expected ec36280b"):
+    with pytest.raises(LieError, match=f"has git blob id .* expected {spec['sha1'][:8]}"):
         build(tmp_path, config, name)

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from conftest import REPO, shared_file
+from conftest import REPO, data_file
 
 from lie.cli import main
 from lie.config import load_config
@@ -40,7 +40,7 @@ ABCD = ["A", "B", "C", "D"]
 
 
 def aime(count: int = 3) -> list[dict]:
-    lines = shared_file("qwen25-math-eval/aime24.jsonl").read_text(encoding="utf-8").splitlines()
+    lines = data_file("qwen25-math-eval/aime24.jsonl").read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines[:count]]
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import shared_file
+from conftest import data_file, shared_file
 
 from lie.core.errors import LieError
 from lie.grading import (
@@ -100,17 +100,20 @@ BOXED_LETTER = re.compile(r"\\boxed\{\s*(?:\\text(?:bf)?\{)?\s*\(?[A-E]\)?\s*\}"
 
 
 @pytest.mark.parametrize("name", ["math500", "olympiadbench"])
-def test_math_solutions_full_of_variables_read_no_letter(name):
+@pytest.mark.parametrize("where", ["slice", "full"])
+def test_math_solutions_full_of_variables_read_no_letter(name, where):
     """Real solutions name points, sets and constants A-E; only those that box a choice letter answer one."""
-    rows = [json.loads(line) for line in shared_file(f"qwen25-math-eval/{name}.jsonl").open(encoding="utf-8")]
+    path = {"slice": data_file, "full": shared_file}[where](f"qwen25-math-eval/{name}.jsonl")
+    rows = [json.loads(line) for line in path.open(encoding="utf-8")]
     solutions = ["\n".join(s) if isinstance(s, list) else s for s in (r.get("solution") for r in rows) if s]
     read = [
         s for s in solutions if read_choice(s, list("ABCDE")).letter or read_choice(s, list("ABCDE")).conflict
     ]
     false_reads = [s[-120:] for s in read if not BOXED_LETTER.search(s)]
-    assert len(solutions) > 400
+    assert len(solutions) == len(rows) and len(solutions) > {"slice": 5, "full": 400}[where]
     assert len(false_reads) <= 0.005 * len(solutions), false_reads
     boxed = [s for s in solutions if BOXED_LETTER.search(s)]
+    assert len(boxed) == {"math500": 3, "olympiadbench": 0}[name]  # the slice keeps MATH-500's three
     assert all(read_choice(s, list("ABCDE")).letter for s in boxed)
 
 

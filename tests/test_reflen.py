@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from conftest import shared_file
+from conftest import data_file
 from hubcache import repo_config
 
 from lie.cli import main
@@ -29,7 +29,9 @@ from lie.stages.reflen import (
 )
 
 
-@pytest.mark.parametrize("which", ["authors_dapo", "authors_deepmath"])
+@pytest.mark.parametrize(
+    "which", ["authors_dapo", "authors_deepmath", "full_authors_dapo", "full_authors_deepmath"]
+)
 def test_formula_reproduces_every_authors_row(which, request):
     table = pq.read_table(request.getfixturevalue(which))
     settings = settings_from_config(repo_config())
@@ -83,7 +85,7 @@ def tiny(tmp_path_factory):
 def train_set(tmp_path_factory):
     """A DAPO-layout training set of 6 of the authors' problems, built with lie data (local path)."""
     authors = (
-        pq.read_table(shared_file("lie-authors/dapo-math-17k_llama-add1k.parquet")).slice(0, 6).to_pylist()
+        pq.read_table(data_file("lie-authors/dapo-math-17k_llama-add1k.parquet")).slice(0, 6).to_pylist()
     )
     raw = pa.Table.from_pylist(
         [

@@ -1,4 +1,4 @@
-"""Conformance on the authors' own files (../shared/data/lie-authors): their L_ref values and texts.
+"""Conformance on the authors' own files (slices in tests/data/shared, and ../shared/data where present).
 
 The oracle here is the SPEC's formula written out directly, and a Counter over the authors' word
 split: the fast batch path must agree with both on every row.
@@ -39,7 +39,9 @@ def load(path):
     return texts, refs
 
 
-@pytest.mark.parametrize("which", ["authors_dapo", "authors_deepmath"])
+@pytest.mark.parametrize(
+    "which", ["authors_dapo", "authors_deepmath", "full_authors_dapo", "full_authors_deepmath"]
+)
 @pytest.mark.parametrize("extra", [0, 500, 1000])
 def test_length_reward_on_every_reference_length(which, extra, request):
     _, refs = load(request.getfixturevalue(which))
@@ -54,11 +56,12 @@ def test_length_reward_on_every_reference_length(which, extra, request):
                 )
 
 
-def test_redundancy_and_state_counts_on_real_texts(authors_dapo):
-    texts, refs = load(authors_dapo)
-    texts = texts[:3000]
+@pytest.mark.parametrize("which", ["authors_dapo", "full_authors_dapo"])
+def test_redundancy_and_state_counts_on_real_texts(which, request):
+    texts, refs = load(request.getfixturevalue(which))
+    texts, looped = texts[:3000], texts[:300]
     # real prompts as they are, and looped: a prompt repeated 9 or 10 times
-    responses = texts + [" ".join([t] * 9) for t in texts[:300]] + [" ".join([t] * 10) for t in texts[:300]]
+    responses = texts + [" ".join([t] * 9) for t in looped] + [" ".join([t] * 10) for t in looped]
     n = len(responses)
     got = score_batch(responses, [False] * n, [0] * n, [1000] * n, RewardConfig(length_term=False))
     for text, g in zip(responses, got):
@@ -67,5 +70,6 @@ def test_redundancy_and_state_counts_on_real_texts(authors_dapo):
         assert g.r_red == spec_redundancy(text)
         assert g.max_ngram_count == max(windows.values(), default=0)
         assert g.c_context == (len(windows) if len(words) >= 10 else 1)
-    looped10 = got[len(texts) + 300 :]
-    assert sum(g.r_red == -0.6 for g in looped10) >= 290  # all but prompts of < 10 words
+    looped10 = got[len(texts) + len(looped) :]
+    long_enough = [len(split_words(t)) >= 10 for t in looped]  # a prompt of < 10 words makes no 10-gram
+    assert [g.r_red == -0.6 for g in looped10] == long_enough and sum(long_enough) > len(looped) // 2

@@ -6,11 +6,14 @@ from __future__ import annotations
 import copy
 import json
 import os
+import random
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -27,12 +30,53 @@ from lie.formats.runs import RunDir, read_metrics, read_rollouts  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 
 
+def _answer_at_varied_lengths(model, tokenizer) -> None:
+    """A few AdamW steps on answers after 0-8 filler words, closed by the end-of-turn token: rollouts
+    then end at different lengths, with uneven per-token entropy (a token mean of the entropy and a
+    mean of per-response means differ)."""
+    from lie.formats.prompts import prompt_token_ids
+
+    rng = random.Random(0)
+    rows = arithmetic_rows(40)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    model.train()
+    for _ in range(60):
+        batch = []
+        for row in rng.sample(rows, 8):
+            prompt = prompt_token_ids(tokenizer, row["prompt"], enable_thinking=False)
+            answer = (
+                " so" * rng.randint(0, 8)
+                + f" The answer is \\boxed{{{row['reward_model']['ground_truth']}}}."
+            )
+            batch.append(
+                (prompt, tokenizer(answer, add_special_tokens=False).input_ids + [tokenizer.eos_token_id])
+            )
+        width = max(len(p) + len(r) for p, r in batch)
+        ids = torch.full((len(batch), width), tokenizer.pad_token_id)
+        labels = torch.full((len(batch), width), -100)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for i, (p, r) in enumerate(batch):
+            ids[i, : len(p) + len(r)] = torch.tensor(p + r)
+            labels[i, len(p) : len(p) + len(r)] = torch.tensor(r)
+            mask[i, : len(p) + len(r)] = 1
+        model(input_ids=ids, attention_mask=mask, labels=labels).loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    model.eval()
+
+
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
     from lie.stages.tiny import build_tiny
 
     corpus = [r["prompt"][0]["content"] for r in arithmetic_rows(40)] + ["The answer is \\boxed{7}."] * 5
-    return build_tiny(tmp_path_factory.mktemp("tiny") / "model", corpus, seed=0, vocab_size=300)
+    return build_tiny(
+        tmp_path_factory.mktemp("tiny") / "model",
+        corpus,
+        seed=0,
+        vocab_size=300,
+        train=_answer_at_varied_lengths,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -162,8 +206,19 @@ def test_the_backend_is_refused_where_a_gpu_is_visible():
     env = verl_cpu.environment({"CUDA_VISIBLE_DEVICES": "", "VERL_USE_EXTERNAL_MODULES": "other"})
     assert "CUDA_VISIBLE_DEVICES" not in env and env["VERL_PLATFORM"] == "cpu"
     assert env["VERL_USE_EXTERNAL_MODULES"] == f"other,{verl_cpu.PLUGIN}"
-    source = (REPO / "src/lie/engines/verl/cpu/plugin.py").read_text()
-    assert "if torch.cuda.is_available():\n    raise RuntimeError" in source
+    # the plugin itself, imported where torch sees a GPU: refused before any of the backend loads
+    code = (
+        "import sys, torch\n"
+        "torch.cuda.is_available = lambda: True\n"
+        "try:\n    import lie.engines.verl.cpu.plugin\n"
+        "except RuntimeError as e:\n    print('REFUSED', e)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('lie.engines.verl.cpu.')))"
+    )
+    out = _python(code)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "REFUSED lie.engines.verl.cpu is verl's CPU backend" in out.stdout, out.stdout
+    assert "unset VERL_USE_EXTERNAL_MODULES" in out.stdout
+    assert out.stdout.strip().endswith("\n[]")  # no platform, engine or rollout module was loaded
 
 
 # ---- verl's main_ppo, end to end on the CPU -----------------------------------------------------
@@ -204,10 +259,16 @@ def _train_args(root: Path, tiny: Path, run: str = "tiny_gspo_lie") -> list[str]
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, tiny) -> Path:
-    """Two GSPO+LIE steps of verl's main_ppo, validation at step 2, checkpoints at steps 1 and 2."""
+    """Two GSPO+LIE steps of verl's main_ppo, validation at step 2, checkpoints at steps 1 and 2;
+    verl's processes load tests/verl_probe.py, which records the entropies behind actor/entropy."""
     root = tmp_path_factory.mktemp("verl")
     _setup(root, tiny)
-    result = _lie(*_train_args(root, tiny), timeout=900)
+    probe = {
+        "VERL_USE_EXTERNAL_MODULES": "verl_probe",
+        "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), os.environ.get("PYTHONPATH", "")]),
+        "LIE_TEST_ENTROPY_DUMP": str(root / "entropy.jsonl"),
+    }
+    result = _lie(*_train_args(root, tiny), timeout=900, env={**os.environ, **probe})
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
     return root
 
@@ -229,13 +290,36 @@ def test_main_ppo_trains_with_our_manager_loaded_by_verl(trained):
     assert all(sum(r["step"] == s for r in rollouts) == 8 for s in (1, 2))
     assert all(r["ref_len"] == 40 and r["grade_status"] in ("ok", "no_answer") for r in rollouts)
     assert all(r["r_len"] < 0 for r in rollouts if r["acc"] == 0)  # wrong and short of L_ref - tolerance
+    for step in (1, 2):  # one id per sample, one group per prompt (verl's uid), 4 samples each
+        samples = [r for r in rollouts if r["step"] == step]
+        assert len({r["uid"] for r in samples}) == 8 and all(
+            r["uid"].startswith(r["group"] + "_") for r in samples
+        )
+        assert sorted(Counter(r["group"] for r in samples).values()) == [4, 4]
+    assert not (rundir.root / "verl_rollouts").exists()  # no second copy of the samples
     metrics = read_metrics(rundir)
     assert [m["step"] for m in metrics] == [1, 2]
     assert "actor/pg_loss" in metrics[0] and "critic/score/mean" in metrics[0]
 
 
+def test_the_logged_entropy_is_a_token_mean_in_a_gspo_run(trained):
+    """verl aggregates actor/entropy with the run's loss_agg_mode (GSPO: a mean of per-response
+    means); lie.engines.verl.trainer logs the token mean of the same entropies, as the authors' logs."""
+    calls = [json.loads(line) for line in (trained / "entropy.jsonl").read_text().splitlines()]
+    metrics = read_metrics(RunDir(trained / "out", "tiny_gspo_lie"))
+    assert len(calls) == len(metrics) == 2
+    gaps = []
+    for call, step in zip(calls, metrics):
+        assert call["mode"] == "seq-mean-token-mean"  # what verl itself would have logged
+        rows = call["rows"]
+        token_mean = sum(map(sum, rows)) / sum(map(len, rows))
+        gaps.append(abs(token_mean - sum(sum(r) / len(r) for r in rows) / len(rows)))
+        assert step["actor/entropy"] == pytest.approx(token_mean, abs=1e-6)
+    assert max(gaps) > 1e-4  # responses of different lengths: the two means differ here
+
+
 def test_the_thinking_flag_reaches_verls_prompts(trained):
-    dump = trained / "out/runs/tiny_gspo_lie/verl_rollouts/1.jsonl"
+    dump = trained / "out/runs/tiny_gspo_lie/validation/2.jsonl"
     inputs = [json.loads(line)["input"] for line in dump.read_text().splitlines()]
     assert inputs and all(text.endswith("assistant\n<think>\n\n</think>\n\n") for text in inputs)
 
@@ -259,7 +343,7 @@ def test_the_merged_checkpoint_is_a_hugging_face_model_that_generates(trained):
     model = AutoModelForCausalLM.from_pretrained(merged)
     tokenizer = AutoTokenizer.from_pretrained(merged)
     ids = tokenizer("What is 2 + 3?", return_tensors="pt").input_ids
-    out = model.generate(ids, max_new_tokens=4, do_sample=False)
+    out = model.generate(ids, min_new_tokens=4, max_new_tokens=4, do_sample=False)  # it has learnt to stop
     assert out.shape[1] == ids.shape[1] + 4
     # the weights are the trained ones, not the initial model's
     state = torch.load(trained / "out/runs/tiny_gspo_lie/checkpoints/global_step_2/actor/model_world_size_1_rank_0.pt",
@@ -270,10 +354,14 @@ def test_the_merged_checkpoint_is_a_hugging_face_model_that_generates(trained):
 
 
 def test_a_rerun_with_the_same_settings_does_not_train_again(trained, tiny):
-    started = time.monotonic()
+    run = trained / "out/runs/tiny_gspo_lie"
+    weights = run / "checkpoints/global_step_2/actor/model_world_size_1_rank_0.pt"
+    files = lambda: sorted(str(p.relative_to(run)) for p in run.rglob("*"))  # noqa: E731
+    before = (files(), weights.stat().st_mtime_ns)
     result = _lie(*_train_args(trained, tiny), timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert time.monotonic() - started < 60 and "running verl" not in result.stderr
+    assert "running verl" not in result.stderr
+    assert (files(), weights.stat().st_mtime_ns) == before  # no new file, the weights not rewritten
     assert json.loads((trained / "out/runs/tiny_gspo_lie/final.json").read_text())["step"] == 2
 
 
@@ -297,7 +385,10 @@ def test_a_killed_run_resumes_from_its_last_complete_checkpoint(tmp_path, tiny):
     assert not rundir.final_json.exists()
     result = _lie(*_train_args(tmp_path, tiny), timeout=900)
     assert result.returncode == 0, result.stderr[-4000:]
-    assert "Resuming from" in result.stdout + result.stderr or "global_step_" in result.stderr
+    # verl's trainer prints the folder it resumes from: step 1's checkpoint, not a fresh start
+    assert re.search(r"Resuming from \S*global_step_1\b", result.stdout + result.stderr), result.stdout[
+        -3000:
+    ]
     rollouts = read_rollouts(rundir)
     assert [sum(r["step"] == s for r in rollouts) for s in (1, 2, 3)] == [8, 8, 8]  # nothing doubled
     assert json.loads(rundir.final_json.read_text())["step"] == 3

@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "count reasoning behaviours in generations (patterns or a judge)",
     ),
     "plan": ("lie.commands.plan", "steps, rollout tokens and GPU-hours of the selected runs"),
+    "preflight": ("lie.commands.preflight", "check a GPU node (image, NCCL, a 2-step verl run, ...) first"),
     "study-probe": ("lie.commands.study_probe", "CPU study: sample a supervised model as the rollouts do"),
     "study-responses": ("lie.commands.study_responses", "CPU study: per-response depth and n-gram columns"),
     "study-gates": ("lie.commands.study_gates", "CPU study: the gates on the supervised models"),

@@ -173,14 +173,42 @@ def train_env(wildcards) -> str:
     return " ".join(f"{key}={shlex.quote(str(value))}" for key, value in env.items())
 
 
-def gpu_gres() -> str:
-    """One GPU for generation and reference lengths when vLLM generates; none on a CPU."""
-    return "gpu:1" if config["engines"]["generate"] == "vllm" else ""
+def generate_engine(key: str | None = None) -> str:
+    """The engine that samples for an evaluated run or base model: engines.generate_by, else engines.generate."""
+    return (config["engines"].get("generate_by") or {}).get(key) or config["engines"]["generate"]
 
 
-def gpu_count() -> int:
+def on_gpu(engine: str) -> bool:
+    """vLLM runs on a GPU unless engines.vllm_cpu names its CPU build."""
+    return engine == "vllm" and not config["engines"].get("vllm_cpu")
+
+
+def lie_for(engine: str) -> str:
+    """The `lie` a job of `engine` runs: for vLLM's CPU build, that environment's, under its settings."""
+    cpu = config["engines"].get("vllm_cpu")
+    if engine != "vllm" or not cpu:
+        return "lie"
+    lie = Path(workflow.main_snakefile).resolve().parent / cpu["venv"] / "bin" / "lie"  # from the repository
+    env = [f"{k}={v}" for k, v in sorted((cpu.get("env") or {}).items())]
+    return " ".join(["env", *env, str(lie)] if env else [str(lie)])
+
+
+def engine_args_for(engine: str) -> str:
+    """engines.vllm_cpu.engine_args as `--engine-arg KEY=VALUE` options of a vLLM job on the CPU."""
+    cpu = config["engines"].get("vllm_cpu")
+    if engine != "vllm" or not cpu:
+        return ""
+    return " ".join(f"--engine-arg {k}={v}" for k, v in sorted((cpu.get("engine_args") or {}).items()))
+
+
+def gpu_gres(engine: str | None = None) -> str:
+    """One GPU for generation and reference lengths when vLLM generates on GPUs; none on a CPU."""
+    return "gpu:1" if on_gpu(engine or config["engines"]["generate"]) else ""
+
+
+def gpu_count(engine: str | None = None) -> int:
     """The same as a number: the local GPU profile schedules on it (--resources gpus=N)."""
-    return 1 if config["engines"]["generate"] == "vllm" else 0
+    return 1 if on_gpu(engine or config["engines"]["generate"]) else 0
 
 
 def data_prompt(wildcards) -> str:

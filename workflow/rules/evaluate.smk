@@ -26,7 +26,8 @@ rule generate:
         model=get_evaluated_model,
         data=lambda w: str(eval_data_file(config, w.key, w.bench)),
     output:
-        f"{OUT}/generations/{{key}}/{{bench}}.jsonl",
+        gen=f"{OUT}/generations/{{key}}/{{bench}}.jsonl",
+        manifest=f"{OUT}/generations/{{key}}/{{bench}}.manifest.json",  # engine and settings
     log:
         f"{OUT}/logs/generate/{{key}}/{{bench}}.log",
     params:
@@ -34,20 +35,22 @@ rule generate:
         settings=lambda w: json.dumps(
             {k: config["evaluation"][k] for k in ("max_tokens", "temperature", "top_p", "seed")}, sort_keys=True
         ),
-        engine=config["engines"]["generate"],
+        engine=lambda w: generate_engine(w.key),
+        lie=lambda w: lie_for(generate_engine(w.key)),
+        engine_args=lambda w: engine_args_for(generate_engine(w.key)),
         limit=lambda w: f"--limit {config['evaluation']['limit']}" if config["evaluation"].get("limit") else "",
         thinking=lambda w: eval_thinking_flag(w.key),
     threads: 2
     resources:
         mem_mb=64000,
         runtime=12 * 60,
-        gres=gpu_gres(),
+        gres=lambda w: gpu_gres(generate_engine(w.key)),
         **site_resources("gpu"),
-        gpus=gpu_count(),
+        gpus=lambda w: gpu_count(generate_engine(w.key)),
     container: IMAGE or None
     shell:
-        "workflow/scripts/gpu_slots.sh {resources.gpus} lie generate {wildcards.bench} --config {params.config} --model {input.model} --data {input.data}"
-        " --out {output} --engine {params.engine} {params.limit} {params.thinking} > {log} 2>&1"
+        "workflow/scripts/gpu_slots.sh {resources.gpus} {params.lie} generate {wildcards.bench} --config {params.config} --model {input.model} --data {input.data}"
+        " --out {output.gen} --engine {params.engine} {params.engine_args} {params.limit} {params.thinking} > {log} 2>&1"
 
 
 rule evaluate:

@@ -144,6 +144,9 @@ def _check_evaluation(config: dict[str, Any], source: str) -> None:
     for name, entry in models.items():
         corpus = (entry.get("tiny") or {}).get("corpus") or []
         _check_names(corpus, defined, f"models.{name}.tiny.corpus", "datasets", source)
+    evaluated = {**(config.get("experiments") or {}), **models}
+    by_key = list((config.get("engines") or {}).get("generate_by") or {})
+    _check_names(by_key, evaluated, "engines.generate_by", "experiments or models", source)
 
 
 def _check_batches(config: dict[str, Any], source: str) -> None:

@@ -2,7 +2,10 @@
 
 - ``hf``: a transformers model sampled in batches (``lie.engines.sampling``) on the CPU (or one GPU): the
   smoke run, the study, tests, tiny models;
-- ``vllm``: vLLM on GPUs (the paper's scale), installed only in the GPU image.
+- ``vllm``: vLLM: on GPUs (the paper's scale) in the GPU image, and on a CPU in the second
+  environment ``.venv-vllm`` (``make venv-vllm``: vLLM's CPU build of the same version), where the
+  same code runs with vLLM's CPU settings from the environment (``VLLM_CPU_KVCACHE_SPACE``,
+  ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` for an in-process engine, ``OMP_NUM_THREADS``).
 
 Both take prompts as token ids and return, for every prompt, ``n`` completions with their token
 ids (the end-of-sequence token included when the model stopped, as verl counts it), the text
@@ -257,14 +260,16 @@ class VLLMEngine:
             _enable_batch_invariance()
         try:
             from vllm import LLM
+            from vllm.platforms import current_platform
         except ImportError:
             raise LieError(
-                "engine 'vllm' needs vLLM, which lives in the GPU image (containers/); "
-                "on a CPU use engine 'hf'"
+                "engine 'vllm' needs vLLM, which lives in the GPU image (containers/) and, for a CPU, in "
+                ".venv-vllm (make venv-vllm; run its bin/lie); or use engine 'hf'"
             ) from None
-        from lie.engines.gpu_env import check_driver
+        if not current_platform.is_cpu():  # vLLM's CPU build needs no driver
+            from lie.engines.gpu_env import check_driver
 
-        check_driver()  # an old driver otherwise fails deep inside vLLM's engine start
+            check_driver()  # an old driver otherwise fails deep inside vLLM's engine start
         self.llm = LLM(model=model_path, trust_remote_code=trust_remote_code, **engine_kwargs)
         self.tokenizer = self.llm.get_tokenizer()
         # after start-up: vLLM may have fitted max_model_len to the KV cache (core_client.py)
@@ -296,6 +301,18 @@ class VLLMEngine:
                 Completion(list(o.token_ids), o.text, checked_finish(o.finish_reason), r.max_tokens, r.seed)
             )
         return group_by_prompt(requests, done, len(prompts))
+
+
+def engine_version(kind: str) -> str:
+    """The installed distribution that samples for ``kind``: ``vllm`` (GPU image) or ``vllm-cpu``, or transformers."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    for name in ("vllm", "vllm-cpu") if kind == "vllm" else ("transformers",):
+        try:
+            return f"{name}=={version(name)}"
+        except PackageNotFoundError:
+            continue
+    return "not installed"
 
 
 def batch_invariant_mode(kind: str, engine_kwargs: Mapping[str, Any] | None) -> bool | None:

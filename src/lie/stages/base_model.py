@@ -15,7 +15,7 @@ from lie.core.errors import LieError
 from lie.formats.jsonl import dumps
 
 log = logging.getLogger(__name__)
-TINY_KEYS = ("seed", "vocab_size", "hidden", "layers", "corpus")
+TINY_KEYS = ("seed", "vocab_size", "hidden", "layers", "corpus", "head_dim")
 MODEL_FILES = ["*.json", "*.safetensors", "*.txt", "*.model", "*.jinja", "*.tiktoken", "*.py"]
 
 
@@ -191,6 +191,7 @@ def build_tiny_model(
         hidden=int(tiny.get("hidden", 64)),
         layers=int(tiny.get("layers", 2)),
         train=train,
+        head_dim=int(tiny["head_dim"]) if tiny.get("head_dim") else None,
     )
     _replace_dir(tmp, out, source)
     return out

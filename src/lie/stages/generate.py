@@ -7,7 +7,8 @@ rest) to ``evaluation.max_tokens`` (capped at the model's context minus the prom
 (``evaluation.seed``, benchmark, model, problem index, sample: :func:`stream_seed`), with engine ``engines.generate`` (vllm on GPUs, hf on
 a CPU). ``M`` is a model of config.yaml or a local folder (a merged checkpoint). Work goes in
 ``GEN.jsonl.shards/``, ``evaluation.shard_size`` samples a shard (a killed run resumes there;
-removed after success).
+removed after success); ``GEN.manifest.json`` then records the settings (engine and its version
+included) and counts.
 
 Out, one JSON line per sample: ``bench``, ``index`` (problem), ``sample`` (0..n-1), ``gold``,
 ``kind``, ``letters`` (choice items), ``prompt_tokens``, ``max_tokens`` (the sample's budget),
@@ -125,7 +126,7 @@ def run_generate(
 ) -> dict[str, Any]:
     """Generate, resumably, and write ``out``; return the settings and counts."""
     from lie.config import dataset_entry
-    from lie.engines.generation import SEED_RULE, batch_invariant_mode, load_engine
+    from lie.engines.generation import SEED_RULE, batch_invariant_mode, engine_version, load_engine
     from lie.formats.jsonl import atomic_output, dumps
     from lie.formats.outputs import check_output_file
     from lie.formats.resumable import iter_shards
@@ -152,6 +153,7 @@ def run_generate(
         "limit": limit,
         "model": str(path),
         "engine": kind,
+        "engine_version": engine_version(kind),
         "engine_kwargs": engine_kwargs or {},
         "batch_invariant": batch_invariant_mode(kind, engine_kwargs),
         "enable_thinking": enable_thinking,
@@ -189,6 +191,10 @@ def run_generate(
             count += 1
             truncated += line["finish_reason"] == "length"
             capped += line["max_tokens"] < sampling.max_tokens
+    summary = {**settings, "problems": len(problems), "samples": count, "truncated": truncated,
+               "budget_capped": capped}  # fmt: skip
+    with atomic_output(manifest_path(out)) as handle:
+        handle.write(dumps(summary, indent=2) + "\n")
     shutil.rmtree(work_dir, ignore_errors=True)
     log.info("%s: %d samples of %d problems, %d cut at their budget", out, count, len(problems), truncated)
     if capped:
@@ -199,13 +205,13 @@ def run_generate(
             capped,
             sampling.max_tokens,
         )
-    return {
-        **settings,
-        "problems": len(problems),
-        "samples": count,
-        "truncated": truncated,
-        "budget_capped": capped,
-    }
+    return summary
+
+
+def manifest_path(out: str | Path) -> Path:
+    """Where ``lie generate`` records how ``out`` was sampled: ``GEN.jsonl`` -> ``GEN.manifest.json``."""
+    out = Path(out)
+    return out.with_name(f"{out.stem}.manifest.json")
 
 
 STREAM_RULE = "base = sample_seed(seed, text_key(bench), text_key(model name)); text_key = blake2b-64 >> 1"

@@ -60,8 +60,20 @@ def build_tokenizer(corpus: Iterable[str], vocab_size: int = 512):
     return fast
 
 
-def build_model(vocab_size: int, eos_id: int, pad_id: int, seed: int = 0, hidden: int = 64, layers: int = 2):
-    """A randomly initialised Qwen3 causal LM of about 100k parameters."""
+def build_model(
+    vocab_size: int,
+    eos_id: int,
+    pad_id: int,
+    seed: int = 0,
+    hidden: int = 64,
+    layers: int = 2,
+    head_dim: int | None = None,
+):
+    """A randomly initialised Qwen3 causal LM of about 100k parameters, 4 query and 2 key/value heads.
+
+    ``head_dim`` defaults to ``hidden // 4``; vLLM's CPU attention needs 32, 64, 80, 96, 112, 128, ...
+    (a head size of 16 fails at its first generate), so a tiny model vLLM samples sets 32.
+    """
     import torch
     from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
 
@@ -73,7 +85,7 @@ def build_model(vocab_size: int, eos_id: int, pad_id: int, seed: int = 0, hidden
         num_hidden_layers=layers,
         num_attention_heads=4,
         num_key_value_heads=2,
-        head_dim=hidden // 4,
+        head_dim=head_dim or hidden // 4,
         max_position_embeddings=4096,
         tie_word_embeddings=True,
         eos_token_id=eos_id,
@@ -93,6 +105,7 @@ def build_tiny(
     hidden: int = 64,
     layers: int = 2,
     train: Callable[[Any, Any], None] | None = None,
+    head_dim: int | None = None,
 ) -> Path:
     """Write a tiny model and its tokenizer to ``out_dir`` (Hugging Face format).
 
@@ -101,7 +114,9 @@ def build_tiny(
     """
     out = Path(out_dir)
     tokenizer = build_tokenizer(corpus, vocab_size)
-    model = build_model(len(tokenizer), tokenizer.eos_token_id, tokenizer.pad_token_id, seed, hidden, layers)
+    model = build_model(
+        len(tokenizer), tokenizer.eos_token_id, tokenizer.pad_token_id, seed, hidden, layers, head_dim
+    )
     if train is not None:
         train(model, tokenizer)
     out.mkdir(parents=True, exist_ok=True)

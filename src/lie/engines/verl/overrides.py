@@ -19,6 +19,7 @@ from lie.formats.runs import RunDir, read_metrics
 
 RECIPE_DIR = Path(__file__).parent
 RECIPE = "lie_trainer"  # lie_trainer.yaml: defaults [ppo_trainer, _self_]
+TRAINER_PLUGIN = "lie.engines.verl.trainer"  # a verl.plugins entry point (pyproject.toml)
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ def overrides(
         "data.max_prompt_length": prompt_len,
         "data.max_response_length": response_len,
         "data.train_batch_size": int(s["train_batch_size"]),
-        "data.seed": int(s.get("seed", 1) or 1),
+        "data.seed": int(s["seed"]) if s.get("seed") is not None else 1,  # 0 is a seed
         "actor_rollout_ref.actor.entropy_coeff": float(s["entropy_coeff"]),
         # the algorithm's loss
         "actor_rollout_ref.actor.policy_loss.loss_mode": s["loss_mode"],
@@ -124,7 +125,6 @@ def overrides(
         "trainer.test_freq": int(s["test_freq"]),
         "trainer.val_before_train": bool(s.get("val_before_train", False)),
         "trainer.default_local_dir": str(rundir.checkpoints.resolve()),
-        "trainer.rollout_data_dir": str((rundir.root / "verl_rollouts").resolve()),
         "trainer.validation_data_dir": str((rundir.root / "validation").resolve()),
         "trainer.logger": logger,
     }
@@ -240,11 +240,22 @@ def compose(override_list: list[str]):
 
 
 def check_composed(cfg: Any) -> None:
-    """verl's own config validation (the checks main_ppo runs before starting workers)."""
+    """verl's own config validation (the checks main_ppo runs before starting workers), and that
+    verl will run lie's trainer for the composed ``trainer.v1.trainer_mode``."""
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY
     from verl.utils.config import validate_config
 
     validate_config(cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
+    trainer = TRAINER_REGISTRY.get(cfg.trainer.v1.trainer_mode)
+    if getattr(trainer, "__module__", None) != TRAINER_PLUGIN:
+        from lie.core.errors import LieError
+
+        raise LieError(
+            f"verl would run {getattr(trainer, '__name__', None)}, not {TRAINER_PLUGIN}.LIETrainer: "
+            "reinstall lie (`pip install -e .`, or rebuild the image) so that its verl.plugins entry "
+            "point is installed, and leave VERL_USE_EXTERNAL_PLUGINS unset"
+        )
 
 
 def command(override_list: list[str], python: str | None = None, hydra_dir: Path | None = None) -> list[str]:

@@ -11,7 +11,8 @@ and nothing defined in it could then be pickled to a grading worker). Its knobs 
   whether a call is for validation, SPEC 6);
 - ``log_dir``: where every training sample's reward and state metrics go, one JSON line each
   (``<log_dir>/step-<N>.<host>-<pid>.jsonl``), because verl's own training dumps in 0.9 do not
-  carry ``reward_extra_info``; the same schema as the TRL engine's rollouts;
+  carry ``reward_extra_info``; the same schema as the TRL engine's rollouts, and the only copy
+  (verl's ``trainer.rollout_data_dir`` is off);
 - ``grade_timeout_s``, ``grade_workers``: the grading executor's hard limit per item and size.
 
 verl calls ``run_single`` once per finished trajectory, concurrently, in its reward-loop workers
@@ -97,15 +98,24 @@ class LIERewardManager(RewardManagerBase):
         result = scored(sample, graded, config)
         info = result.extra_info(length, sample.ref_len)
         if not validating and self.log_dir is not None:
-            self._log(row, text, status, result, length, sample.ref_len)
+            self._log(row, len(data) - 1, text, status, result, length, sample.ref_len)
         return {"reward_score": result.reward, "reward_extra_info": info}
 
-    def _log(self, row: Any, text: str, status: str, result: Any, length: int, ref: int | None) -> None:
-        """One JSON line per training sample, in the rollout schema both engines share (lie.formats.runs)."""
+    def _log(
+        self, row: Any, turn: int, text: str, status: str, result: Any, length: int, ref: int | None
+    ) -> None:
+        """One JSON line per training sample, in the rollout schema both engines share (lie.formats.runs):
+        its group is the prompt's ``uid`` (shared by the ``rollout.n`` samples of a prompt), its own id
+        ``<uid>_<session_id>_<turn>``, the key verl gives the sample in its TransferQueue."""
         step = int(_plain(row.get("global_steps", -1)))
-        uid = str(_plain(row.get("uid", "")))
+        group, session = _plain(row.get("uid")), _plain(row.get("session_id"))
+        if group is None or session is None:
+            raise LieError(
+                "verl passed a training sample without its uid or session_id: no unique rollout id"
+            )
+        sample_id = f"{group}_{session}_{turn}"
         index = _plain(row.get("index", -1))
-        record = rollout_record(step, uid.split("_")[0], uid, index, text, result, length, ref, status)
+        record = rollout_record(step, group, sample_id, index, text, result, length, ref, status)
         append_rollouts(self.log_dir, step, self._log_name, [record])
 
 

@@ -1,0 +1,46 @@
+"""``lie preflight``: check a GPU node before any long job is booked (the checks: ``lie.stages.preflight``).
+
+Examples:
+  apptainer exec --nv containers/lie-gpu.sif lie preflight --config config.yaml   # on a GPU node
+  lie preflight --config config.yaml --runs qwen3-4b-base_dapo_gspo_lie           # one shape
+  make preflight                                                                  # on this machine
+Prints a pass/fail table; exits 1 when a check failed. GPU-only checks say "skipped: no GPU" on a CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from lie.commands.argtypes import add_config_option
+
+log = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_config_option(parser)
+    parser.add_argument("--runs", nargs="*", help="runs whose training shapes to try (default: the config's)")
+    parser.add_argument("--workdir", help="the trials' folder (default: <outdir>/preflight; emptied first)")
+    parser.add_argument(
+        "--device", choices=["auto", "gpu", "cpu"], default="auto", help="auto: gpu when one is visible"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from lie.config import load_config, outdir, selected_runs
+    from lie.stages.preflight import preflight, render
+
+    config = load_config(args.config)
+    runs = list(args.runs) if args.runs else selected_runs(config)
+    workdir = Path(args.workdir) if args.workdir else outdir(config) / "preflight"
+    if args.device == "auto":
+        import torch
+
+        gpu = bool(torch.cuda.is_available())
+    else:
+        gpu = args.device == "gpu"
+    checks = preflight(config, runs, workdir, gpu)
+    print(render(checks))
+    return 1 if any(c.status == "fail" for c in checks) else 0

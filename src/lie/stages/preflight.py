@@ -1,0 +1,213 @@
+"""A preflight before any long job is booked (``lie preflight``, ``make preflight``).
+
+The first minutes on a GPU node check what the matrix needs, each check a row of a pass/fail table:
+the image's self-test, the NVIDIA driver, NCCL across the node's GPUs, flash-attn; then, for each
+distinct training shape of the selected runs (model family, prompt and response limits, GPUs per
+node), a 2-step verl run (``lie train``) with the smallest model of the family at the shape's real
+lengths: its throughput projected to each run of the shape as ``lie plan`` projects (the measured
+tokens/s in place of the assumed ones), its GPU memory, the reward manager's share of a step, one
+checkpoint save + resume + merge (``lie merge``), and one short vLLM generation (``lie generate``).
+
+On a CPU the same code runs: the GPU-only checks report "skipped: no GPU", and one trial runs at a
+small shape (a tiny model built here) on verl's CPU backend; the vLLM generation runs with the vLLM
+CPU engine when the checkout has ``.venv-vllm`` (``make venv-vllm``), else it is skipped with that
+reason. Every step goes through the door the pipeline uses (the ``lie`` commands as subprocesses).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lie import config as cfgmod
+from lie.core.errors import LieError
+from lie.stages import plan as planmod
+
+log = logging.getLogger(__name__)
+
+NO_GPU = "skipped: no GPU"
+REWARD_SHARE_MAX = 0.25  # the reward manager above this share of a step holds the GPUs up
+TRIAL_STEPS = 2
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: str  # "pass", "fail" or "skipped: <why>"
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a training trial must reproduce: the model family, the lengths, the GPUs of a node."""
+
+    family: str
+    prompt_len: int
+    response_len: int
+    gpus_per_node: int
+    runs: tuple[str, ...] = field(default=(), compare=False)
+
+
+def family_of(config: dict[str, Any], model: str) -> str:
+    """``Qwen/Qwen3-4B-Base`` -> ``Qwen/Qwen3-*-Base``: a model id with its size left out."""
+    entry = cfgmod.model_entry(config, model)
+    name = entry.get("hf_id") or entry.get("path") or model
+    return re.sub(r"\d+(?:\.\d+)?B", "*", name, count=1)
+
+
+def shapes(config: dict[str, Any], runs: list[str]) -> list[Shape]:
+    """The distinct training shapes of ``runs``, in order of first appearance."""
+    found: dict[tuple, list[str]] = {}
+    for run in runs:
+        s = cfgmod.run_settings(config, run)
+        key = (family_of(config, s["model"]), int(s["max_prompt_length"]), int(s["max_response_length"]),
+               int(s["n_gpus_per_node"]))  # fmt: skip
+        found.setdefault(key, []).append(run)
+    return [Shape(*key, runs=tuple(members)) for key, members in found.items()]
+
+
+def smallest_of_family(config: dict[str, Any], family: str) -> str:
+    """The smallest model of config.yaml's ``models`` in ``family`` (by the size in its id)."""
+    members = [m for m in config["models"] if family_of(config, m) == family]
+    return min(members, key=lambda m: planmod.params_billions(config, m))
+
+
+# ---- checks without a training run --------------------------------------------------------------
+
+
+def _guarded(name: str, body) -> Check:
+    """Run one check; any failure is its row's one line, never the end of the preflight."""
+    try:
+        return body()
+    except LieError as exc:
+        return Check(name, "fail", str(exc))
+    except Exception as exc:  # a broken library is a failed check, reported with the rest
+        return Check(name, "fail", f"{type(exc).__name__}: {exc}".splitlines()[0])
+
+
+def check_image(gpu: bool) -> list[Check]:
+    """The image's self-test (lie.engines.gpu_env): all of it on a GPU; its native part on a CPU."""
+    from lie.engines import gpu_env
+
+    if gpu:
+        return [
+            _guarded(
+                "image self-test", lambda: Check("image self-test", "pass", ", ".join(gpu_env.check_image()))
+            )
+        ]
+
+    def native() -> Check:
+        import importlib
+
+        found = []
+        for name in gpu_env.IMPORTS:
+            if name in ("vllm", "flash_attn"):
+                continue
+            module = importlib.import_module(name)
+            found.append(f"{name} {getattr(module, '__version__', '?')}")
+        return Check("image self-test (native imports)", "pass", ", ".join(found))
+
+    gpu_part = Check("image self-test (vLLM, flash-attn, CUDA torch, no trl)", NO_GPU)
+    return [_guarded("image self-test (native imports)", native), gpu_part]
+
+
+def check_driver(gpu: bool) -> Check:
+    from lie.engines.gpu_env import check_driver as driver
+
+    if not gpu:
+        return Check("NVIDIA driver >= 580", NO_GPU)
+    name = "NVIDIA driver >= 580"
+    return _guarded(name, lambda: Check(name, "pass", ".".join(map(str, driver()))))
+
+
+NCCL_SCRIPT = """
+import os, sys, torch, torch.distributed as dist, torch.multiprocessing as mp
+def work(rank, world, port):
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    torch.cuda.set_device(rank)
+    x = torch.ones(1 << 20, device="cuda") * (rank + 1)
+    dist.all_reduce(x)
+    assert float(x[0]) == world * (world + 1) / 2, float(x[0])
+    dist.destroy_process_group()
+world = torch.cuda.device_count()
+mp.spawn(work, args=(world, int(sys.argv[1])), nprocs=world)
+print(world)
+"""
+
+FLASH_SCRIPT = """
+import torch
+from flash_attn import flash_attn_func
+q, k, v = (torch.randn(2, 128, 8, 64, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+out = flash_attn_func(q, k, v, causal=True)
+ref = torch.nn.functional.scaled_dot_product_attention(
+    q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True).transpose(1, 2)
+print(float((out - ref).abs().max()))
+"""
+
+
+def _python(script: str, *args: str, timeout: int = 300) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=timeout
+    )
+    if proc.returncode != 0:
+        raise LieError((proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1])
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def check_nccl(gpu: bool) -> Check:
+    name = "NCCL all-reduce across the node's GPUs"
+    if not gpu:
+        return Check(name, NO_GPU)
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return _guarded(name, lambda: Check(name, "pass", f"{_python(NCCL_SCRIPT, str(port))} GPUs"))
+
+
+def check_flash_attn(gpu: bool) -> Check:
+    name = "flash-attn against torch's attention"
+
+    def run() -> Check:
+        diff = float(_python(FLASH_SCRIPT))
+        return Check(name, "pass" if diff < 5e-2 else "fail", f"max |difference| {diff:.2g}")
+
+    return _guarded(name, run) if gpu else Check(name, NO_GPU)
+
+
+# ---- the table ----------------------------------------------------------------------------------
+
+
+def render(checks: list[Check]) -> str:
+    width = max(len(c.name) for c in checks)
+    lines = [f"{'check':{width}}  result", "-" * (width + 30)]
+    for c in checks:
+        lines.append(f"{c.name:{width}}  {c.status}" + (f"  ({c.detail})" if c.detail else ""))
+    counts = {k: sum(c.status.startswith(k) for c in checks) for k in ("pass", "fail", "skipped")}
+    lines.append("-" * (width + 30))
+    lines.append(f"preflight: {counts['pass']} passed, {counts['fail']} failed, {counts['skipped']} skipped")
+    return "\n".join(lines)
+
+
+def preflight(config: dict[str, Any], runs: list[str], workdir: Path, gpu: bool) -> list[Check]:
+    """Every check, in order; a failed one does not stop the others."""
+    from lie.stages.preflight_trial import trial_checks
+
+    checks = [*check_image(gpu), check_driver(gpu), check_nccl(gpu), check_flash_attn(gpu)]
+    found = shapes(config, runs)
+    if not found:
+        raise LieError("preflight: no runs selected (config runs, or --runs)")
+    if gpu:
+        for i, shape in enumerate(found):
+            checks += trial_checks(config, shape, workdir / f"shape-{i + 1}", gpu=True)
+    else:
+        label = f"{len(found)} shape(s) of {len(runs)} run(s); on a CPU one trial at a small shape"
+        log.info("preflight: %s", label)
+        checks += trial_checks(config, found[0], workdir / "cpu", gpu=False)
+    return checks

@@ -1,0 +1,333 @@
+"""One training trial of the preflight (lie.stages.preflight): a 2-step verl run of one shape.
+
+The trial is a run of its own config (written beside it): the user's config with one model (the
+smallest of the shape's family on a GPU; a tiny one built here on a CPU), synthetic arithmetic
+rows with reference lengths, and a run that saves every step and stops after 2. What it yields:
+the run's throughput and memory (verl's ``perf/*`` metrics), projected to the shape's runs as
+``lie plan`` does; the reward manager's time for one step's samples against the step's time; a
+resume from step 1's checkpoint, then ``lie merge``; one short generation with vLLM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from lie import config as cfgmod
+from lie.config.layout import Layout
+from lie.core.errors import LieError
+from lie.stages import plan as planmod
+from lie.stages.preflight import NO_GPU, REWARD_SHARE_MAX, TRIAL_STEPS, Check, Shape
+
+log = logging.getLogger(__name__)
+
+RUN = "preflight"
+# vLLM's CPU engine as docs/evaluation.md runs it (config.yaml's engines.vllm_cpu, where present, wins):
+# 1 GiB of KV cache, the engine in this process, one thread, no torch.compile, float32, eager.
+VLLM_CPU = {
+    "venv": ".venv-vllm",
+    "env": {"VLLM_CPU_KVCACHE_SPACE": 1, "VLLM_ENABLE_V1_MULTIPROCESSING": 0, "OMP_NUM_THREADS": 1,
+            "TORCH_COMPILE_DISABLE": 1},
+    "engine_args": {"dtype": "float32", "enforce_eager": "true"},
+}  # fmt: skip
+CPU_SHAPE = {"max_prompt_length": 64, "max_response_length": 24, "train_batch_size": 2, "rollout_n": 4}
+ROWS = 16
+
+
+def _lie(
+    args: list[str], python: str = sys.executable, env: dict[str, str] | None = None, timeout: int = 1800
+) -> subprocess.CompletedProcess:
+    """A ``lie`` command as the pipeline runs it (its own process)."""
+    full_env = {**os.environ, **(env or {})}
+    proc = subprocess.run(
+        [python, "-m", "lie", *args], capture_output=True, text=True, timeout=timeout, env=full_env
+    )
+    if proc.returncode != 0:
+        lines = [x for x in proc.stderr.splitlines() if x.strip()] or [str(proc.returncode)]
+        ours = [x for x in lines if x.startswith("lie ")]  # lie's own one-line error, when it wrote one
+        raise LieError(f"lie {args[0]} failed: {(ours or lines)[-1]}")
+    return proc
+
+
+def _rows(config: dict[str, Any], name: str, count: int, seed: int, ref_len: int | None) -> list[dict]:
+    """Arithmetic problems in verl's row format, with ``L_ref`` when given (training rows)."""
+    from lie.formats.rows import Item, make_row
+    from lie.tasks import arithmetic
+
+    rows = []
+    for i, problem in enumerate(arithmetic.generate(count, seed, 1, 3)):
+        row = make_row(
+            name, "math", "train", i, Item(problem.question(), str(problem.answer)), config["prompt"]["math"]
+        )
+        if ref_len is not None:
+            row["reward_model"]["num_tokens"] = ref_len
+        rows.append(row)
+    return rows
+
+
+def _write_rows(rows: list[dict], path: Path) -> str:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return str(path.resolve())
+
+
+def _model(config: dict[str, Any], shape: Shape, root: Path, gpu: bool) -> tuple[str, float, Any]:
+    """The trial's model folder, its size in billions, its enable_thinking."""
+    from lie.stages.preflight import smallest_of_family
+
+    if not gpu:
+        from lie.stages.tiny import build_tiny
+
+        corpus = [r["prompt"][0]["content"] for r in _rows(config, "corpus", 40, 0, None)] + [
+            "\\boxed{7}"
+        ] * 5
+        # head size 32 (hidden / 4): vLLM's CPU attention has no kernel for the default tiny's 16
+        return str(build_tiny(root / "model", corpus, seed=0, vocab_size=300, hidden=128)), 0.001, False
+    name = smallest_of_family(config, shape.family)
+    folder = Layout(config).base_model(name)
+    if not (folder / "config.json").exists():
+        raise LieError(f"no downloaded model of {shape.family}: run `lie base-model {name}` first ({folder})")
+    thinking = cfgmod.model_entry(config, name).get("enable_thinking")
+    return str(folder.resolve()), planmod.params_billions(config, name), thinking
+
+
+def trial_config(
+    config: dict[str, Any], shape: Shape, root: Path, model: str, thinking: Any, gpu: bool
+) -> dict:
+    """The user's config narrowed to one trial run of ``shape`` under ``root``."""
+    trial = copy.deepcopy(config)
+    trial.update(name="preflight", outdir=str(root / "out"), runs=[RUN])
+    if "generate_by" in trial["engines"]:  # it names the user's runs, which the trial has not
+        trial["engines"]["generate_by"] = {}
+    trial["models"] = {
+        "preflight-model": {"path": model, "hf_id": None, "revision": None, "enable_thinking": thinking}
+    }
+    train_set = next(iter(config["datasets"]["train"].values()))
+    eval_set = next(iter(config["datasets"]["eval"].values()))
+    trial["datasets"] = {"train": {"preflight-train": copy.deepcopy(train_set)},
+                         "eval": {"preflight-val": copy.deepcopy(eval_set)}}  # fmt: skip
+    evaluation = trial["evaluation"]
+    evaluation.update(
+        benchmarks=["preflight-val"], base_models=[], in_domain=["preflight-val"], out_of_domain=[]
+    )
+    first = cfgmod.run_settings(config, shape.runs[0])
+    training = {"max_steps": TRIAL_STEPS, "save_freq": 1, "test_freq": TRIAL_STEPS, "keep_checkpoints": TRIAL_STEPS + 1,
+                "val_sets": ["preflight-val"], "nnodes": 1, "logger": ["console", "file"], "eval_step": "final"}  # fmt: skip
+    if gpu:
+        batch = 2 * shape.gpus_per_node  # few prompts, the real lengths: memory depends on the lengths
+        training.update(max_prompt_length=shape.prompt_len, max_response_length=shape.response_len,
+                        n_gpus_per_node=shape.gpus_per_node, train_batch_size=batch, ppo_mini_batch_size=batch)  # fmt: skip
+    else:
+        training.update(
+            CPU_SHAPE, ppo_mini_batch_size=CPU_SHAPE["train_batch_size"], n_gpus_per_node=1, lr=1e-3
+        )
+    trial["training"].update(training)
+    trial["experiments"] = {RUN: {"model": "preflight-model", "data": "preflight-train", "algorithm": first["algorithm"],
+                                  "lie": "on", "extra_tokens": 0, "epochs": 1, "parent": None,
+                                  "max_response_length": None}}  # fmt: skip
+    return trial
+
+
+class Trial:
+    """The files of one trial and the ``lie`` commands run on them."""
+
+    def __init__(self, config: dict[str, Any], shape: Shape, root: Path, gpu: bool):
+        if root.exists():
+            shutil.rmtree(root)  # a preflight measures afresh
+        root.mkdir(parents=True)
+        self.shape, self.root, self.gpu = shape, root, gpu
+        model, self.params_b, thinking = _model(config, shape, root, gpu)
+        self.config = trial_config(config, shape, root, model, thinking, gpu)
+        self.config_file = root / "config.yaml"
+        cfgmod.write_effective_config(self.config, self.config_file)
+        cfgmod.load_config(self.config_file)  # the trial's config is a valid one
+        ref_len = self.config["training"]["max_response_length"] // 2
+        self.train_rows = _rows(self.config, "preflight-train", ROWS, 1, ref_len)
+        self.train_file = _write_rows(self.train_rows, root / "train.parquet")
+        self.val_file = _write_rows(_rows(self.config, "preflight-val", 4, 2, None), root / "val.parquet")
+        self.model = model
+        self.rundir = _rundir(self.config)
+
+    def train(self) -> subprocess.CompletedProcess:
+        return _lie(["train", RUN, "--config", str(self.config_file), "--engine", "verl",
+                     "--device", "gpu" if self.gpu else "cpu", "--train-file", self.train_file,
+                     "--val-file", self.val_file, "--model", self.model])  # fmt: skip
+
+
+def _rundir(config: dict[str, Any]):
+    from lie.formats.runs import RunDir
+
+    return RunDir(cfgmod.outdir(config), RUN)
+
+
+# ---- the checks of a trial ----------------------------------------------------------------------
+
+
+def trial_checks(config: dict[str, Any], shape: Shape, root: Path, gpu: bool) -> list[Check]:
+    where = f"{shape.family}, {shape.prompt_len}+{shape.response_len} tokens, {shape.gpus_per_node} GPU(s)"
+    label = where if gpu else f"small CPU shape for {where}"
+    name = f"{TRIAL_STEPS}-step verl run ({label})"
+    try:
+        trial = Trial(config, shape, root, gpu)
+        started = time.monotonic()
+        trial.train()
+        from lie.formats.runs import read_metrics
+
+        metrics = read_metrics(trial.rundir)
+        if [m["step"] for m in metrics] != list(range(1, TRIAL_STEPS + 1)):
+            raise LieError(f"verl logged steps {[m['step'] for m in metrics]}, not 1..{TRIAL_STEPS}")
+    except LieError as exc:
+        skipped = f"skipped: the {TRIAL_STEPS}-step run failed"
+        return [Check(name, "fail", str(exc))] + [
+            Check(n, skipped)
+            for n in ("projection", "reward share", "save + resume + merge", "vLLM generation")
+        ]
+    done = Check(name, "pass", f"{time.monotonic() - started:.0f} s, {root}")
+    return [done, projection(config, shape, trial, metrics[-1]), memory(trial, metrics[-1]),
+            reward_share(trial, metrics[-1]), *resume_and_merge(trial)]  # fmt: skip
+
+
+def projection(config: dict[str, Any], shape: Shape, trial: Trial, last: dict) -> Check:
+    """The measured tokens/s per GPU in place of lie plan's assumptions: GPU-hours of each run of the shape."""
+    name = "throughput, projected to the runs" + ("" if trial.gpu else " (a CPU figure)")
+    tps = float(last.get("perf/throughput") or 0)
+    if tps <= 0:
+        return Check(name, "fail", "verl logged no perf/throughput")
+    parts = [f"{tps:.0f} tokens/s/GPU at {trial.params_b:g}B"]
+    for run in shape.runs:
+        p = planmod.plan_run(config, run, {}, planmod.GEN_TOKENS_PER_S_4B, planmod.MFU)
+        s = cfgmod.run_settings(config, run)
+        per_step = (
+            int(s["train_batch_size"])
+            * int(s["rollout_n"])
+            * (p.mean_response + 0.5 * int(s["max_prompt_length"]))
+        )
+        hours = p.steps * per_step / (tps * trial.params_b / p.params_b) / 3600  # throughput ~ 1 / size
+        parts.append(f"{run}: {hours:,.3g} GPU-h (lie plan: {p.gpu_hours:,.3g})")
+    return Check(name, "pass", "; ".join(parts))
+
+
+def memory(trial: Trial, last: dict) -> Check:
+    name = "peak GPU memory of a step"
+    if not trial.gpu:
+        return Check(name, NO_GPU)
+    import torch
+
+    peak = float(last.get("perf/max_memory_allocated_gb") or 0)
+    total = torch.cuda.get_device_properties(0).total_memory / 1024**3
+    status = "pass" if peak < 0.9 * total else "fail"
+    return Check(name, status, f"{peak:.1f} of {total:.0f} GiB at {trial.params_b:g}B (grows with the model)")
+
+
+def reward_share(trial: Trial, last: dict) -> Check:
+    """The reward manager's time for one step's samples (graded and scored as verl's manager does,
+    concurrently on the configured executor) against the step's time."""
+    from lie.config import grading_limits, reward_settings
+    from lie.core.reward import RewardConfig
+    from lie.engines.rewarding import Sample, scored
+    from lie.formats.runs import read_rollouts
+    from lie.grading.executor import GradingExecutor
+
+    name = "reward manager's share of a step"
+    step_s = float(last.get("timing_s/step") or 0)
+    rollouts = [r for r in read_rollouts(trial.rundir) if r["step"] == TRIAL_STEPS]
+    if step_s <= 0 or not rollouts:
+        return Check(name, "fail", "no step time or no rollouts logged")
+    golds = {row["extra_info"]["index"]: row["reward_model"] for row in trial.train_rows}
+    config = RewardConfig.from_mapping(reward_settings(trial.config, RUN), source="preflight")
+    timeout_s, workers = grading_limits(trial.config)
+
+    samples = []
+    for r in rollouts:
+        gold = golds[int(r["prompt_index"])]
+        ids = list(range(int(r["num_tokens"])))
+        samples.append(Sample(r["response"], ids, gold["ground_truth"], ref_len=gold.get("num_tokens")))
+
+    async def grade_all() -> float:
+        executor = GradingExecutor(timeout_s, workers)
+        await executor.grade(samples[0].item())  # started, as verl's long-lived manager's is
+        started = time.monotonic()
+        graded = await asyncio.gather(*(executor.grade(s.item()) for s in samples))
+        for sample, grade in zip(samples, graded):
+            scored(sample, grade, config)
+        return time.monotonic() - started
+
+    reward_s = asyncio.run(grade_all())
+    share = reward_s / step_s
+    detail = f"{reward_s:.2f} s for {len(samples)} samples of a {step_s:.1f} s step: {share:.0%}"
+    if not trial.gpu:  # a tiny model's CPU step says nothing of a GPU step's length
+        return Check(name + " (a CPU figure)", "pass", detail)
+    status = "pass" if share <= REWARD_SHARE_MAX else "fail"
+    return Check(name, status, f"{detail} (at most {REWARD_SHARE_MAX:.0%})")
+
+
+def resume_and_merge(trial: Trial) -> list[Check]:
+    """Step 2's checkpoint removed (a kill after step 1's save): the rerun resumes at step 2, then merges."""
+    from lie.engines.verl import checkpoints as verl_checkpoints
+    from lie.engines.verl.overrides import COMPLETED
+    from lie.formats.runs import read_metrics
+
+    name = "save + resume + merge"
+    ckpts = trial.rundir.checkpoints
+    try:
+        shutil.rmtree(ckpts / f"global_step_{TRIAL_STEPS}")
+        (ckpts / COMPLETED).unlink()
+        trial.rundir.final_json.unlink()
+        (ckpts / verl_checkpoints.TRACKER).write_text(str(TRIAL_STEPS - 1))
+        launches = len(list((trial.rundir.root / "metrics").glob("*.jsonl")))
+        trial.train()
+        steps = [m["step"] for m in read_metrics(trial.rundir)]
+        relaunched = len(list((trial.rundir.root / "metrics").glob("*.jsonl"))) > launches
+        if (
+            not relaunched
+            or not (ckpts / f"global_step_{TRIAL_STEPS}" / "actor").is_dir()
+            or steps[-1] != TRIAL_STEPS
+        ):
+            raise LieError(f"the rerun did not resume at step {TRIAL_STEPS} (metrics steps {steps})")
+        merged = trial.root / "merged"
+        _lie(["merge", RUN, "--config", str(trial.config_file), "--out", str(merged)])
+        if not (merged / "config.json").exists() or not list(merged.glob("*.safetensors")):
+            raise LieError(f"lie merge wrote no Hugging Face model to {merged}")
+    except (LieError, OSError) as exc:
+        return [Check(name, "fail", str(exc)), Check("vLLM generation", "skipped: no merged model")]
+    done = Check(name, "pass", f"resumed from step {TRIAL_STEPS - 1}, merged into {merged}")
+    return [done, vllm_generation(trial, merged)]
+
+
+def vllm_generation(trial: Trial, merged: Path) -> Check:
+    """A few samples of the merged model with vLLM: in the image on a GPU, the CPU engine elsewhere."""
+    name = "vLLM generation" + ("" if trial.gpu else " (vLLM CPU engine)")
+    python, env, engine_args = sys.executable, {}, {}
+    if not trial.gpu:
+        cpu = {**VLLM_CPU, **((trial.config.get("engines") or {}).get("vllm_cpu") or {})}
+        candidate = Path(cpu["venv"]) / "bin" / "python"
+        if not candidate.exists():
+            return Check(
+                name, f"skipped: no GPU and no {cpu['venv']}/ here (make venv-vllm builds the CPU engine)"
+            )
+        python, env = str(candidate), {k: str(v) for k, v in cpu["env"].items()}
+        engine_args = cpu["engine_args"]
+    out = trial.root / "generations.jsonl"
+    extra = [
+        f"--engine-arg={k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in engine_args.items()
+    ]
+    try:
+        _lie(["generate", "preflight-val", "--config", str(trial.config_file), "--model", str(merged),
+              "--data", trial.val_file, "--out", str(out), "--engine", "vllm", "--n", "1",
+              "--max-tokens", "16", "--no-progress", *extra], python=python, env=env)  # fmt: skip
+    except LieError as exc:
+        return Check(name, "fail", str(exc))
+    rows = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    return Check(name, "pass" if len(rows) == 4 else "fail", f"{len(rows)} samples of 4 problems")

@@ -1,0 +1,38 @@
+"""`lie preflight` end to end on a CPU: every check that needs no GPU executes, the others say so."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.heavy
+def test_the_preflight_runs_on_a_cpu_with_its_gpu_checks_skipped(tmp_path):
+    work = tmp_path / "preflight"
+    proc = subprocess.run(
+        [sys.executable, "-m", "lie", "preflight", "--config", "workflow/configs/smoke.yaml", "--workdir", str(work),
+         "--device", "cpu"],
+        cwd=REPO, capture_output=True, text=True, timeout=1500,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = {line.split("  ")[0].strip(): line for line in proc.stdout.splitlines() if "  " in line}
+    for gpu_only in ("NVIDIA driver >= 580", "NCCL all-reduce across the node's GPUs",
+                     "flash-attn against torch's attention", "peak GPU memory of a step"):  # fmt: skip
+        assert "skipped: no GPU" in rows[gpu_only]
+    executed = [name for name, line in rows.items() if "  pass" in line]
+    assert any(name.startswith("image self-test (native imports)") for name in executed)
+    assert any(name.startswith("2-step verl run (small CPU shape") for name in executed)
+    assert any(name.startswith("throughput, projected to the runs") for name in executed)
+    assert any(name.startswith("reward manager's share of a step") for name in executed)
+    assert "save + resume + merge" in executed
+    vllm = next(line for name, line in rows.items() if name.startswith("vLLM generation"))
+    assert "  pass" in vllm or "skipped: no GPU and no .venv-vllm/" in vllm
+    assert proc.stdout.strip().splitlines()[-1].startswith("preflight: ") and " 0 failed" in proc.stdout
+    # the trial's run resumed from step 1's checkpoint and was merged into a Hugging Face model
+    assert (work / "cpu" / "merged" / "config.json").exists()
+    assert len(list((work / "cpu" / "out" / "runs" / "preflight" / "metrics").glob("*.jsonl"))) == 2
