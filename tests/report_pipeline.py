@@ -91,6 +91,8 @@ def pipeline_config(root: Path, tiny: Path, loopy: Path) -> dict[str, Any]:
                                 max_tokens=48, in_domain=["math500"], out_of_domain=["arc-c"],
                                 grade_workers=1)  # fmt: skip
     config["runs"] = []
+    # the report's runs are sampled by transformers (smoke.yaml's generate_by names smoke_grpo)
+    config["engines"]["generate_by"] = {}
     return config
 
 

@@ -147,12 +147,14 @@ def test_gpu_lock_pins_the_verl_vllm_stack():
     assert "torch==2.13.0" in cpu and "vllm" not in cpu  # vLLM only in the GPU image
 
 
-def test_profiles_parse_and_ask_slurm_for_account_and_partitions_from_the_environment():
+def test_profiles_parse_and_leave_the_site_settings_to_the_config():
+    """Account and partitions are config.yaml's cluster: section (tests/test_cluster.py sees them reach
+    sbatch, from the config or the environment), never a second copy in the profile."""
     slurm = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
     assert slurm["executor"] == "slurm" and slurm["software-deployment-method"] == "apptainer"
-    assert "--nv" in slurm["apptainer-args"]
-    assert slurm["default-resources"]["slurm_account"] == "$LIE_SLURM_ACCOUNT"
-    assert slurm["set-resources"]["train"]["slurm_partition"] == "$LIE_SLURM_GPU_PARTITION"
+    assert "--nv" in slurm["apptainer-args"] and "PYTHONPATH=$PWD/src" in slurm["apptainer-args"]
+    resources = [slurm["default-resources"], *slurm["set-resources"].values()]
+    assert not any({"slurm_account", "slurm_partition"} & set(r) for r in resources)
     local = yaml.safe_load((REPO / "profiles" / "local" / "config.yaml").read_text())
     assert "executor" not in local
 

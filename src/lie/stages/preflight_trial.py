@@ -52,8 +52,9 @@ def _lie(
         [python, "-m", "lie", *args], capture_output=True, text=True, timeout=timeout, env=full_env
     )
     if proc.returncode != 0:
-        lines = [x for x in (proc.stderr + proc.stdout).splitlines() if x.strip()]
-        raise LieError(f"lie {args[0]} failed: {lines[-1] if lines else proc.returncode}")
+        lines = [x for x in proc.stderr.splitlines() if x.strip()] or [str(proc.returncode)]
+        ours = [x for x in lines if x.startswith("lie ")]  # lie's own one-line error, when it wrote one
+        raise LieError(f"lie {args[0]} failed: {(ours or lines)[-1]}")
     return proc
 
 
@@ -108,6 +109,8 @@ def trial_config(
     """The user's config narrowed to one trial run of ``shape`` under ``root``."""
     trial = copy.deepcopy(config)
     trial.update(name="preflight", outdir=str(root / "out"), runs=[RUN])
+    if "generate_by" in trial["engines"]:  # it names the user's runs, which the trial has not
+        trial["engines"]["generate_by"] = {}
     trial["models"] = {
         "preflight-model": {"path": model, "hf_id": None, "revision": None, "enable_thinking": thinking}
     }
