@@ -245,6 +245,7 @@ def test_a_finished_verl_run_with_a_truncated_shard_is_repaired(tmp_path):
         torch.save({"w": torch.zeros(2000)}, actor / "model_world_size_1_rank_0.pt")
         torch.save({"epoch": 0}, actor.parent / "data.pt")
     (rundir.checkpoints / verl_checkpoints.TRACKER).write_text("2")
+    rundir.new_metrics_file().write_text("".join(json.dumps({"step": s, "data": {}}) + "\n" for s in (1, 2)))
     verl_overrides.mark_complete(config, run, rundir)
     assert verl_overrides.prepare_resume(config, run, rundir, 1) is True  # finished: nothing to do
     shard = rundir.checkpoints / "global_step_2" / "actor" / "model_world_size_1_rank_0.pt"
@@ -394,3 +395,31 @@ def test_the_effective_config_lie_wrote_before_its_header_is_still_lies(tmp_path
     write_effective_config(config, path)
     assert path.read_text().startswith(EFFECTIVE_HEADER)
     assert yaml.safe_load(path.read_text())["reward"]["beta"] == 0.5
+
+
+def test_a_verl_checkpoint_whose_step_was_never_logged_is_set_aside(tmp_path):
+    """verl saves a step's checkpoint before it logs the step: killed in between (found by the fault
+    test), the run would resume after a step without metrics. It redoes that step instead."""
+    import torch
+
+    from lie.engines.verl import checkpoints as verl_checkpoints
+    from lie.engines.verl import overrides as verl_overrides
+
+    _, config = smoke_config(tmp_path)
+    run = "smoke_gspo_lie"
+    rundir = RunDir(tmp_path / "results", run)
+    assert verl_overrides.prepare_resume(config, run, rundir, 1) is False
+    metrics = rundir.new_metrics_file()
+    metrics.write_text(json.dumps({"step": 1, "data": {"critic/score/mean": 0.5}}) + "\n")
+    actor = rundir.checkpoints / "global_step_2" / "actor"
+    actor.mkdir(parents=True)
+    torch.save({"w": torch.zeros(8)}, actor / "model_world_size_1_rank_0.pt")
+    torch.save({"epoch": 0}, actor.parent / "data.pt")  # no tracker yet: the kill came before it
+    assert verl_overrides.prepare_resume(config, run, rundir, 1) is False
+    assert verl_checkpoints.steps(rundir.checkpoints) == {}
+    assert list((rundir.superseded / "torn").glob("global_step_2-*"))
+    metrics.write_text(metrics.read_text() + json.dumps({"step": 2, "data": {}}) + "\n")
+    (rundir.superseded / "torn").rename(tmp_path / "torn")
+    next((tmp_path / "torn").glob("global_step_2-*")).rename(rundir.checkpoints / "global_step_2")
+    assert verl_overrides.prepare_resume(config, run, rundir, 1) is False
+    assert verl_checkpoints.tracked_step(rundir.checkpoints) == 2  # logged: resumed from

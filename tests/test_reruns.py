@@ -244,6 +244,7 @@ def test_a_verl_run_with_other_settings_starts_afresh_and_keeps_the_old_one(tmp_
     assert verl_overrides.prepare_resume(config, "tiny_gspo_lie", rundir, 1) is False
     _verl_checkpoint(rundir.checkpoints, 1)
     (rundir.checkpoints / "latest_checkpointed_iteration.txt").write_text("1")
+    rundir.new_metrics_file().write_text('{"step": 1, "data": {}}\n')  # verl logs a step after its save
     rundir.rollouts_dir.mkdir(parents=True)
     (rundir.rollouts_dir / "step-000001.h-1.jsonl").write_text("{}\n")
     (rundir.rollouts_dir / "step-000002.h-1.jsonl").write_text("{}\n")  # killed during step 2

@@ -27,6 +27,7 @@ from vllm_tiny import shaped_tiny
 from lie.cli import main
 from lie.engines.generation import sample_seed
 from lie.formats.rows import read_metadata
+from lie.stages.generate import model_name, stream_seed
 from lie.stages.reflen import reference_length
 
 REPO = Path(__file__).resolve().parents[1]
@@ -146,9 +147,10 @@ def test_vllm_runs_on_its_cpu_platform_with_the_image_versions():
 
 def test_generate_samples_each_request_with_its_seed_and_budget(setup, sampled):
     lines = sampled.lines
+    base = stream_seed(0, BENCH, model_name(setup.model))  # evaluation.seed 0, this benchmark and model
     assert [(x["index"], x["sample"]) for x in lines] == [(i, s) for i in range(5) for s in range(2)]
     for line in lines:
-        assert line["seed"] == sample_seed(sample_seed(0, line["index"], line["sample"]), 0)
+        assert line["seed"] == sample_seed(sample_seed(base, line["index"], line["sample"]), 0)
         # the chat template, no thinking flag: the prompt the transformers tokenizer renders
         assert line["prompt_tokens"] == len(prompt_ids(setup, line["index"], None))
         budget = min(MAX_TOKENS, MAX_MODEL_LEN - line["prompt_tokens"])
@@ -181,11 +183,12 @@ def test_a_killed_generation_resumes_to_the_same_samples(setup, sampled):
     args = vllm_command(generate_args(setup, out, "--shard-size", "1"))
     proc = subprocess.Popen(args, env=cpu_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 900
-    while not (work / "shard-00000.jsonl").exists() and proc.poll() is None and time.monotonic() < deadline:
+    first = work / "shard-00000.seal.json"  # a shard counts once sealed (lie.formats.resumable)
+    while not first.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)
     proc.send_signal(signal.SIGKILL)
     proc.communicate()
-    done = sorted(p.name for p in work.glob("shard-*.jsonl"))
+    done = sorted(p.name for p in work.glob("shard-*.seal.json"))
     assert not out.exists() and 1 <= len(done) < 10, done
     resumed = run_vllm(generate_args(setup, out, "--shard-size", "1"))
     assert f"resuming, {len(done)} of 10 shards already done" in resumed.stderr

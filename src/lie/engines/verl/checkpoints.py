@@ -118,12 +118,20 @@ def tracked_step(folder: Path) -> int | None:
         return None
 
 
-def repair(rundir: RunDir, keep: int | None = None, protect: frozenset[int] = frozenset()) -> int | None:
+def repair(
+    rundir: RunDir,
+    keep: int | None = None,
+    protect: frozenset[int] = frozenset(),
+    logged: set[int] | None = None,
+) -> int | None:
     """Make verl's resume see the newest complete checkpoint; return its step (None: start afresh).
 
     Torn checkpoints are set aside; folders verl itself pruned (``data.pt`` left, ``actor/``
     removed) are deleted; with ``keep``, only the newest ``keep`` complete checkpoints stay (verl
     prunes within one launch only), and the steps in ``protect`` (a fixed ``eval_step``) are kept.
+    With ``logged`` (the steps in the run's metrics files), a checkpoint of a step whose metrics were
+    never logged is set aside too: verl saves before it logs the step, so a kill in between would
+    otherwise resume after a step that has no metrics.
     """
     folder = rundir.checkpoints
     tracked = tracked_step(folder)
@@ -131,6 +139,8 @@ def repair(rundir: RunDir, keep: int | None = None, protect: frozenset[int] = fr
     for step, path in sorted(steps(folder).items()):
         if tracked is not None and step > tracked:  # verl writes the tracker last
             rundir.set_aside(path, "saved after the last tracked checkpoint")
+        elif logged is not None and step not in logged and is_complete(path):
+            rundir.set_aside(path, f"step {step}'s metrics were never logged (killed while saving)")
         elif is_complete(path):
             complete.append(step)
         elif (path / "data.pt").is_file() and not (path / "actor").exists():

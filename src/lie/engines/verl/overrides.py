@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lie import config as cfgmod
-from lie.formats.runs import RunDir
+from lie.formats.runs import RunDir, read_metrics
 
 RECIPE_DIR = Path(__file__).parent
 RECIPE = "lie_trainer"  # lie_trainer.yaml: defaults [ppo_trainer, _self_]
@@ -175,7 +175,8 @@ def prepare_resume(config: dict[str, Any], run: str, rundir: RunDir, ranks: int)
     s = cfgmod.run_settings(config, run)
     fixed = not _final_eval(s) and s["eval_step"] != "best_val"  # best_val: nothing is pruned
     protect = frozenset({int(s["eval_step"])}) if fixed else frozenset()
-    latest = verl_checkpoints.repair(rundir, s.get("keep_checkpoints"), protect)
+    logged = {m["step"] for m in read_metrics(rundir)} if "file" in (s.get("logger") or []) else None
+    latest = verl_checkpoints.repair(rundir, s.get("keep_checkpoints"), protect, logged)
     if latest is not None and not _same_world_size(s, rundir, latest, ranks):
         latest = None
     rundir.trim_rollouts_after(latest or 0)

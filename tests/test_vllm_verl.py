@@ -1,0 +1,90 @@
+"""verl's vLLM rollout pieces on vLLM's CPU build (``.venv-vllm``): what runs, and the lines that block the rest.
+
+verl's worker extension and its bucketed weight sync over shared memory run under vLLM's
+``AsyncLLM`` with two patches (``lie.engines.verl.cpu.vllm_worker``); each patched line has a test
+here that fails once verl or vLLM changes it, so that the patch goes then. ``main_ppo`` with
+verl's vLLM rollout on the CPU is blocked further on (docs/training.md, "verl's vLLM rollout on
+the CPU").
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from test_vllm_cpu import VLLM_VENV, cpu_env, vllm_lie
+from vllm_tiny import shaped_tiny
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+
+def vllm_python(code: str, **env: str) -> subprocess.CompletedProcess:
+    vllm_lie()  # fails with the fix when .venv-vllm is missing
+    python = VLLM_VENV / "bin" / "python"
+    return subprocess.run(
+        [str(python), "-c", code], env={**cpu_env(), **env}, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_verl_weight_sync_reaches_vllm_async_engine(tmp_path):
+    """verl's sender pushes new weights; vLLM's greedy continuation becomes the new model's."""
+    old, new = shaped_tiny(tmp_path / "old", seed=0), shaped_tiny(tmp_path / "new", seed=5)
+    script = REPO / "tests" / "vllm_weight_sync.py"
+    vllm_lie()
+    env = {**cpu_env(), "VERL_PLATFORM": "cpu"}
+    env.pop("VLLM_ENABLE_V1_MULTIPROCESSING")  # AsyncLLM runs its engine core in its own process
+    result = subprocess.run(
+        [str(VLLM_VENV / "bin" / "python"), str(script), str(old), str(new)],
+        env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-4000:]
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["after"] == out["transformers"] and out["after"] != out["before"]
+
+
+def test_verl_still_refuses_the_cpu_build_by_its_distribution_name():
+    """verl/third_party/vllm/__init__.py:30-31 and verl/workers/rollout/vllm_rollout/__init__.py:26-27:
+    once either accepts ``vllm-cpu``, drop ``vllm_cpu_version`` (lie.engines.verl.cpu.vllm_worker)."""
+    refused = vllm_python("import verl.third_party.vllm")
+    assert refused.returncode != 0 and "vllm version None not supported" in refused.stderr, refused.stderr[
+        -2000:
+    ]
+    code = (  # the first module accepted as the shim does it, the second imported as it is
+        "import importlib.metadata as m\n"
+        "original = m.version\n"
+        "m.version = lambda name: original('vllm-cpu') + '+cpu' if name == 'vllm' else original(name)\n"
+        "import verl.third_party.vllm\n"
+        "m.version = original\n"
+        "import verl.workers.rollout.vllm_rollout\n"
+    )
+    refused = vllm_python(code, VERL_PLATFORM="cpu")
+    assert refused.returncode != 0, refused.stderr[-2000:]
+    assert "please ensure the 'vllm' package is properly installed" in refused.stderr, refused.stderr[-2000:]
+
+
+def test_vllm_cpu_still_drops_linear_weights_after_packing():
+    """vllm/model_executor/layers/linear.py:215: once vLLM keeps the weights on the CPU (or reloads
+    them), drop ``keep_linear_weights`` (lie.engines.verl.cpu.vllm_worker)."""
+    code = (
+        "import inspect\n"
+        "from vllm.model_executor.layers.linear import UnquantizedLinearMethod as m\n"
+        "print(inspect.getsource(m.process_weights_after_loading))\n"
+    )
+    result = vllm_python(code)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "dispatch_cpu_unquantized_gemm(layer, remove_weight=True)" in result.stdout
+
+
+def test_the_worker_extension_is_verls_own_class():
+    code = (
+        "import lie.engines.verl.cpu.vllm_worker as w\n"
+        "from verl.workers.rollout.vllm_rollout.utils import vLLMColocateWorkerExtension as v\n"
+        "import verl.utils.device as d\n"
+        "print(w.vLLMColocateWorkerExtension is v, d.is_support_ipc(), d.get_device_name())\n"
+    )
+    result = vllm_python(code, VERL_PLATFORM="cpu")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.splitlines()[-1].split() == ["True", "False", "cpu"]  # shared memory, not CUDA IPC
