@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 from small import paper_config
+from standins import write_tools
 
 from lie.core.errors import LieError
 
@@ -34,12 +35,7 @@ FAKES = {
 
 
 def _fake_slurm(tmp_path: Path) -> Path:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name, body in FAKES.items():
-        (bin_dir / name).write_text(f"#!/usr/bin/env bash\n{body}\n")
-        (bin_dir / name).chmod(0o755)
-    return bin_dir
+    return write_tools(tmp_path / "bin", FAKES)
 
 
 def _run_slurm_profile(

@@ -96,7 +96,10 @@ def test_mode_and_option_texts_reach_every_choice_item(tmp_path, mode):
     assert scores[0]["grades"]["1000"]["correct"] is True  # \boxed{B}, gold B
     # the main grades are the mode's; both readers' are kept beside them, and summarised
     assert scores[1]["grades"] == scores[1]["grades_by_reader"][mode]
-    assert [scores[1]["grades_by_reader"][m]["1000"]["correct"] for m in ("robust", "authors")] == [True, False]
+    assert [scores[1]["grades_by_reader"][m]["1000"]["correct"] for m in ("robust", "authors")] == [
+        True,
+        False,
+    ]
     assert "grades_by_reader" not in scores[2]  # math
     readers = summary["benchmarks"]["arc-c"]["by_reader"]
     assert {m: readers[m]["budgets"]["1000"]["avg@n:n=1"] for m in readers} == {"robust": 1.0, "authors": 0.5}

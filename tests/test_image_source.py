@@ -15,16 +15,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from standins import write_tools
 
 REPO = Path(__file__).resolve().parents[1]
 
-APPTAINER = """#!/usr/bin/env bash
-shift  # exec
+APPTAINER = """shift  # exec
 while [[ "$1" == --* ]]; do case "$1" in --env) export "$2"; shift 2;; --bind) shift 2;; *) shift;; esac; done
 shift  # the image
 exec "$@"
 """
-LIE = '#!/usr/bin/env bash\necho "TRAINING with $*"\n'
+LIE = 'echo "TRAINING with $*"\n'
 
 
 def _tree(tmp_path: Path, edit: bool) -> tuple[Path, dict[str, str]]:
@@ -34,11 +34,7 @@ def _tree(tmp_path: Path, edit: bool) -> tuple[Path, dict[str, str]]:
     if edit:  # a reward edited after the image was built
         reward = tree / "src" / "lie" / "core" / "reward.py"
         reward.write_text(reward.read_text() + "\n# edited after the build\n")
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name, body in (("apptainer", APPTAINER), ("lie", LIE)):
-        (bin_dir / name).write_text(body)
-        (bin_dir / name).chmod(0o755)
+    bin_dir = write_tools(tmp_path / "bin", {"apptainer": APPTAINER, "lie": LIE})
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "PYTHONPATH"))}
     env.update(
         {"PATH": f"{bin_dir}:{Path(sys.executable).parent}:{os.environ['PATH']}", "LIE_IMAGE": "lie-gpu.sif"}

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import yaml
 from small import paper_config
+from standins import write_tools
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = "qwen3-4b-base_dapo_gspo_lie"
@@ -87,15 +88,6 @@ ALLOCATION = {
 }
 
 
-def _bin(tmp_path: Path) -> Path:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name, body in FAKES.items():
-        (bin_dir / name).write_text("#!/usr/bin/env bash\n" + body + "\n")
-        (bin_dir / name).chmod(0o755)
-    return bin_dir
-
-
 def _tree(tmp_path: Path, retries: int = 0, **cluster) -> tuple[Path, dict]:
     """A checkout (links to this one) with the config and every input of the 2-node train job."""
     tree = tmp_path / "tree"
@@ -126,7 +118,7 @@ def _jobstep(
     **cluster,
 ) -> tuple[subprocess.CompletedProcess, list[dict], Path]:
     """``snakemake TARGET --executor slurm-jobstep --jobs 1`` inside the stand-in allocation."""
-    bin_dir = _bin(tmp_path)
+    bin_dir = write_tools(tmp_path / "bin", FAKES)
     tree, _ = _tree(tmp_path, retries, **cluster)
     final = tree / "out" / "runs" / RUN / "final.json"
     calls = tmp_path / "calls.jsonl"

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from standins import write_tools
 
 LAUNCHER = Path(__file__).resolve().parents[1] / "workflow" / "scripts" / "ray_on_slurm.sh"
 
@@ -33,12 +34,7 @@ exec "$@\"""",
 
 @pytest.fixture
 def fake_slurm(tmp_path):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name, body in FAKES.items():
-        path = bin_dir / name
-        path.write_text("#!/usr/bin/env bash\n" + body + "\n")
-        path.chmod(0o755)
+    bin_dir = write_tools(tmp_path / "bin", FAKES)
     log = tmp_path / "calls.log"
     env = {
         **os.environ,
@@ -54,12 +50,15 @@ def fake_slurm(tmp_path):
     return env, log
 
 
+def _launch(env: dict[str, str], *command: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["bash", str(LAUNCHER), *command], env=env, capture_output=True, text=True, timeout=60
+    )
+
+
 def test_one_ray_node_per_allocated_node_inside_the_image(fake_slurm):
     env, log = fake_slurm
-    proc = subprocess.run(
-        ["bash", str(LAUNCHER), "bash", "-c", 'echo "TRAIN at $RAY_ADDRESS"'],
-        env=env, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    proc = _launch(env, "bash", "-c", 'echo "TRAIN at $RAY_ADDRESS"')
     assert proc.returncode == 0, proc.stderr
     assert "TRAIN at 10.0.0.7:6621" in proc.stdout  # IPv4 picked, port 6379 + 4242 % 1000
     calls = log.read_text().splitlines()
@@ -86,27 +85,20 @@ def test_refuses_a_loopback_head_address_on_several_nodes(fake_slurm):
     """Debian's /etc/hosts maps the host name to 127.0.1.1: the workers would dial themselves."""
     env, log = fake_slurm
     env["HEAD_IP"] = "127.0.1.1"
-    proc = subprocess.run(
-        ["bash", str(LAUNCHER), "true"], env=env, capture_output=True, text=True, timeout=60
-    )
+    proc = _launch(env, "true")
     assert proc.returncode == 1
     (line,) = proc.stderr.strip().splitlines()
     assert "loopback address 127.0.1.1" in line and "LIE_RAY_HEAD_IP" in line
     assert "ray start" not in log.read_text()
     env["LIE_RAY_HEAD_IP"] = "10.1.0.7"  # the fix the line names
-    proc = subprocess.run(
-        ["bash", str(LAUNCHER), "bash", "-c", 'echo "at $RAY_ADDRESS"'],
-        env=env, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    proc = _launch(env, "bash", "-c", 'echo "at $RAY_ADDRESS"')
     assert proc.returncode == 0 and "at 10.1.0.7:6621" in proc.stdout
 
 
 def test_stops_when_nodes_do_not_join(fake_slurm):
     env, _ = fake_slurm
     env["NODES_UP"] = "2"
-    proc = subprocess.run(
-        ["bash", str(LAUNCHER), "true"], env=env, capture_output=True, text=True, timeout=60
-    )
+    proc = _launch(env, "true")
     assert proc.returncode == 1
     assert "only 2 of 3 Ray nodes joined" in proc.stderr
 
@@ -114,7 +106,5 @@ def test_stops_when_nodes_do_not_join(fake_slurm):
 def test_refuses_to_run_outside_an_allocation(fake_slurm):
     env, _ = fake_slurm
     del env["SLURM_JOB_ID"]
-    proc = subprocess.run(
-        ["bash", str(LAUNCHER), "true"], env=env, capture_output=True, text=True, timeout=30
-    )
+    proc = _launch(env, "true")
     assert proc.returncode == 2 and "not inside a Slurm allocation" in proc.stderr
