@@ -57,7 +57,7 @@ def training(src: Path, first: int) -> None:
         texts.setdefault(r["prompt"][0]["content"], []).append(i)
     twice = [v for v in texts.values() if len(v) > 1]
     two_answers = [v for v in twice if len({rows[i]["reward_model"]["ground_truth"] for i in v}) > 1]
-    for pair in (twice[:2] + two_answers[:1]):
+    for pair in twice[:2] + two_answers[:1]:
         keep += pair
     keep = sorted(set(keep))
     pq.write_table(table.take(keep), HERE / "lie-authors" / src.name)
