@@ -197,6 +197,9 @@ def test_ctrl_c_exits_130_without_a_traceback(tmp_path):
     proc = subprocess.Popen(
         [str(Path(sys.executable).parent / "lie"), "score", "--in", "-", "--out", str(out), "--log-level", "DEBUG"],
         stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # a shell that started us in the background ignores SIGINT, and the child would inherit that:
+        # give it the disposition a terminal's Ctrl-C meets
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     started = threading.Event()
     lines: list[str] = []
