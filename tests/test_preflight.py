@@ -36,3 +36,16 @@ def test_the_preflight_runs_on_a_cpu_with_its_gpu_checks_skipped(tmp_path):
     # the trial's run resumed from step 1's checkpoint and was merged into a Hugging Face model
     assert (work / "cpu" / "merged" / "config.json").exists()
     assert len(list((work / "cpu" / "out" / "runs" / "preflight" / "metrics").glob("*.jsonl"))) == 2
+
+
+def test_a_trial_folder_the_user_made_is_refused_and_kept(tmp_path):
+    """--workdir's trial folders are emptied only when an earlier preflight built them."""
+    from lie.core.errors import LieError
+    from lie.stages.preflight_trial import Trial
+
+    mine = tmp_path / "cpu"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    with pytest.raises(LieError, match="lie did not make"):
+        Trial({}, None, mine, gpu=False)  # the check comes before anything reads the config
+    assert (mine / "notes.txt").read_text() == "keep me"

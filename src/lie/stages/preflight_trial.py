@@ -25,6 +25,7 @@ from typing import Any
 from lie import config as cfgmod
 from lie.config.layout import Layout
 from lie.core.errors import LieError
+from lie.formats.outputs import OWNER, check_output_folder
 from lie.stages import plan as planmod
 from lie.stages.preflight import NO_GPU, REWARD_SHARE_MAX, TRIAL_STEPS, Check, Shape
 
@@ -144,9 +145,11 @@ class Trial:
     """The files of one trial and the ``lie`` commands run on them."""
 
     def __init__(self, config: dict[str, Any], shape: Shape, root: Path, gpu: bool):
+        check_output_folder(root)  # a folder the user made under --workdir is refused, never emptied
         if root.exists():
-            shutil.rmtree(root)  # a preflight measures afresh
+            shutil.rmtree(root)  # a preflight measures afresh, in a folder an earlier preflight built
         root.mkdir(parents=True)
+        (root / OWNER).write_text(json.dumps({"command": "lie preflight"}) + "\n", encoding="utf-8")
         self.shape, self.root, self.gpu = shape, root, gpu
         model, self.params_b, thinking = _model(config, shape, root, gpu)
         self.config = trial_config(config, shape, root, model, thinking, gpu)
