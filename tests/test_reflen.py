@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from conftest import data_file
+from conftest import data_file, full
 from hubcache import repo_config
 
 from lie.cli import main
@@ -31,7 +31,7 @@ from lie.stages.sample_shards import Draw, Prompt, shard_plan
 
 
 @pytest.mark.parametrize(
-    "which", ["authors_dapo", "authors_deepmath", "full_authors_dapo", "full_authors_deepmath"]
+    "which", ["authors_dapo", "authors_deepmath", full("full_authors_dapo"), full("full_authors_deepmath")]
 )
 def test_formula_reproduces_every_authors_row(which, request):
     table = pq.read_table(request.getfixturevalue(which))

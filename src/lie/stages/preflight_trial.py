@@ -239,7 +239,7 @@ def reward_share(trial: Trial, last: dict) -> Check:
     concurrently on the configured executor) against the step's time."""
     from lie.config import grading_limits, reward_settings
     from lie.core.reward import RewardConfig
-    from lie.engines.rewarding import Sample, scored
+    from lie.engines.rewarding import Rollout, scored
     from lie.formats.runs import read_rollouts
     from lie.grading.executor import GradingExecutor
 
@@ -256,7 +256,7 @@ def reward_share(trial: Trial, last: dict) -> Check:
     for r in rollouts:
         gold = golds[int(r["prompt_index"])]
         ids = list(range(int(r["num_tokens"])))
-        samples.append(Sample(r["response"], ids, gold["ground_truth"], ref_len=gold.get("num_tokens")))
+        samples.append(Rollout(r["response"], ids, gold["ground_truth"], ref_len=gold.get("num_tokens")))
 
     async def grade_all() -> float:
         executor = GradingExecutor(timeout_s, workers)
