@@ -180,3 +180,19 @@ def test_the_settings_rule_sees_each_kind_of_lookup(tmp_path, line):
     path = tmp_path / "injected.py"
     path.write_text(f"def f(config, s, settings, args, cfgmod, run):\n    {line}\n    return s.max_steps\n")
     assert settings_lookups([path], root=tmp_path) == [f"injected.py:2: {line}"]
+
+
+@pytest.mark.parametrize("layer_dir", ["engines", "stages", "formats"])
+def test_the_layer_table_names_every_module_once(layer_dir):
+    """docs/architecture.md names each module of these layers in its row, and no two of one layer
+    share a file name (``engines/sampling.py`` the torch sampler, ``stages/sample_shards.py`` the loop)."""
+    row = next(
+        line
+        for line in (REPO / "docs" / "architecture.md").read_text(encoding="utf-8").splitlines()
+        if line.startswith(f"| `{layer_dir}/` |")
+    )
+    modules = [p for p in (PACKAGE / layer_dir).glob("*.py") if p.name != "__init__.py"]
+    unnamed = sorted(p.name for p in modules if f"`{p.name}`" not in row)
+    assert not unnamed, f"docs/architecture.md's {layer_dir}/ row does not name {unnamed}"
+    names = [p.stem for p in PACKAGE.rglob("*.py") if layer(module_name(p)) in ("engines", "stages")]
+    assert len([n for n in names if n == "sampling"]) <= 1, "two modules named sampling: rename one"

@@ -79,9 +79,9 @@ def test_continual_stage_raises_every_length_setting(composed):
     assert cfg.actor_rollout_ref.rollout.response_length == 12288
     assert cfg.actor_rollout_ref.rollout.max_model_len == 1024 + 12288
     assert cfg.actor_rollout_ref.actor.ppo_max_token_len_per_gpu == 3 * (1024 + 12288)
-    from lie.stages.train import Request, verl_inputs
+    from lie.stages.train import TrainRequest, verl_inputs
 
-    inputs = verl_inputs(CONFIG, Request("qwen3-4b-base_dapo_gspo_lie_12k"))
+    inputs = verl_inputs(CONFIG, TrainRequest("qwen3-4b-base_dapo_gspo_lie_12k"))
     assert inputs.model_path.endswith("models/qwen3-4b-base_dapo_gspo_lie")  # the parent's final model
 
 
@@ -123,11 +123,11 @@ def test_lie_train_nnodes_changes_the_launch_not_the_config(tmp_path, capsys):
     launch: verl gets the nodes, the run's settings digest (and so its checkpoints) stay the same."""
     from lie.cli import main
     from lie.config.identity import settings_hash
-    from lie.stages.train import Request, settings_of
+    from lie.stages.train import TrainRequest, settings_of
 
     run = "qwen3-4b-base_dapo_gspo_lie"
     before = copy.deepcopy(CONFIG)
-    assert settings_of(CONFIG, Request(run, nnodes=3)).nnodes == 3
+    assert settings_of(CONFIG, TrainRequest(run, nnodes=3)).nnodes == 3
     assert CONFIG == before and settings_hash(CONFIG, run) == settings_hash(before, run)
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(CONFIG, sort_keys=False), encoding="utf-8")

@@ -17,7 +17,7 @@ from lie.grading import GradeResult
 
 
 @dataclass(frozen=True)
-class Sample:
+class Rollout:
     """A finished training sample: its decoded text, token ids, and what its row says about it."""
 
     text: str
@@ -39,7 +39,7 @@ class Sample:
         return item
 
 
-def scored(sample: Sample, graded: GradeResult, config: RewardConfig) -> RewardBreakdown:
+def scored(sample: Rollout, graded: GradeResult, config: RewardConfig) -> RewardBreakdown:
     """The reward of a graded sample; a run with a length term needs the row's ``L_ref``."""
     if sample.ref_len is None and config.length_term:
         raise LieError(

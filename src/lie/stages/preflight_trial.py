@@ -232,7 +232,7 @@ def reward_share(trial: Trial, last: dict) -> Check:
     """The reward manager's time for one step's samples (graded and scored as verl's manager does,
     concurrently on the configured executor) against the step's time."""
     from lie.config import RunSettings, grading_limits
-    from lie.engines.rewarding import Sample, scored
+    from lie.engines.rewarding import Rollout, scored
     from lie.formats.runs import read_rollouts
     from lie.grading.executor import GradingExecutor
 
@@ -249,7 +249,7 @@ def reward_share(trial: Trial, last: dict) -> Check:
     for r in rollouts:
         gold = golds[int(r["prompt_index"])]
         ids = list(range(int(r["num_tokens"])))
-        samples.append(Sample(r["response"], ids, gold["ground_truth"], ref_len=gold.get("num_tokens")))
+        samples.append(Rollout(r["response"], ids, gold["ground_truth"], ref_len=gold.get("num_tokens")))
 
     async def grade_all() -> float:
         executor = GradingExecutor(timeout_s, workers)

@@ -113,6 +113,16 @@ def _gold(row: dict[str, Any], where: str) -> str:
     return str(gold)
 
 
+def _known_length(row: dict[str, Any]) -> float | None:
+    """A row's earlier reference length (``extra_info.avg_response_len``), to size shards by; else None."""
+    extra = row.get("extra_info")
+    value = extra.get("avg_response_len") if isinstance(extra, dict) else None
+    ok = (
+        isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    )
+    return float(value) if ok else None
+
+
 def sample_lengths(
     rows: Sequence[dict[str, Any]],
     load_engine: Callable[[], Any],
@@ -126,16 +136,16 @@ def sample_lengths(
     """Per row: ``index``, token ``lengths``, ``correct``, ``finish`` and ``budgets`` of its k samples.
 
     Resumable, in shards of ``settings.shard_size`` samples of the flat (row, sample) order
-    (``lie.stages.sampling``, the loop ``lie generate`` uses too).
+    (``lie.stages.sample_shards``, the loop ``lie generate`` uses too).
     """
     from lie.engines.generation import SEED_RULE
-    from lie.formats.resumable import iter_shards
-    from lie.stages.sampling import Draw, Prompt, sample_in_shards
+    from lie.stages.sample_shards import Draw, Prompt, sample_in_shards
 
     if grader is None:
         from lie.grading import grade_many as grader
     prompts = [
-        Prompt(i, _messages(row, f"{source} row {i}"), f"{source} row {i}") for i, row in enumerate(rows)
+        Prompt(i, _messages(row, f"{source} row {i}"), f"{source} row {i}", _known_length(row))
+        for i, row in enumerate(rows)
     ]
     draw = Draw(settings.sampling(), settings.seed, settings.enable_thinking, settings.max_prompt_tokens)
 
@@ -158,10 +168,19 @@ def sample_lengths(
         ]  # fmt: skip
 
     state = dict(manifest, **asdict(settings), shard_unit="sample", seed_rule=SEED_RULE)
-    paths = sample_in_shards(
-        prompts, draw, load_engine, records, Path(work_dir), state, settings.shard_size, "reflen", progress
+    samples = list(
+        sample_in_shards(
+            prompts,
+            draw,
+            load_engine,
+            records,
+            Path(work_dir),
+            state,
+            settings.shard_size,
+            "reflen",
+            progress,
+        )
     )
-    samples = sorted(iter_shards(paths), key=lambda r: (r["index"], r["sample"]))
     if [(s["index"], s["sample"]) for s in samples] != [
         (i, j) for i in range(len(rows)) for j in range(settings.k)
     ]:

@@ -1,4 +1,5 @@
-"""Training (``lie train RUN``): one run of the config with its engine, and the plan it would run.
+"""Training (``lie train RUN``): one run of the config with its engine, or its composed settings
+(``--dry-run``, :func:`composition`).
 
 verl on GPUs (Ray, vLLM, several nodes) or on its CPU backend where no GPU is visible
 (``lie.engines.verl.cpu``); TRL on a CPU or one GPU. A run's engine is its own ``engine`` key, else
@@ -26,7 +27,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class Request:
+class TrainRequest:
     """What ``lie train`` was asked: the run, and any input or engine choice the layout would not make."""
 
     run: str
@@ -40,14 +41,14 @@ class Request:
     nnodes: int | None = None  # this launch's nodes over training.nnodes (the Slurm launcher's allocation)
 
 
-def settings_of(config: dict[str, Any], request: Request) -> RunSettings:
+def settings_of(config: dict[str, Any], request: TrainRequest) -> RunSettings:
     """The run's settings (``lie.config.settings``) with the request's engine and nodes over the config's."""
     settings = RunSettings.of(config, request.run)
     changes = {"engine": request.engine, "nnodes": request.nnodes}
     return settings.replace(**{key: value for key, value in changes.items() if value is not None})
 
 
-def verl_inputs(config: dict[str, Any], request: Request) -> VerlInputs:
+def verl_inputs(config: dict[str, Any], request: TrainRequest) -> VerlInputs:
     """The layout's files for the run, or the request's; absolute (Ray workers on other nodes read them)."""
     layout = Layout(config)
     s = RunSettings.of(config, request.run)
@@ -64,13 +65,13 @@ def _absolute(path: str) -> str:
     return path if hub_id else str(Path(path).resolve())
 
 
-def verl_device(request: Request) -> str:
+def verl_device(request: TrainRequest) -> str:
     from lie.engines.verl import cpu as verl_cpu
 
     return request.device if request.device != "auto" else ("gpu" if verl_cpu.gpu_visible() else "cpu")
 
 
-def train(config: dict[str, Any], request: Request) -> Path:
+def train(config: dict[str, Any], request: TrainRequest) -> Path:
     """Train the run to its end (resuming from its last complete checkpoint); return its folder.
 
     One command at a time per run folder: a second ``lie train RUN`` stops, naming the first.
@@ -82,7 +83,7 @@ def train(config: dict[str, Any], request: Request) -> Path:
         return _train_trl(config, settings, request)
 
 
-def _train_verl(config: dict[str, Any], settings: RunSettings, request: Request) -> Path:
+def _train_verl(config: dict[str, Any], settings: RunSettings, request: TrainRequest) -> Path:
     from lie.engines.verl import cpu as verl_cpu
     from lie.engines.verl import overrides as verl_overrides
 
@@ -125,7 +126,7 @@ def _train_verl(config: dict[str, Any], settings: RunSettings, request: Request)
     return rundir.root
 
 
-def _train_trl(config: dict[str, Any], settings: RunSettings, request: Request) -> Path:
+def _train_trl(config: dict[str, Any], settings: RunSettings, request: TrainRequest) -> Path:
     from lie.engines.trl import train as trl_train
 
     if settings.eval_step == BEST_VAL:
@@ -148,15 +149,15 @@ def _train_trl(config: dict[str, Any], settings: RunSettings, request: Request) 
     )
 
 
-def plan(config: dict[str, Any], request: Request) -> str:
+def composition(config: dict[str, Any], request: TrainRequest) -> str:
     """What the engine would run, composed and checked, as text (``lie train --dry-run``); nothing runs."""
     settings = settings_of(config, request)
     if settings.engine == "verl":
-        return _verl_plan(config, settings, request)
-    return _trl_plan(config, settings, request)
+        return _verl_composition(config, settings, request)
+    return _trl_composition(config, settings, request)
 
 
-def _verl_plan(config: dict[str, Any], settings: RunSettings, request: Request) -> str:
+def _verl_composition(config: dict[str, Any], settings: RunSettings, request: TrainRequest) -> str:
     from omegaconf import OmegaConf
 
     from lie.engines.verl import cpu as verl_cpu
@@ -190,7 +191,7 @@ TRL_KEYS = ("seed", "importance_sampling_level", "loss_type", "epsilon", "epsilo
             "weight_decay", "max_grad_norm", "scale_rewards")  # fmt: skip
 
 
-def _trl_plan(config: dict[str, Any], settings: RunSettings, request: Request) -> str:
+def _trl_composition(config: dict[str, Any], settings: RunSettings, request: TrainRequest) -> str:
     from lie.engines.trl import train as trl_train
 
     sched = trl_train.Schedule(

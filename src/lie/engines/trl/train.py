@@ -28,7 +28,7 @@ from lie.config.layout import Layout
 from lie.config.settings import FINAL, RunSettings
 from lie.core.errors import LieError
 from lie.core.reward import RewardConfig
-from lie.engines.rewarding import Sample, scored
+from lie.engines.rewarding import Rollout, scored
 from lie.formats.jsonl import dumps
 from lie.formats.rows import row_kind
 from lie.formats.runs import RunDir, append_rollouts, rollout_record, write_json
@@ -142,7 +142,7 @@ class LIEReward:
         state = kw.get("trainer_state")
         step = self.schedule.rollout_step(state.global_step) if state is not None else 0
         samples = [
-            Sample(
+            Rollout(
                 text=self.tokenizer.decode(list(ids), skip_special_tokens=True),
                 token_ids=list(ids),
                 gold=gold[i],

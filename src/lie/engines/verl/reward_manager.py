@@ -32,7 +32,7 @@ from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from lie.core.errors import LieError
 from lie.core.reward import BREAKDOWN_KEYS, RewardConfig
-from lie.engines.rewarding import Sample, scored
+from lie.engines.rewarding import Rollout, scored
 from lie.formats.rows import row_kind
 from lie.formats.runs import append_rollouts, rollout_record
 from lie.grading import DEFAULT_TIMEOUT_S, GradingExecutor
@@ -83,7 +83,7 @@ class LIERewardManager(RewardManagerBase):
         validating = source in self.validation_sources
         config = self.accuracy_only if validating else self.reward_config
         ref_len = reward_model.get("num_tokens")
-        sample = Sample(
+        sample = Rollout(
             text=text,
             token_ids=ids,
             gold=str(reward_model["ground_truth"]),
