@@ -102,8 +102,8 @@ def _build(root: Path) -> SimpleNamespace:
     from lie.config.layout import Layout
     from lie.engines.generation import load_tokenizer
     from lie.engines.trl import train as trl_train
+    from lie.formats.graded import write_summary
     from lie.formats.jsonl import atomic_output, dumps
-    from lie.formats.scores import write_summary
     from lie.stages.evaluate import evaluate
     from lie.stages.generate import run_generate
     from lie.stages.tiny import build_tiny

@@ -134,3 +134,19 @@ def test_the_code_cites_only_paths_that_exist():
 def test_the_readme_is_short():
     lines = len((REPO / "README.md").read_text(encoding="utf-8").splitlines())
     assert lines <= 260, f"README.md has {lines} lines: the reference belongs in docs/"
+
+
+@pytest.mark.parametrize("layer_dir", ["engines", "stages", "formats"])
+def test_the_layer_table_names_every_module_once(layer_dir):
+    """docs/architecture.md names each module of these layers in its row, and no two of one layer
+    share a file name (``engines/sampling.py`` the torch sampler, ``stages/sample_shards.py`` the loop)."""
+    row = next(
+        line
+        for line in (REPO / "docs" / "architecture.md").read_text(encoding="utf-8").splitlines()
+        if line.startswith(f"| `{layer_dir}/` |")
+    )
+    modules = [p for p in (PACKAGE / layer_dir).glob("*.py") if p.name != "__init__.py"]
+    unnamed = sorted(p.name for p in modules if f"`{p.name}`" not in row)
+    assert not unnamed, f"docs/architecture.md's {layer_dir}/ row does not name {unnamed}"
+    names = [p.stem for p in PACKAGE.rglob("*.py") if layer(module_name(p)) in ("engines", "stages")]
+    assert len([n for n in names if n == "sampling"]) <= 1, "two modules named sampling: rename one"

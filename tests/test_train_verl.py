@@ -78,9 +78,9 @@ def test_continual_stage_raises_every_length_setting(composed):
     assert cfg.actor_rollout_ref.rollout.response_length == 12288
     assert cfg.actor_rollout_ref.rollout.max_model_len == 1024 + 12288
     assert cfg.actor_rollout_ref.actor.ppo_max_token_len_per_gpu == 3 * (1024 + 12288)
-    from lie.stages.train import Request, verl_inputs
+    from lie.stages.train import TrainRequest, verl_inputs
 
-    inputs = verl_inputs(CONFIG, Request("qwen3-4b-base_dapo_gspo_lie_12k"))
+    inputs = verl_inputs(CONFIG, TrainRequest("qwen3-4b-base_dapo_gspo_lie_12k"))
     assert inputs.model_path.endswith("models/qwen3-4b-base_dapo_gspo_lie")  # the parent's final model
 
 

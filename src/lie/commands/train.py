@@ -48,12 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from lie.config import load_config
-    from lie.stages.train import Request, plan, train
+    from lie.stages.train import TrainRequest, composition, train
 
     config = load_config(args.config)
     if args.nnodes:  # the Slurm launcher passes the allocation's nodes
         config["training"]["nnodes"] = args.nnodes
-    request = Request(
+    request = TrainRequest(
         run=args.run,
         engine=args.engine,
         device=args.device,
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         threads=args.threads,
     )
     if args.dry_run:
-        print(plan(config, request))
+        print(composition(config, request))
         return 0
     train(config, request)
     return 0

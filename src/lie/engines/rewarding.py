@@ -21,7 +21,7 @@ from lie.grading import GradeResult, GradingExecutor
 
 
 @dataclass(frozen=True)
-class Sample:
+class Rollout:
     """A finished training sample: its decoded text, token ids, and what its row grades it against."""
 
     text: str
@@ -30,7 +30,7 @@ class Sample:
     where: str = "a training row"
 
     @classmethod
-    def of(cls, row: dict[str, Any], text: str, token_ids: Sequence[int], where: str) -> Sample:
+    def of(cls, row: dict[str, Any], text: str, token_ids: Sequence[int], where: str) -> Rollout:
         """The sample of ``row`` (a verl row, checked by ``lie.formats.rows.answer_of``)."""
         return cls(text, [int(t) for t in token_ids], answer_of(row, where), where)
 
@@ -61,7 +61,7 @@ def grading_limits(config: dict[str, Any]) -> tuple[float, int]:
     return limits(config)
 
 
-def scored(sample: Sample, graded: GradeResult, config: RewardConfig) -> RewardBreakdown:
+def scored(sample: Rollout, graded: GradeResult, config: RewardConfig) -> RewardBreakdown:
     """The reward of a graded sample; a run with a length term needs the row's ``L_ref``."""
     ref_len = sample.answer.ref_len
     if ref_len is None and config.length_term:
@@ -85,11 +85,11 @@ class Rewarder:
     def __init__(self, timeout_s: float, workers: int):
         self.grader = GradingExecutor(timeout_s, workers)
 
-    async def reward(self, sample: Sample, config: RewardConfig) -> Rewarded:
+    async def reward(self, sample: Rollout, config: RewardConfig) -> Rewarded:
         graded = await self.grader.grade(sample.item())
         return Rewarded(graded.status, scored(sample, graded, config))
 
-    def reward_many(self, samples: Sequence[Sample], config: RewardConfig) -> list[Rewarded]:
+    def reward_many(self, samples: Sequence[Rollout], config: RewardConfig) -> list[Rewarded]:
         grades = self.grader.grade_many([s.item() for s in samples], progress=False)
         return [Rewarded(g.status, scored(s, g, config)) for s, g in zip(samples, grades, strict=True)]
 

@@ -23,7 +23,7 @@ KINDS = ("math", "choice")
 
 
 @dataclass
-class Sample:
+class Generation:
     bench: str
     index: int
     sample: int
@@ -88,11 +88,11 @@ def _options(
 
 def read_generations(
     paths: Sequence[str], options: dict[tuple[str, int], list[str]] | None = None
-) -> list[Sample]:
+) -> list[Generation]:
     """Every sample of every file, checked: a bad line names its file, line and field."""
     from lie.formats.jsonl import read_jsonl
 
-    samples: list[Sample] = []
+    samples: list[Generation] = []
     seen: dict[tuple[str, int, int], str] = {}
     for path in paths:
         for lineno, obj in read_jsonl(path):
@@ -127,7 +127,7 @@ def read_generations(
             texts = _options(obj, options or {}, key[:2], where) if kind == "choice" else []
             letters = [str(x) for x in obj.get("letters") or []] if kind == "choice" else []
             samples.append(
-                Sample(key[0], index, sample, str(gold), kind, letters, texts, _compact(ids, where),
+                Generation(key[0], index, sample, str(gold), kind, letters, texts, _compact(ids, where),
                        obj["text"], obj.get("finish_reason"), where)
             )  # fmt: skip
     if not samples:

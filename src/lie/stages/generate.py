@@ -6,8 +6,8 @@ rest) to ``evaluation.max_tokens`` (capped at the model's context minus the prom
 ``evaluation.temperature`` / ``top_p``, each sample with its own seed hashed from
 (``evaluation.seed``, benchmark, model, problem index, sample: :func:`stream_seed`), with engine ``engines.generate`` (vllm on GPUs, hf on
 a CPU). ``M`` is a model of config.yaml or a local folder (a merged checkpoint). Work goes in
-``GEN.jsonl.shards/``, ``evaluation.shard_size`` samples a shard (a killed run resumes there;
-removed after success); ``GEN.manifest.json`` then records the settings (engine and its version
+``GEN.jsonl.shards/``, shards of about ``evaluation.shard_size`` samples' expected tokens
+(``lie.stages.sample_shards``; a killed run resumes there; removed after success); ``GEN.manifest.json`` then records the settings (engine and its version
 included) and counts.
 
 Out, one JSON line per sample: ``bench``, ``index`` (problem), ``sample`` (0..n-1), ``gold``,
@@ -30,7 +30,7 @@ from lie.core.errors import LieError
 from lie.engines.generation import SamplingSettings
 from lie.formats.generations import generation_line
 from lie.formats.rows import answer_of, prompt_messages, read_rows
-from lie.stages.sampling import Draw, Drawn, Prompt, sample_in_shards
+from lie.stages.sample_shards import Draw, Drawn, Prompt, sample_in_shards
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,6 @@ def run_generate(
     from lie.engines.generation import SEED_RULE, batch_invariant_mode, engine_version, load_engine
     from lie.formats.jsonl import atomic_output, dumps
     from lie.formats.outputs import check_output_file
-    from lie.formats.resumable import iter_shards
     from lie.stages.base_model import file_sha256, resolve_model
 
     check_output_file(out, [data])
@@ -138,7 +137,7 @@ def run_generate(
         return load_engine(kind, str(path), trust_remote_code=trust, **(engine_kwargs or {}))
 
     work_dir = Path(f"{out}.shards")
-    paths = sample_in_shards(
+    lines = sample_in_shards(
         prompts,
         draw,
         load,
@@ -151,7 +150,7 @@ def run_generate(
     )
     count = truncated = capped = 0
     with atomic_output(out) as handle:
-        for line in iter_shards(paths):
+        for line in lines:  # the flat (problem, sample) order, whatever the shards
             handle.write(dumps(line) + "\n")
             count += 1
             truncated += line["finish_reason"] == "length"

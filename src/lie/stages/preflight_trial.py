@@ -239,7 +239,7 @@ def reward_share(trial: Trial, last: dict) -> Check:
     concurrently on the configured executor) against the step's time."""
     from lie.config import reward_settings
     from lie.core.reward import RewardConfig
-    from lie.engines.rewarding import Rewarder, Sample, grading_limits
+    from lie.engines.rewarding import Rewarder, Rollout, grading_limits
     from lie.formats.runs import read_rollouts
 
     name = "reward manager's share of a step"
@@ -250,7 +250,7 @@ def reward_share(trial: Trial, last: dict) -> Check:
     rows = {row["extra_info"]["index"]: row for row in trial.train_rows}
     config = RewardConfig.from_mapping(reward_settings(trial.config, RUN), source="preflight")
     samples = [
-        Sample.of(rows[int(r["prompt_index"])], r["response"], range(int(r["num_tokens"])), "preflight row")
+        Rollout.of(rows[int(r["prompt_index"])], r["response"], range(int(r["num_tokens"])), "preflight row")
         for r in rollouts
     ]
 

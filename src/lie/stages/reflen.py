@@ -25,7 +25,7 @@ import pyarrow as pa
 from lie.config import grading_limits
 from lie.core.errors import LieError
 from lie.engines.generation import SamplingSettings
-from lie.engines.rewarding import Sample
+from lie.engines.rewarding import Rollout
 from lie.formats.rows import REFLEN_EXTRA_FIELDS, REFLEN_REWARD_FIELDS, answer_of, prompt_messages
 from lie.grading.executor import DEFAULT_TIMEOUT_S
 
@@ -99,6 +99,16 @@ def settings_from_config(config: dict[str, Any], **overrides: Any) -> ReflenSett
         raise LieError(f"config: reflen: {exc}") from None
 
 
+def _known_length(row: dict[str, Any]) -> float | None:
+    """A row's earlier reference length (``extra_info.avg_response_len``), to size shards by; else None."""
+    extra = row.get("extra_info")
+    value = extra.get("avg_response_len") if isinstance(extra, dict) else None
+    ok = (
+        isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    )
+    return float(value) if ok else None
+
+
 def sample_lengths(
     rows: Sequence[dict[str, Any]],
     load_engine: Callable[[], Any],
@@ -112,16 +122,15 @@ def sample_lengths(
     """Per row: ``index``, token ``lengths``, ``correct``, ``finish`` and ``budgets`` of its k samples.
 
     Resumable, in shards of ``settings.shard_size`` samples of the flat (row, sample) order
-    (``lie.stages.sampling``, the loop ``lie generate`` uses too).
+    (``lie.stages.sample_shards``, the loop ``lie generate`` uses too).
     """
     from lie.engines.generation import SEED_RULE
-    from lie.formats.resumable import iter_shards
-    from lie.stages.sampling import Draw, Prompt, sample_in_shards
+    from lie.stages.sample_shards import Draw, Prompt, sample_in_shards
 
     if grader is None:
         from lie.grading import grade_many as grader
     prompts = [
-        Prompt(i, prompt_messages(row, f"{source} row {i}"), f"{source} row {i}")
+        Prompt(i, prompt_messages(row, f"{source} row {i}"), f"{source} row {i}", _known_length(row))
         for i, row in enumerate(rows)
     ]
     answers = [answer_of(row, p.where) for row, p in zip(rows, prompts)]  # graded as training grades
@@ -129,7 +138,7 @@ def sample_lengths(
 
     def records(drawn: list[Any]) -> list[dict[str, Any]]:
         items = [
-            Sample(d.completion.text, d.completion.token_ids, answers[d.prompt.index], d.prompt.where).item()
+            Rollout(d.completion.text, d.completion.token_ids, answers[d.prompt.index], d.prompt.where).item()
             for d in drawn
         ]
         grades = grader(
@@ -145,10 +154,19 @@ def sample_lengths(
         ]  # fmt: skip
 
     state = dict(manifest, **asdict(settings), shard_unit="sample", seed_rule=SEED_RULE)
-    paths = sample_in_shards(
-        prompts, draw, load_engine, records, Path(work_dir), state, settings.shard_size, "reflen", progress
+    samples = list(
+        sample_in_shards(
+            prompts,
+            draw,
+            load_engine,
+            records,
+            Path(work_dir),
+            state,
+            settings.shard_size,
+            "reflen",
+            progress,
+        )
     )
-    samples = sorted(iter_shards(paths), key=lambda r: (r["index"], r["sample"]))
     if [(s["index"], s["sample"]) for s in samples] != [
         (i, j) for i in range(len(rows)) for j in range(settings.k)
     ]:

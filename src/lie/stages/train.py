@@ -1,4 +1,5 @@
-"""Training (``lie train RUN``): one run of the config with its engine, and the plan it would run.
+"""Training (``lie train RUN``): one run of the config with its engine, or its composed settings
+(``--dry-run``, :func:`composition`).
 
 verl on GPUs (Ray, vLLM, several nodes) or on its CPU backend where no GPU is visible
 (``lie.engines.verl.cpu``); TRL on a CPU or one GPU. A run's engine is its own ``engine`` key, else
@@ -27,7 +28,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class Request:
+class TrainRequest:
     """What ``lie train`` was asked: the run, and any input or engine choice the layout would not make."""
 
     run: str
@@ -40,12 +41,12 @@ class Request:
     threads: int | None = None  # TRL on a CPU: torch threads
 
 
-def engine_of(config: dict[str, Any], request: Request) -> str:
+def engine_of(config: dict[str, Any], request: TrainRequest) -> str:
     experiment(config, request.run)  # an unknown run: one clear line
     return request.engine or train_engine(config, request.run)
 
 
-def verl_inputs(config: dict[str, Any], request: Request) -> VerlInputs:
+def verl_inputs(config: dict[str, Any], request: TrainRequest) -> VerlInputs:
     """The layout's files for the run, or the request's; absolute (Ray workers on other nodes read them)."""
     layout = Layout(config)
     spec = experiment(config, request.run)
@@ -64,13 +65,13 @@ def _absolute(path: str) -> str:
     return path if hub_id else str(Path(path).resolve())
 
 
-def verl_device(request: Request) -> str:
+def verl_device(request: TrainRequest) -> str:
     from lie.engines.verl import cpu as verl_cpu
 
     return request.device if request.device != "auto" else ("gpu" if verl_cpu.gpu_visible() else "cpu")
 
 
-def train(config: dict[str, Any], request: Request) -> Path:
+def train(config: dict[str, Any], request: TrainRequest) -> Path:
     """Train the run to its end (resuming from its last complete checkpoint); return its folder.
 
     One command at a time per run folder: a second ``lie train RUN`` stops, naming the first.
@@ -82,7 +83,7 @@ def train(config: dict[str, Any], request: Request) -> Path:
         return _train_trl(config, request)
 
 
-def _train_verl(config: dict[str, Any], request: Request) -> Path:
+def _train_verl(config: dict[str, Any], request: TrainRequest) -> Path:
     from lie.engines.verl import cpu as verl_cpu
     from lie.engines.verl import overrides as verl_overrides
 
@@ -126,7 +127,7 @@ def _train_verl(config: dict[str, Any], request: Request) -> Path:
     return rundir.root
 
 
-def _train_trl(config: dict[str, Any], request: Request) -> Path:
+def _train_trl(config: dict[str, Any], request: TrainRequest) -> Path:
     from lie.engines.trl import train as trl_train
 
     if run_settings(config, request.run).get("eval_step") == BEST_VAL:
@@ -150,14 +151,14 @@ def _train_trl(config: dict[str, Any], request: Request) -> Path:
     )
 
 
-def plan(config: dict[str, Any], request: Request) -> str:
+def composition(config: dict[str, Any], request: TrainRequest) -> str:
     """What the engine would run, composed and checked, as text (``lie train --dry-run``); nothing runs."""
     if engine_of(config, request) == "verl":
-        return _verl_plan(config, request)
-    return _trl_plan(config, request)
+        return _verl_composition(config, request)
+    return _trl_composition(config, request)
 
 
-def _verl_plan(config: dict[str, Any], request: Request) -> str:
+def _verl_composition(config: dict[str, Any], request: TrainRequest) -> str:
     from omegaconf import OmegaConf
 
     from lie.engines.verl import cpu as verl_cpu
@@ -191,7 +192,7 @@ TRL_KEYS = ("importance_sampling_level", "loss_type", "epsilon", "epsilon_high",
             "weight_decay", "max_grad_norm", "scale_rewards")  # fmt: skip
 
 
-def _trl_plan(config: dict[str, Any], request: Request) -> str:
+def _trl_composition(config: dict[str, Any], request: TrainRequest) -> str:
     from lie.engines.trl import train as trl_train
 
     settings = run_settings(config, request.run)

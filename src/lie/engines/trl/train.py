@@ -26,7 +26,7 @@ from lie import config as cfgmod
 from lie.config.identity import settings_hash
 from lie.core.errors import LieError
 from lie.core.reward import RewardConfig
-from lie.engines.rewarding import Rewarder, Sample, grading_limits
+from lie.engines.rewarding import Rewarder, Rollout, grading_limits
 from lie.formats.jsonl import dumps
 from lie.formats.runs import RunDir, append_rollouts, rollout_record, write_json
 
@@ -85,7 +85,7 @@ def load_rows(
 ) -> list[dict]:
     """Training rows of a ``lie reflen`` parquet file (``lie.formats.rows.read_rows``), flattened for
     TRL: the prompt rendered and left-cut, the row's reward fields kept as JSON for :class:`LIEReward`
-    (what ``lie.engines.rewarding.Sample.of`` reads, as verl's manager does on the same row)."""
+    (what ``lie.engines.rewarding.Rollout.of`` reads, as verl's manager does on the same row)."""
     from lie.formats.prompts import prompt_token_ids
     from lie.formats.rows import answer_of, read_rows
 
@@ -134,7 +134,7 @@ class LIEReward:
         state = kw.get("trainer_state")
         step = self.schedule.rollout_step(state.global_step) if state is not None else 0
         samples = [
-            Sample.of(
+            Rollout.of(
                 json.loads(row[i]), self.tokenizer.decode(list(ids), skip_special_tokens=True), ids, where[i]
             )
             for i, ids in enumerate(completion_ids)

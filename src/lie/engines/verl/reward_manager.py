@@ -32,7 +32,7 @@ from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from lie.core.errors import LieError
 from lie.core.reward import BREAKDOWN_KEYS, RewardConfig
-from lie.engines.rewarding import Rewarder, Sample
+from lie.engines.rewarding import Rewarder, Rollout
 from lie.formats.runs import append_rollouts, rollout_record
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ class LIERewardManager(RewardManagerBase):
         source = str(row.get("data_source"))
         validating = source in self.validation_sources
         config = self.accuracy_only if validating else self.reward_config
-        sample = Sample.of(row, text, ids, f"data source {source!r}")
+        sample = Rollout.of(row, text, ids, f"data source {source!r}")
         rewarded = await self.rewarder.reward(sample, config)
         result = rewarded.breakdown
         info = result.extra_info(length, sample.answer.ref_len)

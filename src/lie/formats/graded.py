@@ -1,5 +1,5 @@
-"""Scores and summaries (``scores/<key>/{scores.jsonl,summary.json}``): what ``lie evaluate`` writes
-and the report reads.
+"""Graded evaluation output (``scores/<key>/{scores.jsonl,summary.json}``): the grades and summaries
+that ``lie evaluate`` writes and the report reads (not the training reward, ``lie score``).
 
 Scores, one JSON line per sample: ``bench``, ``index``, ``sample``, ``kind``, ``gold``,
 ``num_tokens``, ``finish_reason``, ``grades`` ({budget: {``correct``, ``pred``, ``status``[,
