@@ -73,9 +73,9 @@ def _prompts_and_length(config: dict[str, Any], s: RunSettings, limit: int) -> t
     layout = Layout(config)
     reflen = layout.reflen_file(s.data, s.model)
     if reflen.exists():
-        import pyarrow.parquet as pq
+        from lie.formats.rows import read_rows
 
-        rows = pq.read_table(reflen, columns=["extra_info"]).column("extra_info").to_pylist()
+        rows = [r["extra_info"] or {} for r in read_rows(reflen, ("extra_info",), only=True)]
         lengths = [min(float(r.get("avg_response_len") or 0), limit) for r in rows]
         return len(rows), sum(lengths) / max(len(lengths), 1)
     data = layout.dataset_file(s.data)

@@ -231,33 +231,28 @@ def memory(trial: Trial, last: dict) -> Check:
 def reward_share(trial: Trial, last: dict) -> Check:
     """The reward manager's time for one step's samples (graded and scored as verl's manager does,
     concurrently on the configured executor) against the step's time."""
-    from lie.config import RunSettings, grading_limits
-    from lie.engines.rewarding import Rollout, scored
+    from lie.config import RunSettings
+    from lie.engines.rewarding import Rewarder, Rollout, grading_limits
     from lie.formats.runs import read_rollouts
-    from lie.grading.executor import GradingExecutor
 
     name = "reward manager's share of a step"
     step_s = float(last.get("timing_s/step") or 0)
     rollouts = [r for r in read_rollouts(trial.rundir) if r["step"] == TRIAL_STEPS]
     if step_s <= 0 or not rollouts:
         return Check(name, "fail", "no step time or no rollouts logged")
-    golds = {row["extra_info"]["index"]: row["reward_model"] for row in trial.train_rows}
+    rows = {row["extra_info"]["index"]: row for row in trial.train_rows}
     config = RunSettings.of(trial.config, RUN).reward
-    timeout_s, workers = grading_limits(trial.config)
-
-    samples = []
-    for r in rollouts:
-        gold = golds[int(r["prompt_index"])]
-        ids = list(range(int(r["num_tokens"])))
-        samples.append(Rollout(r["response"], ids, gold["ground_truth"], ref_len=gold.get("num_tokens")))
+    samples = [
+        Rollout.of(rows[int(r["prompt_index"])], r["response"], range(int(r["num_tokens"])), "preflight row")
+        for r in rollouts
+    ]
 
     async def grade_all() -> float:
-        executor = GradingExecutor(timeout_s, workers)
-        await executor.grade(samples[0].item())  # started, as verl's long-lived manager's is
+        rewarder = Rewarder(*grading_limits(trial.config))
+        await rewarder.reward(samples[0], config)  # started, as verl's long-lived manager's is
         started = time.monotonic()
-        graded = await asyncio.gather(*(executor.grade(s.item()) for s in samples))
-        for sample, grade in zip(samples, graded):
-            scored(sample, grade, config)
+        await asyncio.gather(*(rewarder.reward(s, config) for s in samples))
+        rewarder.close()
         return time.monotonic() - started
 
     reward_s = asyncio.run(grade_all())

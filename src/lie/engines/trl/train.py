@@ -28,11 +28,9 @@ from lie.config.layout import Layout
 from lie.config.settings import FINAL, RunSettings
 from lie.core.errors import LieError
 from lie.core.reward import RewardConfig
-from lie.engines.rewarding import Rollout, scored
+from lie.engines.rewarding import Rewarder, Rollout, grading_limits
 from lie.formats.jsonl import dumps
-from lie.formats.rows import row_kind
 from lie.formats.runs import RunDir, append_rollouts, rollout_record, write_json
-from lie.grading import GradingExecutor
 
 log = logging.getLogger(__name__)
 
@@ -87,38 +85,36 @@ def schedule(s: RunSettings, num_prompts: int) -> Schedule:
 def load_rows(
     path: str | Path, max_prompt_tokens: int, tokenizer: Any, enable_thinking: bool | None
 ) -> list[dict]:
-    """Training rows of a ``lie reflen`` parquet file, flattened for TRL (prompts rendered, left-cut)."""
-    import pyarrow.parquet as pq
-
+    """Training rows of a ``lie reflen`` parquet file (``lie.formats.rows.read_rows``), flattened for
+    TRL: the prompt rendered and left-cut, the row's reward fields kept as JSON for :class:`LIEReward`
+    (what ``lie.engines.rewarding.Rollout.of`` reads, as verl's manager does on the same row)."""
     from lie.formats.prompts import prompt_token_ids
+    from lie.formats.rows import answer_of, read_rows
 
-    try:
-        table = pq.read_table(path).to_pylist()
-    except OSError as exc:
-        raise LieError(f"cannot read training data {path}: {exc}") from None
     rows = []
-    for i, row in enumerate(table):
-        reward_model = row.get("reward_model") or {}
-        extra = row.get("extra_info") or {}
-        if "ground_truth" not in reward_model:
-            raise LieError(f"{path} row {i}: no reward_model.ground_truth")
+    for i, row in enumerate(read_rows(path, ("prompt", "reward_model"))):
+        where = f"{path} row {i}"
+        answer_of(row, where)  # a bad row stops the run before training starts
         ids = prompt_token_ids(tokenizer, row["prompt"], enable_thinking, max_prompt_tokens)
-        ref = reward_model.get("num_tokens")
+        extra = row.get("extra_info") or {}
+        index = extra.get("index")
         rows.append(
             {
                 "prompt": tokenizer.decode(ids, skip_special_tokens=False),
-                "gold": str(reward_model["ground_truth"]),
-                "ref_len": int(ref) if ref is not None else -1,
-                "kind": row_kind(row),
-                "letters": list(extra.get("letters") or []),
-                "prompt_index": int(extra["index"]) if isinstance(extra.get("index"), int) else i,
+                "row": json.dumps({k: row.get(k) for k in REWARD_COLUMNS}),
+                "where": where,
+                "prompt_index": index if isinstance(index, int) and not isinstance(index, bool) else i,
             }
         )
     return rows
 
 
+REWARD_COLUMNS = ("data_source", "ability", "reward_model", "extra_info")  # what a reward reads of a row
+
+
 class LIEReward:
-    """TRL reward function: grade each completion, then R = R_acc + R_len + R_red (lie.core.reward)."""
+    """TRL reward function: grade each completion, then R = R_acc + R_len + R_red, by the one
+    grade-then-score step of both engines (``lie.engines.rewarding.Rewarder``)."""
 
     __name__ = "lie"
 
@@ -128,35 +124,26 @@ class LIEReward:
         tokenizer: Any,
         rundir: RunDir,
         schedule: Schedule,
-        grader: GradingExecutor,
+        rewarder: Rewarder,
     ):
         self.config = reward_config
         self.tokenizer = tokenizer
         self.rundir = rundir
         self.schedule = schedule
-        self.grader = grader
+        self.rewarder = rewarder
 
-    def __call__(
-        self, prompts, completions, completion_ids, gold, ref_len, kind, letters, prompt_index, **kw
-    ):
+    def __call__(self, prompts, completions, completion_ids, row, where, prompt_index, **kw):
         state = kw.get("trainer_state")
         step = self.schedule.rollout_step(state.global_step) if state is not None else 0
         samples = [
-            Rollout(
-                text=self.tokenizer.decode(list(ids), skip_special_tokens=True),
-                token_ids=list(ids),
-                gold=gold[i],
-                kind=kind[i],
-                letters=tuple(letters[i] or ()),
-                ref_len=ref_len[i] if ref_len[i] >= 0 else None,
-                where=f"prompt {prompt_index[i]}",
+            Rollout.of(
+                json.loads(row[i]), self.tokenizer.decode(list(ids), skip_special_tokens=True), ids, where[i]
             )
             for i, ids in enumerate(completion_ids)
         ]
-        grades = self.grader.grade_many([s.item() for s in samples], progress=False)
         records, rewards = [], []
-        for i, (sample, graded) in enumerate(zip(samples, grades)):
-            result = scored(sample, graded, self.config)
+        for i, (sample, rewarded) in enumerate(zip(samples, self.rewarder.reward_many(samples, self.config))):
+            result = rewarded.breakdown
             rewards.append(result.reward)
             group = f"{step}-{prompt_index[i]}"
             records.append(
@@ -168,8 +155,8 @@ class LIEReward:
                     sample.text,
                     result,
                     len(sample.token_ids),
-                    sample.ref_len,
-                    graded.status,
+                    sample.answer.ref_len,
+                    rewarded.status,
                 )  # fmt: skip
             )
         append_rollouts(self.rundir.rollouts_dir, step, "trl", records)
@@ -368,10 +355,10 @@ def train(
         callbacks = [_metrics_callback(rundir.new_metrics_file(), sched), _seal_callback()]
         if stop_after:
             callbacks.append(_stop_callback(stop_after, sched))
-        with GradingExecutor(cfgmod.grading_limits(config)[0], 1) as grader:
+        with Rewarder(*grading_limits(config)) as rewarder:
             trainer = GRPOTrainer(
                 model=model,
-                reward_funcs=LIEReward(s.reward, tokenizer, rundir, sched, grader),
+                reward_funcs=LIEReward(s.reward, tokenizer, rundir, sched, rewarder),
                 args=args,
                 train_dataset=Dataset.from_list(rows),
                 processing_class=tokenizer,

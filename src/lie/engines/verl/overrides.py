@@ -17,6 +17,7 @@ from typing import Any
 from lie import config as cfgmod
 from lie.config.layout import Layout
 from lie.config.settings import FINAL, RunSettings
+from lie.engines.rewarding import grading_limits
 from lie.formats.runs import RunDir, read_metrics
 
 RECIPE_DIR = Path(__file__).parent
@@ -107,7 +108,9 @@ def overrides(
         # the LIE reward manager's knobs
         "+reward.reward_kwargs.validation_sources": list(s.val_sets),
         "+reward.reward_kwargs.log_dir": str(rundir.rollouts_dir.resolve()),
-        "+reward.reward_kwargs.grade_timeout_s": cfgmod.grading_limits(config)[0],
+        # the grading executor both engines size alike (lie.engines.rewarding.grading_limits)
+        "+reward.reward_kwargs.grade_timeout_s": grading_limits(config)[0],
+        "+reward.reward_kwargs.grade_workers": grading_limits(config)[1],
         # trainer
         "trainer.project_name": f"lie-{config.get('name', 'default')}",
         "trainer.experiment_name": s.run,
