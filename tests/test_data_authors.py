@@ -14,7 +14,7 @@ import shutil
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import data_file, shared_file
+from conftest import SHARED, data_file, full, shared_file
 from hubcache import repo_config
 
 from lie.cli import main
@@ -106,12 +106,13 @@ def test_config_pins_the_authors_files_at_their_commit(group, name, relative):
         assert entry["bare"]["sha1"] == ORIGINAL_BLOB[LLAMA]
 
 
+@SHARED
 @pytest.mark.parametrize("relative", list(ORIGINAL_BLOB))
 def test_the_full_files_have_the_pinned_blob_ids(relative):
     assert git_blob_sha1(shared_file(relative).read_bytes()) == ORIGINAL_BLOB[relative]
 
 
-@pytest.mark.parametrize("cache", ["slice", "full"], indirect=True)
+@pytest.mark.parametrize("cache", ["slice", full("full")], indirect=True)
 @pytest.mark.parametrize("name", list(IN_DOMAIN))
 def test_in_domain_sets_are_the_authors_problems_and_prompts(tmp_path, cache, name):
     where = cache["where"]
@@ -161,7 +162,7 @@ def test_a_set_without_a_bare_file_puts_the_question_alone(tmp_path):
         build(tmp_path, config, "dapo", bare=True)
 
 
-@pytest.mark.parametrize("cache", ["slice", "full"], indirect=True)
+@pytest.mark.parametrize("cache", ["slice", full("full")], indirect=True)
 def test_octothinker_trains_on_the_authors_deepmath_file(tmp_path, cache):
     where = cache["where"]
     rows, meta = build(tmp_path, cache, "deepmath-5k")

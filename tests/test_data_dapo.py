@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from conftest import full
 from hubcache import add_dataset, repo_config
 
 from lie.cli import main
@@ -25,7 +26,7 @@ from lie.stages.data.compare import compare
 COUNTS = {"authors_dapo": (17, 14, 3, 1), "full_authors_dapo": (17390, 17180, 210, 5)}
 
 
-@pytest.mark.parametrize("which", list(COUNTS))
+@pytest.mark.parametrize("which", ["authors_dapo", full("full_authors_dapo")])
 def test_the_authors_file_is_not_a_dedup_on_the_prompt(which, request):
     rows = pq.read_table(request.getfixturevalue(which)).to_pylist()
     total, distinct, repeated, two_answers = COUNTS[which]
@@ -42,7 +43,7 @@ def test_the_authors_file_is_not_a_dedup_on_the_prompt(which, request):
     assert sum(len(a) > 1 for a in answers.values()) == two_answers  # some even with two answers
 
 
-@pytest.mark.parametrize("which", list(COUNTS))
+@pytest.mark.parametrize("which", ["authors_dapo", full("full_authors_dapo")])
 def test_compare_names_the_rows_in_one_file_only(tmp_path, hub, which, request, capsys):
     authors_dapo = request.getfixturevalue(which)
     _, distinct, repeated, _ = COUNTS[which]

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from conftest import data_file, shared_file
+from conftest import data_file, full, shared_file
 from hubcache import REPO, add_dataset, readme_configs, repo_config
 
 from lie.core.errors import LieError
@@ -59,7 +59,7 @@ def aime_table(rows: int = 30) -> pa.Table:
     return pa.table({k: [r[k] for r in records] for k in keep})
 
 
-@pytest.mark.parametrize("where, problems", [("slice", 4), ("full", 83)])
+@pytest.mark.parametrize("where, problems", [("slice", 4), full("full", 83)])
 def test_amc_problems_from_the_hub_cache(tmp_path, hub, where, problems):
     commit = add_dataset(
         hub, "AI-MO/aimo-validation-amc", {"data/train-00000-of-00001.parquet": authors_amc(where)}

@@ -13,7 +13,7 @@ import shutil
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from conftest import data_file, shared_file
+from conftest import SHARED, data_file, full, shared_file
 from hubcache import repo_config
 
 from lie.cli import main
@@ -61,7 +61,7 @@ def build(tmp_path, config, name, **kwargs):
 
 
 @pytest.mark.parametrize("name", ["math500-hub", "minerva-qwen25", "olympiadbench-qwen25"])
-@pytest.mark.parametrize("where", ["slice", "full"])
+@pytest.mark.parametrize("where", ["slice", full("full")])
 def test_rows_match_the_authors_validation_file(tmp_path, name, where):
     table, out = build(tmp_path, local_config(name, where), name)
     ours = table.to_pylist()
@@ -152,6 +152,7 @@ def url_cache(tmp_path, monkeypatch):
     return tmp_path / "urls"
 
 
+@SHARED
 def test_the_pinned_url_names_the_full_files_blob_id():
     spec = repo_config()["datasets"]["eval"]["olympiadbench-qwen25"]
     assert spec["sha1"] == "ec36280b1de8f5bbee92da696c2ae84f5f6e6beb"  # ../shared/data/README.md's id

@@ -22,7 +22,7 @@ from lie.config import validate_config
 from lie.core.errors import LieError
 from lie.formats.runs import RunDir
 from lie.stages.checkpoint import best_val_step, evaluated_step, validation_average
-from lie.stages.train import Request, train
+from lie.stages.train import TrainRequest, train
 
 SMOKE = REPO / "workflow" / "configs" / "smoke.yaml"
 
@@ -81,7 +81,7 @@ def test_best_val_is_a_valid_setting_and_trl_runs_refuse_it(tmp_path):
     config["outdir"] = str(tmp_path)
     validate_config(config)
     with pytest.raises(LieError, match="run smoke_grpo: training.eval_step best_val .* only verl runs have"):
-        train(config, Request("smoke_grpo", engine="trl"))
+        train(config, TrainRequest("smoke_grpo", engine="trl"))
 
 
 def planned_generate_commands(tmp_path: Path, thinking: dict) -> list[str]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import data_file, shared_file
+from conftest import data_file, full, shared_file
 
 from lie.core.errors import LieError
 from lie.grading import (
@@ -100,7 +100,7 @@ BOXED_LETTER = re.compile(r"\\boxed\{\s*(?:\\text(?:bf)?\{)?\s*\(?[A-E]\)?\s*\}"
 
 
 @pytest.mark.parametrize("name", ["math500", "olympiadbench"])
-@pytest.mark.parametrize("where", ["slice", "full"])
+@pytest.mark.parametrize("where", ["slice", full("full")])
 def test_math_solutions_full_of_variables_read_no_letter(name, where):
     """Real solutions name points, sets and constants A-E; only those that box a choice letter answer one."""
     path = {"slice": data_file, "full": shared_file}[where](f"qwen25-math-eval/{name}.jsonl")

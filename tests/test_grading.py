@@ -8,7 +8,7 @@ import time
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import data_file, shared_file
+from conftest import data_file, full, shared_file
 from math_verify import parse, verify
 
 from lie.core.errors import LieError
@@ -62,7 +62,7 @@ def real_items(where: str) -> list[dict]:
     return [dict(item, kind="math") for item in items]
 
 
-@pytest.mark.parametrize("where", ["slice", "full"])
+@pytest.mark.parametrize("where", ["slice", full("full")])
 def test_pool_and_in_process_agree_with_direct_math_verify_on_real_answers(where):
     items = real_items(where)
     assert len(items) > {"slice": 70, "full": 300}[where]
@@ -79,7 +79,7 @@ def test_pool_and_in_process_agree_with_direct_math_verify_on_real_answers(where
     assert all(r.pred for r in pooled)
 
 
-@pytest.mark.parametrize("where, problems, stray", [("slice", 39, 0), ("full", 1590, 5)])
+@pytest.mark.parametrize("where, problems, stray", [("slice", 39, 0), full("full", 1590, 5)])
 def test_every_gold_of_the_authors_file_agrees_in_process(where, problems, stray):
     golds = authors(where)
     assert len(golds) == problems

@@ -10,12 +10,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from conftest import data_file
+from conftest import data_file, full
 from hubcache import repo_config
 
 from lie.cli import main
 from lie.core.errors import LieError
-from lie.engines.generation import Completion, HFEngine, sample_seed
+from lie.engines.generation import Completion, HFEngine, SamplingSettings, sample_seed
 from lie.formats.prompts import prompt_token_ids
 from lie.formats.rows import read_metadata
 from lie.stages.data.adapters import DAPO_PREFIX, DAPO_SUFFIX
@@ -27,10 +27,11 @@ from lie.stages.reflen import (
     sample_lengths,
     settings_from_config,
 )
+from lie.stages.sample_shards import Draw, Prompt, shard_plan
 
 
 @pytest.mark.parametrize(
-    "which", ["authors_dapo", "authors_deepmath", "full_authors_dapo", "full_authors_deepmath"]
+    "which", ["authors_dapo", "authors_deepmath", full("full_authors_dapo"), full("full_authors_deepmath")]
 )
 def test_formula_reproduces_every_authors_row(which, request):
     table = pq.read_table(request.getfixturevalue(which))
@@ -133,7 +134,12 @@ def test_resume_generates_only_the_missing_shards(tmp_path, tiny, train_set, mon
     full = run_reflen(
         config, tiny, data, tmp_path / "full.parquet", engine="hf", progress=False, grader=fake_grader([])
     )
-    assert generated == [2] * 6  # 6 prompts x k=2 samples, shards of 2 samples
+    # 6 prompts x k=2 samples in shards of 2 samples' expected tokens on average (prompt lengths)
+    rows = pq.read_table(data).to_pylist()
+    prompts = [Prompt(i, r["prompt"], f"row {i}") for i, r in enumerate(rows)]
+    plan = shard_plan(prompts, Draw(SamplingSettings(n=2, max_tokens=8), 0), 2)
+    assert sorted(u for shard in plan for u in shard) == list(range(12))
+    assert generated == [len(shard) for shard in plan]
 
     generated.clear()
     out = tmp_path / "resumed.parquet"
@@ -152,7 +158,7 @@ def test_resume_generates_only_the_missing_shards(tmp_path, tiny, train_set, mon
         run_reflen(config, tiny, data, out, engine="hf", progress=False, grader=fake_grader([]), seed=1)
     assert generated == []
     resumed = run_reflen(config, tiny, data, out, engine="hf", progress=False, grader=fake_grader([]))
-    assert generated == [2] * 5  # shards 1..5 only
+    assert generated == [len(shard) for shard in plan[1:]]  # all shards but the first only
     assert pq.read_table(out).to_pylist() == pq.read_table(tmp_path / "full.parquet").to_pylist()
     assert resumed["reflen"] == full["reflen"]
     assert not (tmp_path / "resumed.parquet.shards").exists()
@@ -165,14 +171,15 @@ class ScriptedEngine:
 
     def __init__(self, tokenizer, golds):
         self.tokenizer, self.golds, self.seen = tokenizer, golds, []
+        # which (row, sample) a request is, from its seed (seed 0): shards need not follow row order
+        self.which = {sample_seed(0, i, j): (i, j) for i in range(len(golds)) for j in range(2)}
 
     def generate(self, prompts, settings, seeds):
         assert settings.n == 1  # one request per sample
         self.seen.append(list(seeds))
         out = []
-        done = sum(len(s) for s in self.seen[:-1])
-        for _ in prompts:
-            row, sample = divmod(done + len(out), 2)
+        for seed in seeds:
+            row, sample = self.which[seed]
             right = Completion([1] * 5 + [0], f"So the answer is \\boxed{{{self.golds[row]}}}.", "stop", 8)
             wrong = Completion([1] * 8, "I give up", "length", 8)
             out.append([[right, wrong][sample]])
@@ -190,8 +197,10 @@ def test_accuracy_and_lengths_with_the_real_grader(tmp_path, tiny, train_set):
     assert [s["correct"] for s in stats] == [[True, False]] * 6
     assert [s["lengths"] for s in stats] == [[6, 8]] * 6
     assert [s["finish"] for s in stats] == [["stop", "length"]] * 6
-    # a seed per sample, hashed from (seed, row, sample): shards of 2 samples = one row's two samples
-    assert engine.seen == [[sample_seed(0, i, 0), sample_seed(0, i, 1)] for i in range(6)]
+    # a seed per sample, hashed from (seed, row, sample), each drawn once, in the shards of the plan
+    prompts = [Prompt(i, r["prompt"], f"row {i}") for i, r in enumerate(rows)]
+    plan = shard_plan(prompts, Draw(settings.sampling(), 0), settings.shard_size)
+    assert engine.seen == [[sample_seed(0, *divmod(u, 2)) for u in shard] for shard in plan]
     table = add_reference_lengths(pq.read_table(train_set.data), stats, settings).to_pylist()
     assert {
         (r["extra_info"]["avg_response_len"], r["extra_info"]["ori_acc"], r["reward_model"]["num_tokens"])

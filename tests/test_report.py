@@ -269,7 +269,7 @@ def test_a_failure_leaves_no_output_that_looks_complete(tmp_path, monkeypatch):
 
 def test_a_benchmark_missing_from_a_summary_is_a_marked_gap(tmp_path):
     from lie.engines.generation import load_tokenizer
-    from lie.formats.scores import write_summary
+    from lie.formats.graded import write_summary
     from lie.stages.evaluate import evaluate
 
     copy = fresh_copy(tmp_path)

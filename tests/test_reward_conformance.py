@@ -10,6 +10,7 @@ from collections import Counter
 
 import pyarrow.parquet as pq
 import pytest
+from conftest import full
 
 from lie.core.ngrams import split_words
 from lie.core.reward import RewardConfig, score_batch
@@ -40,7 +41,7 @@ def load(path):
 
 
 @pytest.mark.parametrize(
-    "which", ["authors_dapo", "authors_deepmath", "full_authors_dapo", "full_authors_deepmath"]
+    "which", ["authors_dapo", "authors_deepmath", full("full_authors_dapo"), full("full_authors_deepmath")]
 )
 @pytest.mark.parametrize("extra", [0, 500, 1000])
 def test_length_reward_on_every_reference_length(which, extra, request):
@@ -56,7 +57,7 @@ def test_length_reward_on_every_reference_length(which, extra, request):
                 )
 
 
-@pytest.mark.parametrize("which", ["authors_dapo", "full_authors_dapo"])
+@pytest.mark.parametrize("which", ["authors_dapo", full("full_authors_dapo")])
 def test_redundancy_and_state_counts_on_real_texts(which, request):
     texts, refs = load(request.getfixturevalue(which))
     texts, looped = texts[:3000], texts[:300]

@@ -24,7 +24,7 @@ pytest.importorskip("verl")
 
 from small import arithmetic_rows, small_config, write_config, write_parquet  # noqa: E402
 
-from lie.engines.sampling import Request, sample_batch  # noqa: E402
+from lie.engines.sampling import TokenRequest, sample_batch  # noqa: E402
 from lie.formats.runs import RunDir, read_metrics, read_rollouts  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -102,8 +102,8 @@ def _forward_log_probs(model, prompt: list[int], response: list[int]) -> list[fl
 
 def test_a_left_padded_batch_samples_what_each_prompt_alone_would(model):
     """Log-probs equal a teacher-forced forward of each row alone; greedy rows equal argmax decoding."""
-    requests = [Request(p, max_tokens=12, temperature=1.0, seed=i) for i, p in enumerate(PROMPTS)]
-    requests.append(Request(PROMPTS[0], max_tokens=12, temperature=0.0))
+    requests = [TokenRequest(p, max_tokens=12, temperature=1.0, seed=i) for i, p in enumerate(PROMPTS)]
+    requests.append(TokenRequest(PROMPTS[0], max_tokens=12, temperature=0.0))
     samples = sample_batch(model, requests, eos_ids=[], pad_id=0)
     for request, sample in zip(requests, samples):
         assert len(sample.token_ids) == 12 and sample.finish_reason == "length"
@@ -117,10 +117,10 @@ def test_a_left_padded_batch_samples_what_each_prompt_alone_would(model):
 
 
 def test_seeded_rows_do_not_depend_on_their_batch(model):
-    alone = sample_batch(model, [Request(PROMPTS[1], max_tokens=10, seed=7)], eos_ids=[], pad_id=0)
+    alone = sample_batch(model, [TokenRequest(PROMPTS[1], max_tokens=10, seed=7)], eos_ids=[], pad_id=0)
     mixed = sample_batch(
         model,
-        [Request(PROMPTS[2], max_tokens=4, seed=1), Request(PROMPTS[1], max_tokens=10, seed=7)],
+        [TokenRequest(PROMPTS[2], max_tokens=4, seed=1), TokenRequest(PROMPTS[1], max_tokens=10, seed=7)],
         eos_ids=[],
         pad_id=0,
     )
@@ -128,21 +128,25 @@ def test_seeded_rows_do_not_depend_on_their_batch(model):
 
 
 def test_top_k_one_and_a_tiny_top_p_are_greedy_and_temperature_matters(model):
-    greedy = sample_batch(model, [Request(PROMPTS[0], 10, temperature=0.0)], [], 0)[0].token_ids
-    for request in (Request(PROMPTS[0], 10, temperature=1.5, top_k=1, seed=3),
-                    Request(PROMPTS[0], 10, temperature=1.5, top_p=1e-6, seed=3)):  # fmt: skip
+    greedy = sample_batch(model, [TokenRequest(PROMPTS[0], 10, temperature=0.0)], [], 0)[0].token_ids
+    for request in (TokenRequest(PROMPTS[0], 10, temperature=1.5, top_k=1, seed=3),
+                    TokenRequest(PROMPTS[0], 10, temperature=1.5, top_p=1e-6, seed=3)):  # fmt: skip
         assert sample_batch(model, [request], [], 0)[0].token_ids == greedy
     hot = [
-        sample_batch(model, [Request(PROMPTS[0], 10, temperature=5.0, seed=s)], [], 0)[0] for s in range(4)
+        sample_batch(model, [TokenRequest(PROMPTS[0], 10, temperature=5.0, seed=s)], [], 0)[0]
+        for s in range(4)
     ]
     assert any(s.token_ids != greedy for s in hot)
 
 
 def test_end_of_sequence_stops_a_row_unless_ignored(model):
-    first = sample_batch(model, [Request(PROMPTS[2], 8, temperature=0.0)], [], 0)[0].token_ids[0]
+    first = sample_batch(model, [TokenRequest(PROMPTS[2], 8, temperature=0.0)], [], 0)[0].token_ids[0]
     rows = sample_batch(
         model,
-        [Request(PROMPTS[2], 8, temperature=0.0), Request(PROMPTS[2], 8, temperature=0.0, ignore_eos=True)],
+        [
+            TokenRequest(PROMPTS[2], 8, temperature=0.0),
+            TokenRequest(PROMPTS[2], 8, temperature=0.0, ignore_eos=True),
+        ],
         eos_ids=[first],
         pad_id=0,
     )

@@ -65,9 +65,9 @@ async def run(old: str, new: str) -> dict:
         after = await greedy("after")
     finally:
         engine.shutdown()
-    from lie.engines.sampling import Request, sample_batch
+    from lie.engines.sampling import TokenRequest, sample_batch
 
-    request = Request(PROMPT, MAX_TOKENS, temperature=0.0, ignore_eos=True)
+    request = TokenRequest(PROMPT, MAX_TOKENS, temperature=0.0, ignore_eos=True)
     (reference,) = sample_batch(model, [request], eos_ids=[], pad_id=0)
     return {"before": before, "after": after, "transformers": reference.token_ids}
 

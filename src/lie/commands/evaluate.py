@@ -38,8 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from lie.config import load_config
+    from lie.formats.graded import write_summary
     from lie.formats.jsonl import atomic_output, dumps
-    from lie.formats.scores import write_summary
     from lie.stages.evaluate import evaluate
 
     config = load_config(args.config)

@@ -48,12 +48,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from lie.config import load_config
-    from lie.stages.train import Request, plan, train
+    from lie.stages.train import TrainRequest, composition, train
 
     config = load_config(args.config)
-    if args.nnodes:  # the Slurm launcher passes the allocation's nodes
-        config["training"]["nnodes"] = args.nnodes
-    request = Request(
+    request = TrainRequest(
         run=args.run,
         engine=args.engine,
         device=args.device,
@@ -62,9 +60,10 @@ def run(args: argparse.Namespace) -> int:
         model=args.model,
         stop_after=args.stop_after,
         threads=args.threads,
+        nnodes=args.nnodes,  # the Slurm launcher passes the allocation's nodes
     )
     if args.dry_run:
-        print(plan(config, request))
+        print(composition(config, request))
         return 0
     train(config, request)
     return 0

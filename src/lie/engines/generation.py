@@ -214,12 +214,12 @@ class HFEngine:
     def generate(
         self, prompts: Sequence[Sequence[int]], settings: SamplingSettings, seeds: Sequence[int]
     ) -> list[list[Completion]]:
-        from lie.engines.sampling import Request, sample_batch
+        from lie.engines.sampling import TokenRequest, sample_batch
 
         requests = plan_requests(prompts, settings, seeds, self.max_model_len)
         greedy = settings.temperature < GREEDY_BELOW
         rows = [
-            Request(
+            TokenRequest(
                 prompt_ids=list(prompts[r.prompt]),
                 max_tokens=r.max_tokens,
                 temperature=0.0 if greedy else settings.temperature,

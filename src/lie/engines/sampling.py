@@ -17,7 +17,7 @@ import torch
 
 
 @dataclass(frozen=True)
-class Request:
+class TokenRequest:
     """One prompt and its sampling parameters (vLLM's meaning: ``top_k <= 0`` is off, temperature 0 greedy)."""
 
     prompt_ids: Sequence[int]
@@ -30,13 +30,13 @@ class Request:
 
 
 @dataclass
-class Sample:
+class SampledTokens:
     token_ids: list[int]
     log_probs: list[float]
     finish_reason: str  # "stop" (end of sequence) or "length" (its budget)
 
 
-def _filtered_probs(logits: torch.Tensor, requests: Sequence[Request]) -> torch.Tensor:
+def _filtered_probs(logits: torch.Tensor, requests: Sequence[TokenRequest]) -> torch.Tensor:
     """Per-row sampling distributions after temperature, top-k and top-p (rows with temperature 0 unused)."""
     temps = torch.tensor([r.temperature if r.temperature > 0 else 1.0 for r in requests], dtype=logits.dtype)
     scaled = logits / temps[:, None]
@@ -53,7 +53,7 @@ def _filtered_probs(logits: torch.Tensor, requests: Sequence[Request]) -> torch.
 
 
 def _draw(
-    probs: torch.Tensor, logits: torch.Tensor, requests: Sequence[Request], generators: list
+    probs: torch.Tensor, logits: torch.Tensor, requests: Sequence[TokenRequest], generators: list
 ) -> list[int]:
     tokens = []
     for row, request in enumerate(requests):
@@ -67,11 +67,11 @@ def _draw(
 @torch.no_grad()
 def sample_batch(
     model: torch.nn.Module,
-    requests: Sequence[Request],
+    requests: Sequence[TokenRequest],
     eos_ids: Sequence[int],
     pad_id: int,
     generator: torch.Generator | None = None,
-) -> list[Sample]:
+) -> list[SampledTokens]:
     """Decode ``requests`` together; rows without a seed draw from ``generator`` (or torch's default)."""
     if not requests:
         return []
@@ -86,7 +86,7 @@ def sample_batch(
         torch.Generator().manual_seed(int(r.seed)) if r.seed is not None else generator for r in requests
     ]
     eos = set(int(e) for e in eos_ids)
-    out = [Sample([], [], "length") for _ in requests]
+    out = [SampledTokens([], [], "length") for _ in requests]
     active = [r.max_tokens > 0 for r in requests]
     past, step_ids = None, ids
     while any(active):

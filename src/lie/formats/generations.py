@@ -23,7 +23,7 @@ KINDS = ("math", "choice")
 
 
 @dataclass
-class Sample:
+class Generation:
     bench: str
     index: int
     sample: int
@@ -56,16 +56,15 @@ def _compact(ids: list[int], where: str) -> Sequence[int]:
 
 def read_options(paths: Sequence[str]) -> dict[tuple[str, int], list[str]]:
     """Option texts of the choice rows of ``lie data`` files, by (benchmark, problem index)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    from lie.formats.rows import read_rows
 
     out: dict[tuple[str, int], list[str]] = {}
     for path in paths:
         try:
-            table = pq.read_table(path, columns=["data_source", "extra_info"])
-        except (OSError, pa.ArrowInvalid, KeyError) as exc:
-            raise LieError(f"--data {path}: not a data file of `lie data` ({exc})") from None
-        for row in table.to_pylist():
+            rows = read_rows(path, ("data_source", "extra_info"), only=True)
+        except LieError as exc:
+            raise LieError(f"--data: not a data file of `lie data`: {exc}") from None
+        for row in rows:
             extra = row.get("extra_info") or {}
             choices, index = extra.get("choices"), extra.get("index")
             if choices and isinstance(index, int):
@@ -89,11 +88,11 @@ def _options(
 
 def read_generations(
     paths: Sequence[str], options: dict[tuple[str, int], list[str]] | None = None
-) -> list[Sample]:
+) -> list[Generation]:
     """Every sample of every file, checked: a bad line names its file, line and field."""
     from lie.formats.jsonl import read_jsonl
 
-    samples: list[Sample] = []
+    samples: list[Generation] = []
     seen: dict[tuple[str, int, int], str] = {}
     for path in paths:
         for lineno, obj in read_jsonl(path):
@@ -128,7 +127,7 @@ def read_generations(
             texts = _options(obj, options or {}, key[:2], where) if kind == "choice" else []
             letters = [str(x) for x in obj.get("letters") or []] if kind == "choice" else []
             samples.append(
-                Sample(key[0], index, sample, str(gold), kind, letters, texts, _compact(ids, where),
+                Generation(key[0], index, sample, str(gold), kind, letters, texts, _compact(ids, where),
                        obj["text"], obj.get("finish_reason"), where)
             )  # fmt: skip
     if not samples:

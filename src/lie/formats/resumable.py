@@ -5,13 +5,18 @@ its row count, written after the shard is on disk) verifies; a shard without one
 is empty, short or changed since, is redone. So a kill (or a crash of the machine) leaves
 nothing that looks finished, and the next run continues where the last one stopped. A manifest
 records the settings; resuming with other settings stops with a message instead of mixing.
+
+The units of work go in shards by a plan (:func:`plan_shards`): a list of unit lists, each shard's
+units in ascending order, computed from the inputs alone, so a resumed run redoes exactly the
+shards it lacks. :func:`iter_planned` reads the rows back in unit order, whatever the plan.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +32,41 @@ def shard_ranges(total: int, shard_size: int) -> list[range]:
     if shard_size < 1:
         raise LieError(f"shard size must be >= 1, got {shard_size}")
     return [range(start, min(start + shard_size, total)) for start in range(0, total, shard_size)]
+
+
+def plan_shards(weights: Sequence[int], shard_size: int, max_factor: int = 4) -> list[list[int]]:
+    """Units ``0..len(weights)-1`` in shards of about equal weight (expected tokens), similar units together.
+
+    The units are taken heaviest first (ties in unit order) and cut into shards of at most
+    ``shard_size`` x the mean weight, and at most ``max_factor`` x ``shard_size`` units; a unit
+    heavier than that is a shard of its own. Equal weights give the plain chunks of ``shard_size``
+    in unit order. Each shard lists its units in ascending order.
+    """
+    if shard_size < 1:
+        raise LieError(f"shard size must be >= 1, got {shard_size}")
+    if any(not isinstance(w, int) or w < 1 for w in weights):
+        raise LieError("shard weights must be integers >= 1")
+    total, mass = len(weights), sum(weights)
+    # a shard's load L fits the budget when L * total <= shard_size * mass (integers: exact)
+    budget, cap = shard_size * mass, max_factor * shard_size
+    shards: list[list[int]] = []
+    current: list[int] = []
+    load = 0
+    for unit in sorted(range(total), key=lambda k: (-weights[k], k)):
+        if current and ((load + weights[unit]) * total > budget or len(current) >= cap):
+            shards.append(sorted(current))
+            current, load = [], 0
+        current.append(unit)
+        load += weights[unit]
+    if current:
+        shards.append(sorted(current))
+    return shards
+
+
+def plan_digest(plan: Sequence[Sequence[int]]) -> str:
+    """A short digest of a plan's shard contents (recorded in the manifest: another plan is not resumed)."""
+    text = ";".join(",".join(map(str, shard)) for shard in plan)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _check_manifest(work_dir: Path, settings: dict[str, Any]) -> None:
@@ -70,30 +110,40 @@ def run_in_shards(
     ``total`` counts units of work (samples, for generation): a set of few problems with many
     samples each still gets a resume point every ``shard_size`` samples.
     """
+    return run_planned(shard_ranges(total, shard_size), work_dir, settings, work, desc, progress, unit)
+
+
+def run_planned(
+    plan: Sequence[Sequence[int]],
+    work_dir: str | Path,
+    settings: dict[str, Any],
+    work: Callable[[Sequence[int]], list[dict[str, Any]]],
+    desc: str = "shards",
+    progress: bool = True,
+    unit: str = "it",
+) -> list[Path]:
+    """Run ``work`` on every shard of ``plan`` (lists of units) not yet done; return all shard files."""
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
     with hold(work_dir / LOCK, desc, str(work_dir)):  # two commands writing one output: the second stops
-        return _run(
-            total, shard_size, work_dir, settings, work, {"desc": desc, "unit": unit, "disable": not progress}
-        )
+        return _run(plan, work_dir, settings, work, {"desc": desc, "unit": unit, "disable": not progress})
 
 
 def _run(
-    total: int,
-    shard_size: int,
+    plan: Sequence[Sequence[int]],
     work_dir: Path,
     settings: dict[str, Any],
-    work: Callable[[range], list[dict[str, Any]]],
+    work: Callable[[Sequence[int]], list[dict[str, Any]]],
     bar_options: dict[str, Any],
 ) -> list[Path]:
     from tqdm import tqdm
 
     _check_manifest(work_dir, settings)
-    ranges = shard_ranges(total, shard_size)
-    paths = [work_dir / f"shard-{k:05d}.jsonl" for k in range(len(ranges))]
-    todo = [(r, p) for r, p in zip(ranges, paths) if not _finished(p, len(r))]
-    if len(todo) < len(ranges):
-        log.info("%s: resuming, %d of %d shards already done", work_dir, len(ranges) - len(todo), len(ranges))
+    paths = [work_dir / f"shard-{k:05d}.jsonl" for k in range(len(plan))]
+    todo = [(r, p) for r, p in zip(plan, paths) if not _finished(p, len(r))]
+    if len(todo) < len(plan):
+        log.info("%s: resuming, %d of %d shards already done", work_dir, len(plan) - len(todo), len(plan))
+    total = sum(len(r) for r in plan)
     bar = tqdm(total=total, initial=total - sum(len(r) for r, _ in todo), **bar_options)
     for rng, path in todo:
         rows = work(rng)
@@ -131,3 +181,29 @@ def iter_shards(paths: list[Path]) -> Iterator[dict[str, Any]]:
             for lineno, line in enumerate(handle, start=1):
                 if line.strip():
                     yield loads_line(line, f"{path} line {lineno}")
+
+
+def iter_planned(paths: list[Path], plan: Sequence[Sequence[int]]) -> Iterator[dict[str, Any]]:
+    """The rows of sealed shards, one per unit, in unit order (not shard order), read one at a time.
+
+    A shard must hold one row per unit of its plan, in the plan's order; else the error names it.
+    """
+    where: list[tuple[int, int, int]] = []  # (unit, shard, byte offset)
+    for number, (path, units) in enumerate(zip(paths, plan, strict=True)):
+        offsets, offset = [], 0
+        with open(path, "rb") as handle:
+            for line in handle:
+                if line.strip():
+                    offsets.append(offset)
+                offset += len(line)
+        if len(offsets) != len(units):
+            raise LieError(
+                f"{path}: {len(offsets)} rows for {len(units)} units; delete {path.parent} and rerun"
+            )
+        where += [(u, number, o) for u, o in zip(units, offsets)]
+    where.sort()
+    for _, number, offset in where:
+        with open(paths[number], "rb") as handle:
+            handle.seek(offset)
+            line = handle.readline()
+        yield loads_line(line, f"{paths[number]} byte {offset}")

@@ -25,7 +25,7 @@ from lie.analysis.diversity import group_diversity, mean_of
 from lie.analysis.dynamics import RunDynamics, run_dynamics
 from lie.config.layout import Layout
 from lie.core.errors import LieError
-from lie.formats.scores import read_summary
+from lie.formats.graded import read_summary
 from lie.report.groups import evaluated_keys
 from lie.report.intervals import ProblemScores, read_problem_scores
 from lie.report.paper import Paper, load_paper

@@ -33,14 +33,14 @@ from typing import Any
 
 from lie.config.sections import Evaluation
 from lie.core.errors import LieError
-from lie.formats.generations import Sample, read_generations, read_options
-from lie.formats.scores import DOMAINS
+from lie.formats.generations import Generation, read_generations, read_options
+from lie.formats.graded import DOMAINS
 from lie.grading import CHOICE_GRADINGS, check_item
 
 log = logging.getLogger(__name__)
 
 
-def budget_texts(samples: Sequence[Sample], budgets: Sequence[int], tokenizer: Any) -> list[list[str]]:
+def budget_texts(samples: Sequence[Generation], budgets: Sequence[int], tokenizer: Any) -> list[list[str]]:
     """For every sample, its text at each budget: the first B token ids decoded, or its own text."""
     out = []
     for s in samples:
@@ -55,7 +55,7 @@ def budget_texts(samples: Sequence[Sample], budgets: Sequence[int], tokenizer: A
 
 
 def grading_items(
-    samples: Sequence[Sample], texts: Sequence[Sequence[str]], modes: Sequence[str]
+    samples: Sequence[Generation], texts: Sequence[Sequence[str]], modes: Sequence[str]
 ) -> tuple[list[dict[str, Any]], dict[str, list[list[int]]]]:
     """The distinct items to grade, and per reading mode, for every sample the item of each budget's text.
 

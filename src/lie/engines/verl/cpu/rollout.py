@@ -22,7 +22,7 @@ from verl.workers.rollout import base as rollout_base
 from verl.workers.rollout.base import BaseRollout
 from verl.workers.rollout.replica import RolloutReplica, RolloutReplicaRegistry, TokenOutput
 
-from lie.engines.sampling import Request, sample_batch
+from lie.engines.sampling import TokenRequest, sample_batch
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ class TransformersServer:
         return len(state_dict)
 
     # generation
-    def _request(self, prompt_ids: list[int], params: dict[str, Any]) -> Request:
+    def _request(self, prompt_ids: list[int], params: dict[str, Any]) -> TokenRequest:
         """vLLM server's budget rule: the run's response length, within the model's context."""
         cfg = self.config
         room = int(cfg.max_model_len) - len(prompt_ids) if cfg.max_model_len else int(cfg.response_length)
@@ -98,7 +98,7 @@ class TransformersServer:
         wanted = params.get("max_tokens", params.get("max_new_tokens"))
         if wanted is None:
             wanted = min(cfg.response_length, cfg.prompt_length + cfg.response_length - len(prompt_ids))
-        return Request(
+        return TokenRequest(
             prompt_ids=list(prompt_ids),
             max_tokens=max(1, min(int(wanted), room)),
             temperature=float(params.get("temperature", 1.0)),
@@ -108,7 +108,7 @@ class TransformersServer:
             ignore_eos=bool(params.get("ignore_eos", False)),
         )
 
-    def _sample(self, requests: list[Request]):
+    def _sample(self, requests: list[TokenRequest]):
         with self.lock:
             return sample_batch(self.model, requests, self.eos_ids, self.pad_id, self.generator)
 

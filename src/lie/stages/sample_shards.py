@@ -1,15 +1,23 @@
-"""The one sampling loop, under ``lie generate`` (benchmarks) and ``lie reflen`` (reference lengths).
+"""The one sampling loop in resumable shards, under ``lie generate`` (benchmarks) and ``lie reflen``.
 
 Prompts are chat messages with an index; every (prompt, sample) pair of the flat order is one
 engine request with its own seed, ``sample_seed(seed, index, sample)``, so a shard draws the same
 samples whichever shards ran before it. The work goes in resumable shards of samples
 (``lie.formats.resumable``); the engine is loaded once, on the first shard that needs it, so that a
 finished run that is only being collected never loads a model.
+
+Shards are sized by expected tokens (:func:`shard_plan`): one engine call waits for its longest
+sample, so samples of about the same expected length go together, longest first, and a shard
+holds about ``shard_size`` x the mean expected tokens (so more short samples, fewer long ones).
+The expected length of a prompt's samples is its reference length where every prompt has one
+(``Prompt.expected``: a training row's ``extra_info.avg_response_len``), else the prompt's
+length in characters (longer problems tend to take longer answers; equal lengths keep the flat
+order). The records come back in the flat order whatever the plan.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -17,7 +25,7 @@ from typing import Any
 from lie.core.errors import LieError
 from lie.engines.generation import Completion, SamplingSettings, sample_seed, token_budget
 from lie.formats.prompts import prompt_token_ids
-from lie.formats.resumable import run_in_shards
+from lie.formats.resumable import iter_planned, plan_digest, plan_shards, run_planned
 
 
 @dataclass(frozen=True)
@@ -27,6 +35,7 @@ class Prompt:
     index: int
     messages: list[dict[str, str]]
     where: str
+    expected: float | None = None  # its samples' expected length in tokens (a reference length), if known
 
 
 @dataclass(frozen=True)
@@ -49,7 +58,28 @@ class Drawn:
     completion: Completion
 
 
-def draw_shard(engine: Any, prompts: Sequence[Prompt], draw: Draw, shard: range) -> list[Drawn]:
+PLAN_RULE = (
+    "shards by expected tokens: samples longest first (reference length if every prompt has one, "
+    "else prompt characters; ties in flat order), cut at shard_size x mean, at most 4 x shard_size"
+)
+
+
+def expected_tokens(prompts: Sequence[Prompt], max_tokens: int) -> list[int]:
+    """Each prompt's expected sample length: its reference length (capped at ``max_tokens``) where
+    every prompt has one, else its length in characters (a relative measure: only ratios matter)."""
+    if prompts and all(p.expected is not None for p in prompts):
+        return [max(1, min(max_tokens, round(float(p.expected or 0)))) for p in prompts]
+    return [max(1, sum(len(m.get("content", "")) for m in p.messages)) for p in prompts]
+
+
+def shard_plan(prompts: Sequence[Prompt], draw: Draw, shard_size: int) -> list[list[int]]:
+    """The shards of the flat (prompt, sample) order, by expected tokens: a function of the inputs alone."""
+    n = draw.sampling.n
+    per_prompt = expected_tokens(prompts, draw.sampling.max_tokens)
+    return plan_shards([per_prompt[k // n] for k in range(len(prompts) * n)], shard_size)
+
+
+def draw_shard(engine: Any, prompts: Sequence[Prompt], draw: Draw, shard: Sequence[int]) -> list[Drawn]:
     """Samples ``shard`` of the flat (prompt, sample) order, one seeded engine request each."""
     n = draw.sampling.n
     units = [(prompts[k // n], k % n) for k in shard]
@@ -85,16 +115,17 @@ def sample_in_shards(
     shard_size: int,
     desc: str,
     progress: bool = True,
-) -> list[Path]:
-    """Every sample of every prompt, turned into records (JSON lines) shard by shard; the shard files."""
+) -> Iterator[dict[str, Any]]:
+    """Every sample of every prompt, turned into one record each (a JSON line), shard by shard
+    (:func:`shard_plan`); the records in the flat (prompt, sample) order, read from the shard files."""
     holder: list[Any] = []
 
-    def work(shard: range) -> list[dict[str, Any]]:
+    def work(shard: Sequence[int]) -> list[dict[str, Any]]:
         if not holder:
             holder.append(load_engine())
         return records(draw_shard(holder[0], prompts, draw, shard))
 
-    total = len(prompts) * draw.sampling.n
-    return run_in_shards(
-        total, shard_size, work_dir, manifest, work, desc=desc, progress=progress, unit="sample"
-    )
+    plan = shard_plan(prompts, draw, shard_size)
+    state = {**manifest, "shard_plan": f"{PLAN_RULE}; sha256 {plan_digest(plan)}"}
+    paths = run_planned(plan, work_dir, state, work, desc=desc, progress=progress, unit="sample")
+    return iter_planned(paths, plan)
