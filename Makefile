@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: venv venv-vllm test test-all smoke study preflight lint bench lock lock-gpu lock-vllm check-gpu-env dry-run clean-venv
+.PHONY: venv venv-vllm test test-all smoke study study-full study-v1 preflight lint bench lock lock-gpu lock-vllm check-gpu-env dry-run clean-venv
 
 venv: $(STAMP)
 
@@ -48,16 +48,29 @@ SMK := PATH=$(CURDIR)/$(BIN):$$PATH OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/li
 smoke: $(STAMP) $(VLLM_STAMP)
 	$(SMK) --configfile workflow/configs/smoke.yaml --profile profiles/local --cores 2
 
-# The CPU study of the Shallow Exploration Trap (README, docs/study/preregistration.md): outputs under
-# results/study/. First the gates on the supervised models (a failed gate stops here, before any RL
-# run), then the runs and the report. Every job runs one torch thread (OMP_NUM_THREADS=1), so the
-# rules that ask for 2 run 1 here and two jobs share the 2 cores; drop the --set-threads to run them
-# one at a time (slower, same files).
+# The CPU study of the Shallow Exploration Trap, second registration (README, docs/study.md,
+# docs/study/preregistration-v2.md): outputs under results/study/. First the gates on the supervised
+# models (a failed gate stops here, before any RL run), then the runs and the report. Every job runs one
+# torch thread (OMP_NUM_THREADS=1), so the rules that ask for 2 run 1 here and two jobs share the 2 cores;
+# drop the --set-threads to run them one at a time (slower, same files). make study-full merges
+# workflow/configs/study-full.yaml over the same config: the same outdir, every run of make study and
+# more (1-2 h); make study-v1 is the first registered study (docs/study/preregistration.md, results/study-v1/).
 STUDY_THREADS := --set-threads train=1 generate=1 evaluate=1 merge=1 reflen=1
-STUDY_SMK := $(SMK) --configfile workflow/configs/study.yaml --profile profiles/local $(STUDY_THREADS) --cores 2
+STUDY_OPTS := --profile profiles/local $(STUDY_THREADS) --cores 2
+STUDY_SMK := $(SMK) --configfile workflow/configs/study.yaml $(STUDY_OPTS)
+STUDY_FULL_SMK := $(SMK) --configfile workflow/configs/study.yaml workflow/configs/study-full.yaml $(STUDY_OPTS)
+STUDY_V1_SMK := $(SMK) --configfile workflow/configs/study-v1.yaml $(STUDY_OPTS)
 study: $(STAMP)
 	$(STUDY_SMK) study_gates
 	$(STUDY_SMK) study
+
+study-full: $(STAMP)
+	$(STUDY_FULL_SMK) study_gates
+	$(STUDY_FULL_SMK) study
+
+study-v1: $(STAMP)
+	$(STUDY_V1_SMK) study_gates
+	$(STUDY_V1_SMK) study
 
 # Check a node before booking long jobs (docs/cluster.md): the image, driver, NCCL, flash-attn, then a
 # 2-step verl run per training shape, its projection, the reward's share, a resume and merge, vLLM.

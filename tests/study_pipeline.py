@@ -1,11 +1,11 @@
 """A real, shrunken run of the CPU study for its tests: every stage through the code ``make study`` runs.
 
-``workflow/configs/study.yaml`` with fewer supervised steps, problems, training steps and samples:
-``lie data`` (synthetic arithmetic chains), ``lie base-model`` (tiny model + supervised stage, one
-per condition), ``lie study-probe`` + ``lie evaluate`` + ``lie study-responses`` on each supervised
-model, ``lie reflen``, two TRL steps per run (strong: GRPO and GRPO + LIE with two seeds, GRPO +
-length term with one; weak: GRPO and GRPO + LIE with one), ``lie merge``, ``lie generate``, ``lie
-evaluate`` and ``lie study-responses``. Built once per test process in a temporary folder removed
+``workflow/configs/study.yaml`` (the second registration) with fewer supervised steps, problems,
+training steps and samples: ``lie data`` (synthetic arithmetic chains), ``lie base-model`` (tiny model
++ supervised stage, two supervised seeds), ``lie study-probe`` + ``lie evaluate`` + ``lie
+study-responses`` on each supervised model, ``lie reflen``, two TRL steps per run (strong: GRPO and
+GRPO + LIE from both supervised models, two seeds from the first; mid and weak: one pair each), ``lie
+merge``, ``lie generate``, ``lie evaluate`` and ``lie study-responses``. Built once per test process in a temporary folder removed
 at exit; the study's tests read its files.
 """
 
@@ -24,20 +24,22 @@ import yaml
 from small import REPO, write_config
 
 STUDY = REPO / "workflow" / "configs" / "study.yaml"
+STUDY_V1 = REPO / "workflow" / "configs" / "study-v1.yaml"
 ARMS = {
+    "weak": {"grpo": ("v2_weak_grpo_m1_s0",), "grpo-lie": ("v2_weak_grpo-lie_m1_s0",)},
+    "mid": {"grpo": ("v2_mid_grpo_m0_s0",), "grpo-lie": ("v2_mid_grpo-lie_m0_s0",)},
     "strong": {
-        "grpo": ("study_strong_grpo_s0", "study_strong_grpo_s1"),
-        "grpo-len": ("study_strong_grpo-len_s0",),
-        "grpo-lie": ("study_strong_grpo-lie_s0", "study_strong_grpo-lie_s1"),
+        "grpo": ("v2_strong_grpo_m0_s0", "v2_strong_grpo_m0_s1", "v2_strong_grpo_m1_s0"),
+        "grpo-lie": ("v2_strong_grpo-lie_m0_s0", "v2_strong_grpo-lie_m0_s1", "v2_strong_grpo-lie_m1_s0"),
     },
-    "weak": {"grpo": ("study_weak_grpo_s0",), "grpo-lie": ("study_weak_grpo-lie_s0",)},
 }
 RUNS = tuple(run for arms in ARMS.values() for runs in arms.values() for run in runs)
-BASES = ("tiny-strong", "tiny-weak")
+BASES = ("tiny-m0", "tiny-m1")
+TRAIN_SETS = (("chain-weak-train", 31, 4, 4), ("chain-mid-train", 32, 5, 5), ("chain-strong-train", 33, 6, 7))
 
 
-def study_config() -> dict[str, Any]:
-    return yaml.safe_load(STUDY.read_text(encoding="utf-8"))
+def study_config(path: Path = STUDY) -> dict[str, Any]:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
 def small_study_config(outdir: Path, sft_steps: int = 300) -> dict[str, Any]:
@@ -48,15 +50,15 @@ def small_study_config(outdir: Path, sft_steps: int = 300) -> dict[str, Any]:
         config["models"][model]["sft"].update(
             problems=400, steps=sft_steps, full_steps=2 * sft_steps // 3, batch_size=16, warmup_steps=20
         )
-    for name, seed, low, high in (("chain-strong-train", 11, 5, 7), ("chain-weak-train", 13, 2, 5)):
+    for name, seed, low, high in TRAIN_SETS:
         config["datasets"]["train"][name].update(
             expected_rows=8,
             synthetic={"task": "chain", "count": 8, "seed": seed, "min_depth": low, "max_depth": high},
         )
     config["datasets"]["eval"]["chain-test"].update(
-        expected_rows=10,
+        expected_rows=12,
         n=2,
-        synthetic={"task": "chain", "count": 10, "seed": 12, "min_depth": 3, "max_depth": 7},
+        synthetic={"task": "chain", "count": 12, "seed": 12, "min_depth": 4, "max_depth": 7},
     )
     config["reflen"].update(shard_size=8)
     config["training"].update(
@@ -127,7 +129,7 @@ def _build(root: Path) -> SimpleNamespace:
     cfg = write_config(root / "config.yaml", small_study_config(root / "out"))
     config = load_config(cfg)
     layout = Layout(config)
-    datasets = ("chain-strong-train", "chain-weak-train", "chain-test")
+    datasets = (*(name for name, *_ in TRAIN_SETS), "chain-test")
     for name in datasets:
         out = str(layout.dataset_file(name))
         assert main(["data", name, "--config", str(cfg), "--out", out, "--no-progress"]) == 0

@@ -9,6 +9,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections import defaultdict
@@ -16,7 +17,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from study_pipeline import ARMS, BASES, RUNS, pipeline, study_config
+from snakemake.utils import update_config
+from study_pipeline import ARMS, BASES, REPO, RUNS, pipeline, study_config
 
 from lie.core.errors import LieError
 from lie.core.reward import RewardConfig, length_reward
@@ -64,7 +66,7 @@ def test_the_responses_copy_the_grades_and_read_depth_from_the_generations():
     from lie.tasks import chain
 
     p = pipeline()
-    key = "study_strong_grpo-lie_s0"
+    key = "v2_strong_grpo-lie_m0_s0"
     rows = [json.loads(x) for x in StudyPaths(p.layout).responses(key).read_text().splitlines()]
     scores = {
         (s["index"], s["sample"]): s
@@ -74,7 +76,7 @@ def test_the_responses_copy_the_grades_and_read_depth_from_the_generations():
         (g["index"], g["sample"]): g
         for g in map(json.loads, p.layout.generations(key, "chain-test").read_text().splitlines())
     }
-    questions = chain.generate(10, 12, 3, 7)  # the test set's own seed and depths (study_pipeline)
+    questions = chain.generate(12, 12, 4, 7)  # the test set's own seed and depths (study_pipeline)
     assert len(rows) == len(scores) == len(gens)
     for row in rows:
         k = (row["index"], row["sample"])
@@ -102,9 +104,9 @@ def test_two_rl_steps_of_each_arm_reward_as_lie_reward_says(run):
     p = pipeline()
     arm = ARM_OF[run]
     reward = _arm_config(p.config, run)
-    assert (reward.length_term, reward.redundancy_term) == {
-        "grpo": (False, False), "grpo-len": (True, False), "grpo-lie": (True, True)
-    }[arm]  # fmt: skip
+    assert (reward.length_term, reward.redundancy_term) == {"grpo": (False, False), "grpo-lie": (True, True)}[
+        arm
+    ]
     rundir = RunDir(p.layout.root, run)
     rollouts = read_rollouts(rundir)
     assert {r["step"] for r in rollouts} == {1, 2} and len(rollouts) == 2 * 2 * 4
@@ -124,16 +126,24 @@ def test_two_rl_steps_of_each_arm_reward_as_lie_reward_says(run):
 
 def test_seeds_change_the_samples():
     p = pipeline()
-    first = [r["response"] for r in read_rollouts(RunDir(p.layout.root, "study_strong_grpo_s0"), step=1)]
-    other = [r["response"] for r in read_rollouts(RunDir(p.layout.root, "study_strong_grpo_s1"), step=1)]
+    first = [r["response"] for r in read_rollouts(RunDir(p.layout.root, "v2_strong_grpo_m0_s0"), step=1)]
+    other = [r["response"] for r in read_rollouts(RunDir(p.layout.root, "v2_strong_grpo_m0_s1"), step=1)]
     assert first != other
 
 
 @pytest.mark.parametrize(
-    "arm_run", ["study_strong_grpo_s0", "study_strong_grpo-len_s0", "study_strong_grpo-lie_s0"]
+    "config_file, arm_run",
+    [
+        ("study-v1.yaml", "study_strong_grpo_s0"),
+        ("study-v1.yaml", "study_strong_grpo-len_s0"),
+        ("study-v1.yaml", "study_strong_grpo-lie_s0"),
+        ("study.yaml", "v2_strong_grpo_m0_s0"),
+        ("study.yaml", "v2_strong_grpo-lie_m0_s0"),
+    ],
 )
-def test_the_arms_reward_crafted_answers(tmp_path, arm_run):
-    """The engine's reward function on a full solution, a short wrong answer and a loop, per arm of study.yaml."""
+def test_the_arms_reward_crafted_answers(tmp_path, config_file, arm_run):
+    """The engine's reward function on a full solution, a short wrong answer and a loop, per arm of both
+    registered configs (the same reward; the second study moves only the reference length's offset)."""
     from transformers import AutoTokenizer
 
     from lie.engines.trl.train import LIEReward, Schedule
@@ -141,7 +151,7 @@ def test_the_arms_reward_crafted_answers(tmp_path, arm_run):
     from lie.tasks import arithmetic as A
 
     p = pipeline()
-    tok = AutoTokenizer.from_pretrained(p.layout.base_model("tiny-strong"))
+    tok = AutoTokenizer.from_pretrained(p.layout.base_model("tiny-m0"))
     problem = A.Problem(7, (("+", 5), ("*", 2), ("-", 3)))
     texts = [
         problem.solution(),  # right
@@ -150,7 +160,7 @@ def test_the_arms_reward_crafted_answers(tmp_path, arm_run):
         "7 + 5 = 12. " * 3 + problem.solution(),  # a right answer after a loop
     ]
     ids = [tok(t, add_special_tokens=False)["input_ids"] + [tok.eos_token_id] for t in texts]
-    config = study_config()
+    config = study_config(REPO / "workflow" / "configs" / config_file)
     ref = 70  # target 70 - 4 tokens: every answer here is shorter
     with GradingExecutor(config["evaluation"]["grade_timeout_s"], 1) as grader:
         reward = LIEReward(
@@ -163,10 +173,10 @@ def test_the_arms_reward_crafted_answers(tmp_path, arm_run):
     eta = config["reward"]["eta"]
     short = [-eta * (ref - 4 - len(i)) for i in ids]
     expected = {
-        "study_strong_grpo_s0": [1.0, 0.0, 0.0, 1.0],
-        "study_strong_grpo-len_s0": [1.0, short[1], short[2], 1.0],
-        "study_strong_grpo-lie_s0": [1.0, short[1], short[2] - 0.6, 1.0 - 0.6],
-    }[arm_run]
+        "grpo": [1.0, 0.0, 0.0, 1.0],
+        "grpo-len": [1.0, short[1], short[2], 1.0],
+        "grpo-lie": [1.0, short[1], short[2] - 0.6, 1.0 - 0.6],
+    }[arm_run.split("_")[2]]
     assert short[1] < short[2] < 0  # padding pays the length term, and only LIE's R_red takes it back
     assert got == pytest.approx(expected, rel=1e-9)
 
@@ -206,12 +216,13 @@ def test_the_study_report_reads_the_files_of_a_real_run():
         assert path.exists() and path.stat().st_size > 0, path
     for path in paths[:3]:
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert paths[8].name == "study_tests.csv"
     steps = list(csv.DictReader(paths[3].open()))
     assert len(steps) == len(RUNS) * 2 and {(r["condition"], r["arm"]) for r in steps} == {
         (c, a) for c, arms in ARMS.items() for a in arms
     }
     # the trap index of a step: groups of the rollouts whose samples all got the same grade
-    run = "study_strong_grpo-lie_s0"
+    run = "v2_strong_grpo-lie_m0_s0"
     rollouts = read_rollouts(RunDir(p.layout.root, run), step=2)
     groups = defaultdict(set)
     for r in rollouts:
@@ -235,32 +246,60 @@ def test_the_study_report_reads_the_files_of_a_real_run():
     # accuracy at a budget: the condition's test problems in the responses (grades copied from lie evaluate)
     budgets = list(csv.DictReader(paths[4].open()))
     responses = [json.loads(x) for x in StudyPaths(p.layout).responses(run).read_text().splitlines()]
-    strong = [r for r in responses if 5 <= r["depth_needed"] <= 7]
+    strong = [r for r in responses if 6 <= r["depth_needed"] <= 7]
     row = next(r for r in budgets if r["key"] == run and r["budget"] == "64")
     assert row["condition"] == "strong"
     assert float(row["accuracy"]) == pytest.approx(sum(r["correct"]["64"] for r in strong) / len(strong))
     # paired differences: arm minus GRPO with the same seed
     summary = list(csv.DictReader(paths[5].open()))
-    assert [(r["condition"], r["arm"]) for r in summary] == [
-        ("strong", "base"), ("strong", "grpo"), ("strong", "grpo-len"), ("strong", "grpo-lie"),
-        ("weak", "base"), ("weak", "grpo"), ("weak", "grpo-lie"),
-    ]  # fmt: skip
-    by_seed = {}
+    assert [(r["condition"], r["arm"], r["strength"]) for r in summary] == [
+        (level, arm, str(strength))
+        for level, strength in (("weak", 0.597), ("mid", 0.776), ("strong", 0.91))
+        for arm in ("base", "grpo", "grpo-lie")
+    ]
+    base = next(r for r in summary if r["condition"] == "strong" and r["arm"] == "base")
+    assert base["seeds"] == "2"  # the two supervised models, averaged
+    by_pair = {}
     for r in budgets:
-        if r["condition"] == "strong" and r["budget"] == "64" and r["key"] != "tiny-strong":
-            by_seed[(r["arm"], p.config["experiments"][r["key"]]["seed"])] = float(r["accuracy"])
+        if r["condition"] == "strong" and r["budget"] == "64" and r["key"] not in BASES:
+            spec = p.config["experiments"][r["key"]]
+            by_pair[(r["arm"], f"{spec['model']}/s{spec['seed']}")] = float(r["accuracy"])
     paired_rows = list(csv.DictReader(paths[6].open()))
     primary = next(r for r in paired_rows if r["condition"] == "strong" and r["registered"] == "primary")
-    diffs = [by_seed[("grpo-lie", s)] - by_seed[("grpo", s)] for s in (0, 1)]
+    pairs = ("tiny-m0/s0", "tiny-m0/s1", "tiny-m1/s0")  # paired by supervised model and seed
+    assert primary["seeds"].split() == list(pairs)
+    diffs = [by_pair[("grpo-lie", k)] - by_pair[("grpo", k)] for k in pairs]
     assert [float(d) for d in primary["diffs"].split()] == pytest.approx(diffs, abs=1e-4)
-    assert float(primary["mean"]) == pytest.approx(sum(diffs) / 2)
+    assert float(primary["mean"]) == pytest.approx(sum(diffs) / 3)
+    # the second registration's tests, on the same differences
+    from lie.study.stats import paired_test
+
+    tests = {r["test"]: r for r in csv.DictReader(paths[8].open())}
+    assert set(tests) == {"effect:weak", "effect:mid", "primary", "interaction", "slope", "persistence"}
+    expected = paired_test([float(d) for d in primary["diffs"].split()])
+    if expected is None:  # no spread: the test cannot be read
+        assert tests["primary"]["verdict"] == "too few pairs to test"
+    else:
+        assert float(tests["primary"]["p"]) == pytest.approx(expected.p, abs=1e-3)
+        assert tests["primary"]["verdict"] == ("supported" if expected.p < 0.05 else "not supported")
+    assert tests["primary"]["n"] == "3" and tests["interaction"]["verdict"] == "too few pairs to test"
+    trap_means = [
+        sum(float(r["trap_index"]) for r in steps if r["arm"] == "grpo" and r["condition"] == "strong"
+            and r["step"] == str(step)) / 3
+        for step in (1, 2)
+    ]  # fmt: skip
+    assert float(tests["persistence"]["estimate"]) == pytest.approx(min(trap_means[0], sum(trap_means) / 2))
+    assert tests["persistence"]["verdict"] == (
+        "holds" if float(tests["persistence"]["estimate"]) >= 0.6 else "fails"
+    )
     assert primary["verdict"] in ("supported", "not supported", "rule met; no evidence of an effect")
     assert primary["prediction"] == "positive"
     weak = next(r for r in paired_rows if r["condition"] == "weak" and r["registered"] == "primary")
     assert weak["prediction"] == "zero" and weak["verdict"] in ("as predicted", "not as predicted")
     text = paths[7].read_text()
-    for heading in ("## The pre-registered comparison", "## Gates on the supervised models", "(condition `strong`)",
-                    "(condition `weak`)", "| GRPO + LIE | 2 |", "supervised model (step 0)"):  # fmt: skip
+    for heading in ("## The registered tests (docs/study/preregistration-v2.md)", "Persistence check",
+                    "## The first registration's rule, for continuity only", "## Gates on the supervised models", "(condition `strong`)",
+                    "(condition `weak`)", "(condition `mid`)", "| GRPO + LIE | 3 |", "supervised models (step 0)"):  # fmt: skip
         assert heading in text
 
 
@@ -270,7 +309,7 @@ def test_the_study_report_names_what_is_missing(tmp_path):
     config = copy.deepcopy(pipeline().config)
     config["outdir"] = str(tmp_path / "empty")
     with pytest.raises(
-        LieError, match=r"run study_strong_grpo_s0: no rollouts in .*empty/runs/study_strong_grpo_s0"
+        LieError, match=r"run v2_weak_grpo_m1_s0: no rollouts in .*empty/runs/v2_weak_grpo_m1_s0"
     ):
         build_study(config)
 
@@ -283,13 +322,19 @@ def test_make_study_is_two_snakemake_targets_of_the_same_dag(tmp_path):
     config["outdir"] = str(tmp_path / "out")
     cfg = tmp_path / "study.yaml"
     cfg.write_text(yaml.safe_dump(config, sort_keys=False))
+    full = tmp_path / "study-full.yaml"
+    shutil.copy(repo / "workflow" / "configs" / "study-full.yaml", full)
     make = (repo / "Makefile").read_text()
     threads = re.search(r"^STUDY_THREADS := (.*)$", make, re.M).group(1).split()
-    assert "workflow/configs/study.yaml --profile profiles/local $(STUDY_THREADS) --cores 2" in make
-    assert re.search(r"^\t\$\(STUDY_SMK\) study_gates\n\t\$\(STUDY_SMK\) study$", make, re.M)  # gates first
+    assert "STUDY_OPTS := --profile profiles/local $(STUDY_THREADS) --cores 2" in make
+    assert "STUDY_SMK := $(SMK) --configfile workflow/configs/study.yaml $(STUDY_OPTS)" in make
+    full_files = "--configfile workflow/configs/study.yaml workflow/configs/study-full.yaml $(STUDY_OPTS)"
+    assert f"STUDY_FULL_SMK := $(SMK) {full_files}" in make
+    for smk in ("STUDY_SMK", "STUDY_FULL_SMK", "STUDY_V1_SMK"):  # gates first
+        assert re.search(rf"^\t\$\({smk}\) study_gates\n\t\$\({smk}\) study$", make, re.M)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
 
-    def dry_run(target: str) -> dict[str, int]:
+    def dry_run(target: str, *more: Path) -> dict[str, int]:
         cmd = [
             sys.executable,
             "-m",
@@ -297,6 +342,7 @@ def test_make_study_is_two_snakemake_targets_of_the_same_dag(tmp_path):
             "-n",
             "--configfile",
             str(cfg),
+            *map(str, more),
             *threads,
             "--cores",
             "2",
@@ -308,9 +354,18 @@ def test_make_study_is_two_snakemake_targets_of_the_same_dag(tmp_path):
         table = proc.stdout.split("Job stats:", 1)[1]
         return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
 
-    runs, bases = len(config["experiments"]), len(config["evaluation"]["base_models"])
-    gates = {"data": 3, "base_model": bases, "study_probe": bases, "study_gates": 1}
+    def expected(config: dict) -> dict[str, int]:
+        runs, bases = len(config["experiments"]), len(config["evaluation"]["base_models"])
+        gates = {"data": 4, "base_model": bases, "study_probe": bases, "study_gates": 1}
+        per_model = {"generate": runs + bases, "evaluate": runs + bases, "study_responses": runs + bases}
+        return {**gates, "reflen": 3 * bases, "train": runs, "merge": runs, **per_model, "study": 1}
+
+    study = expected(config)
+    gates = {k: study[k] for k in ("data", "base_model", "study_probe", "study_gates")}
     assert dry_run("study_gates") == {**gates, "total": sum(gates.values())}
-    per_model = {"generate": runs + bases, "evaluate": runs + bases, "study_responses": runs + bases}
-    study = {**gates, "reflen": 2, "train": runs, "merge": runs, **per_model, "study": 1}
     assert dry_run("study") == {**study, "total": sum(study.values())}
+    merged = copy.deepcopy(config)
+    update_config(merged, yaml.safe_load(full.read_text()))
+    assert len(merged["experiments"]) > len(config["experiments"])
+    study_full = expected(merged)
+    assert dry_run("study", full) == {**study_full, "total": sum(study_full.values())}

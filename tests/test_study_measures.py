@@ -73,9 +73,10 @@ def _row(index, sample, depth, written, right, correct, **extra):
 
 
 def _config(trap_index=(0.5, 1.0)):
-    from study_pipeline import study_config
+    """The first registration's config: its strong condition reads depths 5-7 from one supervised model."""
+    from study_pipeline import STUDY_V1, study_config
 
-    config = study_config()
+    config = study_config(STUDY_V1)
     config["study"]["conditions"]["strong"]["trap_index"] = list(trap_index)
     return config
 

@@ -1,4 +1,4 @@
-# The CPU study of the Shallow Exploration Trap (`make study`, docs/study/preregistration.md): the
+# The CPU study of the Shallow Exploration Trap (`make study`, docs/study.md; its registrations in docs/study/): the
 # supervised models probed as RL samples them and gated before any RL run (study_gates), per-response
 # columns of every evaluation (depth needed and reached, n-gram states), and the report (study), all
 # from files. A config without `study:` stops when a target is asked for, with the fix in the message.
@@ -23,8 +23,14 @@ rule study_probe:
         f"{OUT}/logs/study/probe/{{model}}.log",
     params:
         config=CONFIG,
+        # what the probe reads, and no more: make study-full (more runs, more base models) keeps the probes
         settings=lambda w: json.dumps(
-            {"study": config.get("study"), "training": config["training"], "evaluation": config["evaluation"]},
+            {
+                "probe": (config.get("study") or {}).get("probe"),
+                "bench": STUDY_BENCH,
+                "training": {k: config["training"][k] for k in ("temperature", "top_p", "max_response_length")},
+                "evaluation": {k: v for k, v in config["evaluation"].items() if k != "base_models"},
+            },
             sort_keys=True,
         ),
     threads: 1

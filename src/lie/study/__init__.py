@@ -1,6 +1,6 @@
-"""The CPU study of the Shallow Exploration Trap (``make study``, docs/study/preregistration.md).
+"""The CPU study of the Shallow Exploration Trap (``make study``, docs/study.md; registrations in docs/study/).
 
-Two conditions (a strong and a weak trap), each with its own supervised model (``lie.stages.sft``), arms of
+Conditions (trap strengths), each read from one or more supervised models (``lie.stages.sft``), arms of
 RL on TRL with several seeds each, evaluated at several test-time budgets. This package measures
 and reports, from files only:
 
@@ -10,6 +10,8 @@ and reports, from files only:
   sample, and the pre-registered gates on them (before any RL run);
 - :mod:`lie.study.responses`: per-response columns of every evaluation (depth, n-gram states, grades);
 - :mod:`lie.study.inputs`: per-step curves from the rollouts, per-condition summaries of responses;
-- :mod:`lie.study.paired`: paired differences by seed, intervals and the registered verdicts;
+- :mod:`lie.study.paired`: paired differences by seed, intervals and the first registration's verdicts;
+- :mod:`lie.study.stats`, :mod:`lie.study.registered`: the second registration's tests (one-sided paired
+  t-test, smallest detectable effect, interaction, slope) and its persistence check;
 - :mod:`lie.study.report`, :mod:`lie.study.figures`: tables and figures (``lie study-report``).
 """

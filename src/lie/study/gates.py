@@ -90,9 +90,15 @@ def stop_prob(config: dict[str, Any], model: str) -> float:
 
 
 def measure(
-    config: dict[str, Any], spec: StudySpec, condition: Condition, rows: Sequence[dict[str, Any]]
+    config: dict[str, Any],
+    spec: StudySpec,
+    condition: Condition,
+    rows: Sequence[dict[str, Any]],
+    base_model: str | None = None,
 ) -> GateResult:
-    """The gates of one condition from its supervised model's probe responses."""
+    """The gates of one condition from the probe responses of one of its supervised models (the first
+    by default)."""
+    base_model = base_model or condition.base_model
     budget = str(int(config["training"]["max_response_length"]))
     mine = condition_rows(rows, condition)
     if not mine:
@@ -101,12 +107,12 @@ def measure(
     step_accuracy = sum(r["steps_right"] for r in rows) / written if written else 0.0
     full = [r for r in rows if r["depth_written"] >= r["depth_needed"]]
     full_accuracy = sum(bool(r["correct"][budget]) for r in full) / len(full) if full else None
-    s, gates = stop_prob(config, condition.base_model), spec.gates
+    s, gates = stop_prob(config, base_model), spec.gates
     index = trap.trap_index(groups(mine, budget))
     low, high = condition.trap_index
     return GateResult(
         condition=condition.name,
-        base_model=condition.base_model,
+        base_model=base_model,
         stop_prob=s,
         depths=f"{condition.depths[0]}-{condition.depths[1]}",
         problems=len({(r["bench"], r["index"]) for r in mine}),
@@ -136,10 +142,11 @@ def gate_inputs(config: dict[str, Any], layout: Layout) -> list[str]:
 
 
 def measure_all(config: dict[str, Any]) -> list[GateResult]:
-    """Every condition's gates, from the probe files of its supervised model."""
+    """Every condition's gates, from the probe files of each of its supervised models."""
     spec = study_spec(config)
     paths = StudyPaths(Layout(config))
-    return [measure(config, spec, c, read_rows(paths.probe_responses(c.base_model))) for c in spec.conditions]
+    rows = {m: read_rows(paths.probe_responses(m)) for m in spec.base_models}
+    return [measure(config, spec, c, rows[m], m) for c in spec.conditions for m in c.base_models]
 
 
 def _yes(ok: bool) -> str:
@@ -176,17 +183,23 @@ def gates_markdown(spec: StudySpec, results: Sequence[GateResult]) -> str:
 
 
 def failures(results: Sequence[GateResult]) -> list[str]:
-    """One phrase per failed gate."""
+    """One phrase per failed gate (naming the supervised model where a condition has several)."""
+    several = {r.condition for r in results if sum(q.condition == r.condition for q in results) > 1}
+
+    def _of(r: GateResult) -> str:
+        return f" ({r.base_model})" if r.condition in several else ""
+
     out = []
     for r in results:
         if not r.step_gate:
-            out.append(f"{r.condition}: step accuracy {r.step_accuracy:.3f}")
+            out.append(f"{r.condition}{_of(r)}: step accuracy {r.step_accuracy:.3f}")
         if not r.full_depth_gate:
             out.append(
-                f"{r.condition}: accuracy given full depth {r.full_depth_accuracy} (n = {r.full_depth_samples})"
+                f"{r.condition}{_of(r)}: accuracy given full depth {r.full_depth_accuracy} "
+                f"(n = {r.full_depth_samples})"
             )
         if not r.trap_gate:
             out.append(
-                f"{r.condition}: trap index {r.trap_index:.2f} outside [{r.trap_low:g}, {r.trap_high:g}]"
+                f"{r.condition}{_of(r)}: trap index {r.trap_index:.2f} outside [{r.trap_low:g}, {r.trap_high:g}]"
             )
     return out

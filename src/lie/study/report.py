@@ -12,7 +12,8 @@ and of the probes (``lie study-probe``); writes under the config's ``outdir`` (:
   and budget), ``tables/study_summary.csv`` (per condition and arm: mean, min, max over seeds),
   ``tables/study_paired.csv`` (arm minus baseline by seed, mean and 95% interval, verdicts) and
   ``tables/study_summary.md``: the pre-registered comparison, the gates, then per condition the
-  arms and their paired differences.
+  arms and their paired differences; ``tables/study_tests.csv``: the second registration's tests
+  (:mod:`lie.study.registered`), also at the top of the markdown.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from lie.study.gates import GateResult, gates_markdown, measure_all
 from lie.study.inputs import EvalSummary, StepPoint, eval_summary, run_curve
 from lie.study.paired import Paired, paired, verdict
 from lie.study.paths import StudyPaths
+from lie.study.registered import Persistence, persistence, registered_rows, tests_markdown
 from lie.study.responses import read_rows
 from lie.study.spec import Condition, StudySpec, study_spec
 
@@ -139,6 +141,7 @@ def study_paths(layout: Layout) -> list[Path]:
         tables / "study_summary.csv",
         tables / "study_paired.csv",
         tables / "study_summary.md",
+        tables / "study_tests.csv",
     ]
 
 
@@ -188,7 +191,7 @@ class StudyData:
     evals: dict[tuple[str, str], EvalSummary]  # (condition, run or base model) -> test responses
     gates: list[GateResult]
     train_limit: int
-    seeds: dict[str, int]
+    seeds: dict[str, Any]  # run -> its pairing key: the RL seed, or "<supervised model>/s<seed>" with several
 
     def arm_band(self, arm_runs: Sequence[str], metric: str) -> Band:
         return band([{p.step: getattr(p, metric) for p in self.curves[run]} for run in arm_runs])
@@ -204,11 +207,16 @@ def collect(config: dict[str, Any]) -> StudyData:
     curves = {run: run_curve(config, run) for run in spec.runs}
     evals = {}
     for c in spec.conditions:
-        for key in [*c.runs, c.base_model]:
+        for key in [*c.runs, *c.base_models]:
             where = str(paths.responses(key))
             evals[(c.name, key)] = eval_summary(read_rows(paths.responses(key)), c.depths, where)
     limit = int((config.get("training") or {}).get("max_response_length") or 0)
-    seeds = {run: cfgmod.RunSettings.of(config, run).seed or 0 for run in spec.runs}
+    seeds = {}
+    for c in spec.conditions:
+        for run in c.runs:
+            seed = cfgmod.RunSettings.of(config, run).seed or 0
+            several = len(c.base_models) > 1
+            seeds[run] = f"{config['experiments'][run]['model']}/s{seed}" if several else seed
     return StudyData(spec, curves, evals, measure_all(config), limit, seeds)
 
 
@@ -267,15 +275,17 @@ def key_summary(data: StudyData, condition: str, key: str) -> dict[str, float | 
 def summary_rows(data: StudyData) -> list[dict[str, Any]]:
     """Per condition: the supervised model, then each arm (mean, min and max over seeds)."""
     rows = []
+    tests = data.spec.tests
     for c in data.spec.conditions:
-        base = key_summary(data, c.name, c.base_model)
-        row = {"condition": c.name, "arm": "base", "label": "supervised model (step 0)", "seeds": 1}
-        rows.append(
-            row | {f"{col}_{s}": base[col] for col, _, _ in SUMMARY_COLUMNS for s in ("mean", "min", "max")}
-        )
-        for arm in c.arms:
-            per_run = [key_summary(data, c.name, run) for run in arm.runs]
-            row = {"condition": c.name, "arm": arm.name, "label": arm.label, "seeds": len(arm.runs)}
+        base = "supervised model (step 0)" if len(c.base_models) == 1 else "supervised models (step 0)"
+        for name, label, keys in [
+            ("base", base, c.base_models),
+            *((a.name, a.label, a.runs) for a in c.arms),
+        ]:
+            per_run = [key_summary(data, c.name, key) for key in keys]
+            row = {"condition": c.name, "arm": name, "label": label, "seeds": len(keys)}
+            if tests:  # the second registration: the level's trap strength, the slope's x
+                row = {"condition": c.name, "strength": tests.strength[c.name]} | row
             for col, _, _ in SUMMARY_COLUMNS:
                 values = [r[col] for r in per_run if r[col] is not None]
                 row[f"{col}_mean"] = sum(values) / len(values) if values else None
@@ -285,7 +295,7 @@ def summary_rows(data: StudyData) -> list[dict[str, Any]]:
     return rows
 
 
-def per_seed(data: StudyData, condition: Condition, arm: str, column: str) -> dict[int, float]:
+def per_seed(data: StudyData, condition: Condition, arm: str, column: str) -> dict[Any, float]:
     runs = condition.arm(arm).runs  # type: ignore[union-attr]
     return {data.seeds[run]: key_summary(data, condition.name, run)[column] for run in runs}  # type: ignore[misc]
 
@@ -350,12 +360,15 @@ def _interval(r: dict[str, Any], digits: int) -> str:
 
 def _diffs(r: dict[str, Any], digits: int) -> str:
     pairs = zip(r["seeds"].split(), r["diffs"].split())
-    return ", ".join(f"s{s}: {float(d):+.{digits}f}" for s, d in pairs)
+    return ", ".join(f"{'s' if s.isdigit() else ''}{s}: {float(d):+.{digits}f}" for s, d in pairs)
 
 
-def verdict_markdown(rows: Sequence[dict[str, Any]]) -> list[str]:
+def verdict_markdown(rows: Sequence[dict[str, Any]], continuity: bool = False) -> list[str]:
+    title = "## The pre-registered comparison (docs/study/preregistration.md)"
+    if continuity:  # a config of the second registration: the first one's rule, printed beside its tests
+        title = "## The first registration's rule, for continuity only (docs/study/preregistration.md)"
     lines = [
-        "## The pre-registered comparison (docs/study/preregistration.md)",
+        title,
         "",
         "Paired by seed (same supervised model, data order and first rollout batch). Mean with a 95% "
         "Student-t interval over seeds.",
@@ -410,6 +423,41 @@ def condition_markdown(data: StudyData, c: Condition, summary: Sequence[dict[str
     return lines
 
 
+def registered_effects(data: StudyData) -> dict[str, list[float]]:
+    """Per level, the per-pair differences GRPO + LIE minus GRPO on accuracy at the training limit."""
+    spec = data.spec
+    out = {}
+    for c in spec.conditions:
+        p = paired(
+            per_seed(data, c, spec.primary, "acc_limit"), per_seed(data, c, spec.baseline, "acc_limit")
+        )
+        out[c.name] = list(p.diffs)
+    return out
+
+
+def registered_persistence(data: StudyData) -> Persistence | None:
+    """The persistence check of the second registration (None without a ``study.tests`` section)."""
+    tests = data.spec.tests
+    if tests is None:
+        return None
+    arm = next(c for c in data.spec.conditions if c.name == tests.strong).arm(data.spec.baseline)
+    curves = [{p.step: p.trap_index for p in data.curves[run]} for run in arm.runs]  # type: ignore[union-attr]
+    return persistence(curves, tests.persistence_steps, tests.persistence_threshold)
+
+
+def tests_table(data: StudyData) -> list[dict[str, Any]]:
+    """``study_tests.csv``: the registered tests, then the persistence check (empty for the first study,
+    whose registration has none of them)."""
+    tests, check = data.spec.tests, registered_persistence(data)
+    if tests is None or check is None:
+        return [{"test": "none", "comparison": "the first registration has no tests of this kind"}]
+    rows = registered_rows(registered_effects(data), tests)
+    rows.append({"test": "persistence", "comparison": f"GRPO's trap index in {tests.strong} through step "
+                 f"{check.steps}", "estimate": check.lowest, "step": check.lowest_step,
+                 "n": check.runs, "alpha": None, "verdict": "holds" if check.holds else "fails"})  # fmt: skip
+    return rows
+
+
 def summary_markdown(
     data: StudyData, summary: Sequence[dict[str, Any]], paired_: Sequence[dict[str, Any]]
 ) -> str:
@@ -422,13 +470,21 @@ def summary_markdown(
         "right from the start, up to the first wrong one; looping: `R_red`'s test fires (the config's reward knobs, "
         "every arm alike); trap index: share of prompt groups whose samples all got the same grade.",
         "",
-        *verdict_markdown(paired_),
+        *registered_markdown(data),
+        *verdict_markdown(paired_, continuity=data.spec.tests is not None),
         "",
         gates_markdown(data.spec, data.gates).replace("# Gates", "## Gates", 1),
     ]
     for c in data.spec.conditions:
         lines += [*condition_markdown(data, c, summary, paired_), ""]
     return "\n".join(lines)
+
+
+def registered_markdown(data: StudyData) -> list[str]:
+    check = registered_persistence(data)
+    if data.spec.tests is None or check is None:
+        return []
+    return [*tests_markdown(registered_rows(registered_effects(data), data.spec.tests), check), ""]
 
 
 def step_rows(data: StudyData) -> list[dict[str, Any]]:
@@ -446,7 +502,7 @@ def step_rows(data: StudyData) -> list[dict[str, Any]]:
 def budget_rows(data: StudyData) -> list[dict[str, Any]]:
     rows = []
     for c in data.spec.conditions:
-        for name, keys in [(a.name, a.runs) for a in c.arms] + [("base", (c.base_model,))]:
+        for name, keys in [(a.name, a.runs) for a in c.arms] + [("base", c.base_models)]:
             for key in keys:
                 for budget, accuracy in sorted(data.evals[(c.name, key)].accuracy.items()):
                     rows.append(
@@ -464,7 +520,7 @@ def build_study(config: dict[str, Any]) -> list[Path]:
     paths = study_paths(Layout(config))
     for folder in {p.parent for p in paths}:
         folder.mkdir(parents=True, exist_ok=True)
-    dynamics, budget, combined, steps_csv, budget_csv, summary_csv, paired_csv, summary_md = paths
+    dynamics, budget, combined, steps_csv, budget_csv, summary_csv, paired_csv, summary_md, tests_csv = paths
     dynamics_figure(data, dynamics)
     budget_figure(data, budget)
     combined_figure(data, combined)
@@ -475,6 +531,7 @@ def build_study(config: dict[str, Any]) -> list[Path]:
         (summary_csv, csv_text(summary)),
         (paired_csv, csv_text(paired_)),
         (summary_md, summary_markdown(data, summary, paired_)),
+        (tests_csv, csv_text(tests_table(data))),
     ):
         with atomic_output(path) as out:
             out.write(text)

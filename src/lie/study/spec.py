@@ -27,11 +27,16 @@ class Arm:
 class Condition:
     name: str
     label: str
-    base_model: str
+    base_models: tuple[str, ...]  # the supervised models its runs start from (one per supervised seed)
     depths: tuple[int, int]  # depth needed of the test problems that count for this condition
     trap_index: tuple[float, float]  # the gate: allowed range of the supervised model's trap index
     prediction: str  # primary arm minus baseline: "positive" or "zero"
     arms: tuple[Arm, ...]
+
+    @property
+    def base_model(self) -> str:
+        """The first supervised model (the only one in the first study)."""
+        return self.base_models[0]
 
     def arm(self, name: str) -> Arm | None:
         return next((a for a in self.arms if a.name == name), None)
@@ -49,6 +54,19 @@ class Gates:
 
 
 @dataclass(frozen=True)
+class RegisteredTests:
+    """The second registration's tests (docs/study/preregistration-v2.md): every number is registered."""
+
+    alpha: float  # one-sided level of the primary test, the interaction and the slope
+    power: float  # the power at which the smallest detectable effect is stated
+    strong: str  # the condition of the primary test
+    weak: str  # the interaction: effect in ``strong`` minus effect in ``weak``
+    strength: dict[str, float]  # condition -> trap strength (the slope's x), fixed before any run
+    persistence_steps: int  # GRPO's trap index in ``strong`` stays >= the threshold through this step
+    persistence_threshold: float
+
+
+@dataclass(frozen=True)
 class StudySpec:
     conditions: tuple[Condition, ...]
     bench: str
@@ -60,6 +78,9 @@ class StudySpec:
     gates: Gates
     min_positive_seeds: int  # "positive": primary - baseline > 0 in at least this many seeds, mean > 0
     zero_margin: float  # "zero": |mean primary - baseline| <= this
+    tests: RegisteredTests | None = (
+        None  # the second registration's tests (absent in the first study's config)
+    )
 
     @property
     def runs(self) -> list[str]:
@@ -67,7 +88,7 @@ class StudySpec:
 
     @property
     def base_models(self) -> list[str]:
-        return [c.base_model for c in self.conditions]
+        return list(dict.fromkeys(m for c in self.conditions for m in c.base_models))
 
 
 def _require(section: dict[str, Any], keys: tuple[str, ...], where: str) -> None:
@@ -104,23 +125,29 @@ def _condition(name: str, section: Any, config: dict[str, Any], seen: dict[str, 
     where = f"study.conditions.{name}"
     if not isinstance(section, dict):
         raise LieError(f"{where} must be a mapping")
-    _require(section, ("label", "base_model", "depths", "trap_index", "prediction", "arms"), where)
-    base = section["base_model"]
-    if base not in ((config.get("evaluation") or {}).get("base_models") or []):
-        raise LieError(f"{where}.base_model {base!r} is not in evaluation.base_models")
+    _require(section, ("label", "depths", "trap_index", "prediction", "arms"), where)
+    if ("base_model" in section) == ("base_models" in section):
+        raise LieError(f"{where} needs base_model (one supervised model) or base_models (a list), not both")
+    bases = section.get("base_models") or [section.get("base_model")]
+    if not isinstance(bases, list) or not all(isinstance(b, str) for b in bases):
+        raise LieError(f"{where}.base_models must be a list of model names, got {bases!r}")
+    for base in bases:
+        if base not in ((config.get("evaluation") or {}).get("base_models") or []):
+            raise LieError(f"{where}: base model {base!r} is not in evaluation.base_models")
     if section["prediction"] not in PREDICTIONS:
         raise LieError(f"{where}.prediction must be one of {PREDICTIONS}, got {section['prediction']!r}")
     arms = _arms(section["arms"], config.get("experiments") or {}, seen, f"{where}.arms")
     for arm in arms:
         for run in arm.runs:
-            if config["experiments"][run].get("model") != base:
+            if config["experiments"][run].get("model") not in bases:
                 raise LieError(
-                    f"{where}: run {run} starts from {config['experiments'][run].get('model')!r}, not {base!r}"
+                    f"{where}: run {run} starts from {config['experiments'][run].get('model')!r}, "
+                    f"not from one of {bases}"
                 )
     return Condition(
         name,
         str(section["label"]),
-        base,
+        tuple(bases),
         _pair(section["depths"], f"{where}.depths", int),
         _pair(section["trap_index"], f"{where}.trap_index", float),
         section["prediction"],
@@ -153,6 +180,7 @@ def study_spec(config: dict[str, Any]) -> StudySpec:
     _require(gates, ("step_accuracy", "full_depth_accuracy", "full_depth_samples"), "study.gates")
     _require(probe, ("n", "seed"), "study.probe")
     _require(verdict, ("min_positive_seeds", "zero_margin"), "study.verdict")
+    tests = _tests(section.get("tests"), conditions) if section.get("tests") is not None else None
     return StudySpec(
         conditions=conditions,
         bench=bench,
@@ -168,4 +196,35 @@ def study_spec(config: dict[str, Any]) -> StudySpec:
         ),
         min_positive_seeds=int(verdict["min_positive_seeds"]),
         zero_margin=float(verdict["zero_margin"]),
+        tests=tests,
+    )
+
+
+def _tests(section: Any, conditions: tuple[Condition, ...]) -> RegisteredTests:
+    where = "study.tests"
+    if not isinstance(section, dict):
+        raise LieError(f"{where} must be a mapping")
+    _require(section, ("alpha", "power", "strong", "weak", "strength", "persistence"), where)
+    names = [c.name for c in conditions]
+    for key in ("strong", "weak"):
+        if section[key] not in names:
+            raise LieError(f"{where}.{key} {section[key]!r} is not one of study.conditions {names}")
+    strength = section["strength"]
+    if not isinstance(strength, dict) or sorted(strength) != sorted(names):
+        raise LieError(f"{where}.strength must give every condition ({names}) a number, got {strength!r}")
+    for key in ("alpha", "power"):
+        if not 0 < float(section[key]) < 1:
+            raise LieError(f"{where}.{key} must be in (0, 1), got {section[key]!r}")
+    persistence = section["persistence"]
+    if not isinstance(persistence, dict):
+        raise LieError(f"{where}.persistence must be a mapping of steps and threshold")
+    _require(persistence, ("steps", "threshold"), f"{where}.persistence")
+    return RegisteredTests(
+        alpha=float(section["alpha"]),
+        power=float(section["power"]),
+        strong=str(section["strong"]),
+        weak=str(section["weak"]),
+        strength={str(k): float(v) for k, v in strength.items()},
+        persistence_steps=int(persistence["steps"]),
+        persistence_threshold=float(persistence["threshold"]),
     )

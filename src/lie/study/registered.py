@@ -1,0 +1,128 @@
+"""The second registration's readings (docs/study/preregistration-v2.md), from per-pair numbers only.
+
+- :func:`persistence`: does plain GRPO stay trapped in the strong level? The per-step trap index
+  averaged over its runs, as a trailing running mean, must stay at or above the threshold through the
+  registered step;
+- :func:`registered_rows`: per level, the one-sided paired t-test of GRPO + LIE minus GRPO (with the smallest
+  effect it detects at the registered power, from the observed paired SD); the primary test (the
+  strong level); the interaction (the strong level's mean difference minus the weak level's, Welch);
+  the slope of the per-pair differences over the levels' trap strength. A test is "supported" when
+  its one-sided p-value is below alpha, and "not supported" otherwise; nothing else is read.
+
+Pairs of runs from another machine are pooled by adding them as further pairs (each pair is two runs of
+the same machine, supervised model and seed): the same functions read the pooled differences.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lie.study.spec import RegisteredTests
+from lie.study.stats import Test, detectable_effect, interaction, paired_test, slope
+
+SUPPORTED, NOT_SUPPORTED, UNTESTABLE = "supported", "not supported", "too few pairs to test"
+PERSISTENCE_SMOOTH = 5  # steps of the trailing running mean of the persistence check
+
+
+@dataclass(frozen=True)
+class Persistence:
+    steps: int  # the check runs through this step
+    threshold: float
+    lowest: float | None  # the lowest running mean over steps 1..steps (None: no step there)
+    lowest_step: int | None
+    runs: int
+
+    @property
+    def holds(self) -> bool:
+        return self.lowest is not None and self.lowest >= self.threshold
+
+
+def persistence(curves: Sequence[Mapping[int, float]], steps: int, threshold: float) -> Persistence:
+    """``curves``: per GRPO run of the strong level, ``{step: trap index}``. The per-step mean over runs
+    (steps every run has), as a :data:`PERSISTENCE_SMOOTH`-step trailing running mean, at its lowest
+    over steps ``1..steps``."""
+    common = sorted(set.intersection(*(set(c) for c in curves))) if curves else []
+    mean = [sum(c[x] for c in curves) / len(curves) for x in common]
+    lowest: tuple[float, int] | None = None
+    for i, x in enumerate(common):
+        if x > steps:
+            break
+        chunk = mean[max(0, i - PERSISTENCE_SMOOTH + 1) : i + 1]
+        value = sum(chunk) / len(chunk)
+        if lowest is None or value < lowest[0]:
+            lowest = (value, x)
+    return Persistence(
+        steps, threshold, lowest[0] if lowest else None, lowest[1] if lowest else None, len(curves)
+    )
+
+
+def _verdict(test: Test | None, alpha: float) -> str:
+    if test is None:
+        return UNTESTABLE
+    return SUPPORTED if test.p < alpha else NOT_SUPPORTED
+
+
+def _sd(values: Sequence[float]) -> float | None:
+    if len(values) < 2:
+        return None
+    m = sum(values) / len(values)
+    return math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
+
+
+def _row(test_id: str, text: str, test: Test | None, alpha: float, **extra: Any) -> dict[str, Any]:
+    empty = dict.fromkeys(("estimate", "se", "t", "df", "p", "n"))
+    return {"test": test_id, "comparison": text, **(test.as_dict() if test else empty),
+            "alpha": alpha, "verdict": _verdict(test, alpha), **extra}  # fmt: skip
+
+
+def registered_rows(effects: Mapping[str, Sequence[float]], tests: RegisteredTests) -> list[dict[str, Any]]:
+    """``effects``: per level (condition), its per-pair differences GRPO + LIE minus GRPO on the primary
+    measure. Rows: every level's paired test (the strong one is the primary), the interaction, the slope."""
+    rows = []
+    for level, diffs in effects.items():
+        sd = _sd(diffs)
+        mde = detectable_effect(sd, len(diffs), tests.alpha, tests.power) if sd is not None else None
+        test_id = "primary" if level == tests.strong else f"effect:{level}"
+        rows.append(_row(test_id, f"{level}: GRPO + LIE - GRPO (paired, one-sided)", paired_test(diffs),
+                         tests.alpha, level=level, strength=tests.strength[level], sd=sd,
+                         detectable=mde, power=tests.power))  # fmt: skip
+    strong, weak = effects.get(tests.strong, ()), effects.get(tests.weak, ())
+    rows.append(_row("interaction", f"effect in {tests.strong} minus effect in {tests.weak} (Welch, one-sided)",
+                     interaction(strong, weak), tests.alpha))  # fmt: skip
+    xs = [tests.strength[level] for level, diffs in effects.items() for _ in diffs]
+    ys = [d for diffs in effects.values() for d in diffs]
+    rows.append(_row("slope", "per-pair effect over trap strength (least squares, one-sided)", slope(xs, ys),
+                     tests.alpha))  # fmt: skip
+    return rows
+
+
+def _num(value: Any, fmt: str) -> str:
+    return "—" if value is None else format(value, fmt)
+
+
+def tests_markdown(rows: Sequence[dict[str, Any]], check: Persistence) -> list[str]:
+    """The registered readings, in the registration's words."""
+    held = "holds" if check.holds else "**fails**"
+    lines = [
+        "## The registered tests (docs/study/preregistration-v2.md)",
+        "",
+        f"Persistence check: plain GRPO's trap index in the strong level ({check.runs} runs, mean per step, "
+        f"{PERSISTENCE_SMOOTH}-step running mean) at its lowest through step {check.steps}: "
+        f"{_num(check.lowest, '.3f')} (step {check.lowest_step}), threshold {check.threshold:g}: {held}.",
+        "",
+        "| test | comparison | pairs | estimate | SE | t | df | one-sided p | alpha | detectable at power "
+        "(observed SD) | verdict |",
+        "|:---|:---|---:|---:|---:|---:|---:|---:|---:|---:|:---|",
+    ]
+    for r in rows:
+        detectable = r.get("detectable")
+        power = f"{_num(detectable, '.3f')} ({r['power']:g})" if detectable is not None else "—"
+        lines.append(
+            f"| {r['test']} | {r['comparison']} | {_num(r['n'], 'd')} | {_num(r['estimate'], '+.4f')} | "
+            f"{_num(r['se'], '.4f')} | {_num(r['t'], '.2f')} | {_num(r['df'], 'd')} | {_num(r['p'], '.4f')} | "
+            f"{r['alpha']:g} | {power} | **{r['verdict']}** |"
+        )
+    return lines

@@ -1,0 +1,194 @@
+"""The second registration's statistics (lie.study.stats, lie.study.registered) against hand-computed
+values and printed tables of Student's t; the `study.tests` section and its errors."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+import yaml
+from small import REPO
+
+from lie.core.errors import LieError
+from lie.study import stats
+from lie.study.registered import persistence, registered_rows
+from lie.study.spec import RegisteredTests, study_spec
+
+
+def _closed_form_df2(t: float) -> float:
+    """P(T > t) with 2 degrees of freedom: 1/2 - t / (2 sqrt(t^2 + 2))."""
+    return 0.5 - t / (2 * math.sqrt(t * t + 2))
+
+
+@pytest.mark.parametrize(
+    "t, df, p",
+    [
+        (1.0, 1, 0.25),  # Cauchy: atan(1) / pi
+        (6.314, 1, 0.05),  # printed one-sided 5% points
+        (2.920, 2, 0.05),
+        (2.353, 3, 0.05),
+        (1.833, 9, 0.05),
+        (1.796, 11, 0.05),
+        (2.262, 9, 0.025),
+        (1.697, 30, 0.05),
+        (0.876, 11, 0.2),
+        (0.0, 7, 0.5),
+    ],
+)
+def test_the_t_tail_matches_the_printed_tables(t, df, p):
+    assert stats.t_sf(t, df) == pytest.approx(p, abs=2e-4)
+    assert stats.t_sf(-t, df) == pytest.approx(1 - p, abs=2e-4)
+
+
+def test_the_t_tail_matches_the_closed_forms():
+    for t in (0.3, 1.0, 2.5, 7.0):
+        assert stats.t_sf(t, 2) == pytest.approx(_closed_form_df2(t), rel=1e-12)
+        assert stats.t_sf(t, 1) == pytest.approx(0.5 - math.atan(t) / math.pi, rel=1e-12)
+    # many degrees of freedom: the normal tail
+    assert stats.t_sf(1.6448536, 2000) == pytest.approx(0.05, abs=3e-4)
+    assert stats.t_quantile(0.95, 11) == pytest.approx(1.796, abs=1e-3)
+    assert stats.t_quantile(0.8, 11) == pytest.approx(0.876, abs=1e-3)
+    assert stats.t_quantile(0.975, 30) == pytest.approx(2.042, abs=1e-3)
+    with pytest.raises(ValueError):
+        stats.t_sf(1.0, 0)
+
+
+def test_the_paired_test_by_hand():
+    # diffs 0.1, 0.2, 0.3: mean 0.2, SD 0.1, SE 0.1 / sqrt(3), t = 2 sqrt(3), 2 df
+    test = stats.paired_test([0.1, 0.2, 0.3])
+    assert (test.estimate, test.df, test.n) == (pytest.approx(0.2), 2, 3)
+    assert test.se == pytest.approx(0.1 / math.sqrt(3))
+    assert test.t == pytest.approx(2 * math.sqrt(3))
+    assert test.p == pytest.approx(_closed_form_df2(2 * math.sqrt(3)))  # 0.0371
+    assert test.p == pytest.approx(0.0371, abs=1e-4)
+    assert stats.paired_test([0.1]) is None and stats.paired_test([0.1, 0.1]) is None
+    # a negative mean: p above one half
+    assert stats.paired_test([-0.1, -0.3, 0.0]).p > 0.5
+
+
+def test_the_smallest_detectable_effect():
+    # (t[0.95, 11] + t[0.8, 11]) * SD / sqrt(12) = (1.796 + 0.876) * 0.078 / sqrt(12)
+    assert stats.detectable_effect(0.078, 12) == pytest.approx(2.672 * 0.078 / math.sqrt(12), abs=2e-4)
+    assert stats.detectable_effect(0.078, 12) == pytest.approx(0.060, abs=5e-4)
+    assert stats.detectable_effect(0.078, 30) < stats.detectable_effect(0.078, 12)
+
+
+def test_the_interaction_is_a_welch_test_by_hand():
+    strong, weak = [0.3, 0.1, 0.2], [0.0, 0.1]
+    # variances of the means: 0.01 / 3 and 0.005 / 2; Welch df = (v1 + v2)^2 / (v1^2 / 2 + v2^2 / 1)
+    v1, v2 = 0.01 / 3, 0.005 / 2
+    df = (v1 + v2) ** 2 / (v1**2 / 2 + v2**2 / 1)
+    test = stats.interaction(strong, weak)
+    assert test.estimate == pytest.approx(0.2 - 0.05)
+    assert test.se == pytest.approx(math.sqrt(v1 + v2))
+    assert test.df == math.floor(df) == 2
+    assert test.p == pytest.approx(_closed_form_df2(0.15 / math.sqrt(v1 + v2)))
+    assert stats.interaction([0.1], weak) is None
+
+
+def test_the_slope_by_hand():
+    # x 0..3, y 0, 1, 1, 3: slope 4.5 / 5 = 0.9, residual sum of squares 0.70, SE sqrt(0.70 / 2 / 5)
+    test = stats.slope([0, 1, 2, 3], [0, 1, 1, 3])
+    assert test.estimate == pytest.approx(0.9)
+    assert test.se == pytest.approx(math.sqrt(0.07))
+    assert test.df == 2 and test.p == pytest.approx(_closed_form_df2(0.9 / math.sqrt(0.07)))
+    assert stats.slope([1, 1, 1], [0, 1, 2]) is None
+    with pytest.raises(ValueError):
+        stats.slope([1, 2], [1])
+
+
+TESTS = RegisteredTests(alpha=0.05, power=0.8, strong="strong", weak="weak",
+              strength={"weak": 0.47, "mid": 0.776, "strong": 0.91}, persistence_steps=20,
+              persistence_threshold=0.6)  # fmt: skip
+
+
+def test_the_registered_rows_read_every_level():
+    effects = {"weak": [0.0, 0.1, -0.05, 0.02], "mid": [0.1, 0.05], "strong": [0.2, 0.1, 0.15, 0.3, 0.12]}
+    rows = {r["test"]: r for r in registered_rows(effects, TESTS)}
+    assert list(rows) == ["effect:weak", "effect:mid", "primary", "interaction", "slope"]
+    primary = stats.paired_test(effects["strong"])
+    assert rows["primary"]["p"] == pytest.approx(primary.p) and rows["primary"]["n"] == 5
+    assert rows["primary"]["verdict"] == "supported"  # p ~ 0.003
+    assert rows["primary"]["detectable"] == pytest.approx(
+        stats.detectable_effect(primary.se * math.sqrt(5), 5)
+    )
+    assert rows["interaction"]["estimate"] == pytest.approx(0.174 - 0.0175)
+    slope = stats.slope(
+        [0.47] * 4 + [0.776] * 2 + [0.91] * 5, effects["weak"] + effects["mid"] + effects["strong"]
+    )
+    assert rows["slope"]["estimate"] == pytest.approx(slope.estimate) and rows["slope"]["n"] == 11
+    assert rows["effect:weak"]["verdict"] == "not supported"
+    few = {r["test"]: r["verdict"] for r in registered_rows({"weak": [0.1], "strong": [0.1]}, TESTS)}
+    assert few["interaction"] == few["slope"] == "too few pairs to test"
+
+
+def test_the_persistence_check_reads_the_running_mean_through_the_registered_step():
+    trapped = {s: 0.9 for s in range(1, 41)}
+    escaping = {s: (0.9 if s <= 10 else 0.3) for s in range(1, 41)}
+    held = persistence([trapped, trapped], 20, 0.6)
+    assert held.holds and held.lowest == pytest.approx(0.9) and held.runs == 2
+    # mean over the two runs is 0.6 from step 11: the 5-step running mean reaches it at step 15
+    mixed = persistence([trapped, escaping], 20, 0.6)
+    assert mixed.lowest == pytest.approx(0.6) and mixed.holds
+    check = persistence([escaping, escaping], 20, 0.6)
+    assert not check.holds and check.lowest == pytest.approx(0.3) and check.lowest_step == 15
+    # steps after the registered one do not count
+    late = {s: (0.9 if s <= 20 else 0.0) for s in range(1, 41)}
+    assert persistence([late], 20, 0.6).holds
+    assert not persistence([], 20, 0.6).holds
+
+
+def _v2() -> dict:
+    return yaml.safe_load((REPO / "workflow" / "configs" / "study.yaml").read_text(encoding="utf-8"))
+
+
+def test_the_second_registration_is_in_the_config_and_checked():
+    config = _v2()
+    spec = study_spec(config)
+    assert spec.tests is not None and spec.tests.alpha == 0.05 and spec.tests.persistence_steps == 20
+    assert [c.name for c in spec.conditions] == ["weak", "mid", "strong"]
+    strong = next(c for c in spec.conditions if c.name == "strong")
+    pairs = {
+        (config["experiments"][r]["model"], config["experiments"][r]["seed"]) for r in strong.arm("grpo").runs
+    }
+    assert len(pairs) >= 12 and len(strong.base_models) >= 2
+    assert config["reflen"]["offset"] == 40
+    from lie.study import trap
+
+    for c in spec.conditions:  # the slope's x is the analytic trap index of the level (stop 0.5)
+        assert spec.tests.strength[c.name] == pytest.approx(
+            trap.analytic_trap_index(0.5, c.depths, 8), abs=5e-4
+        )
+    bad = copy.deepcopy(config)
+    del bad["study"]["tests"]["strength"]["mid"]
+    with pytest.raises(LieError, match=r"study.tests.strength must give every condition"):
+        study_spec(bad)
+    bad = copy.deepcopy(config)
+    bad["study"]["tests"]["strong"] = "strongest"
+    with pytest.raises(LieError, match=r"study.tests.strong 'strongest' is not one of study.conditions"):
+        study_spec(bad)
+    bad = copy.deepcopy(config)
+    bad["study"]["conditions"]["weak"]["base_model"] = "tiny-m0"
+    with pytest.raises(LieError, match=r"study.conditions.weak needs base_model .* or base_models"):
+        study_spec(bad)
+
+
+def test_study_full_only_adds_runs():
+    from snakemake.utils import update_config
+
+    study = _v2()
+    full = copy.deepcopy(study)
+    update_config(full, yaml.safe_load((REPO / "workflow" / "configs" / "study-full.yaml").read_text()))
+    assert all(full["experiments"][run] == spec for run, spec in study["experiments"].items())
+    assert all(full["models"][m] == spec for m, spec in study["models"].items())
+    for name, condition in study["study"]["conditions"].items():
+        for arm, spec in condition["arms"].items():
+            assert set(spec["runs"]) <= set(full["study"]["conditions"][name]["arms"][arm]["runs"])
+    everything = {k: v for k, v in full.items() if k not in ("models", "experiments", "evaluation", "study")}
+    assert everything == {
+        k: v for k, v in study.items() if k not in ("models", "experiments", "evaluation", "study")
+    }
+    spec = study_spec(full)
+    strong = next(c for c in spec.conditions if c.name == "strong")
+    assert len(strong.arm("grpo-lie").runs) >= 30
