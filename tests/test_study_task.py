@@ -199,12 +199,13 @@ def test_the_supervised_stage_teaches_full_solutions_then_the_shallow_habit():
 
 
 def test_the_study_config_is_valid_and_its_study_section_is_checked():
-    from study_pipeline import study_config
+    """The first registration's config (make study-v1); the second's: tests/test_study_stats.py."""
+    from study_pipeline import STUDY_V1, study_config
 
     from lie.config import RunSettings, validate_config
     from lie.study.spec import study_spec
 
-    config = study_config()
+    config = study_config(STUDY_V1)
     validate_config(config, "study.yaml")
     spec = study_spec(config)
     assert [c.name for c in spec.conditions] == ["strong", "weak"]
@@ -244,11 +245,11 @@ def test_the_study_config_is_valid_and_its_study_section_is_checked():
         ({"bench": "nope"}, "study.bench 'nope' is not in evaluation.benchmarks"),
         ({"baseline": "nope"}, "study.baseline 'nope' is not an arm of study.conditions.strong"),
         ({"conditions": {"x": {**config["study"]["conditions"]["strong"], "base_model": "nope"}}},
-         "study.conditions.x.base_model 'nope' is not in evaluation.base_models"),
+         "study.conditions.x: base model 'nope' is not in evaluation.base_models"),
         ({"conditions": {"x": {**config["study"]["conditions"]["strong"], "arms": {"a": {"label": "A", "runs": ["nope"]}}}}},
          "study.conditions.x.arms.a.runs names 'nope'"),
         ({"conditions": {"x": {**config["study"]["conditions"]["weak"], "base_model": "tiny-strong"}}},
-         "study.conditions.x: run study_weak_grpo_s0 starts from 'tiny-weak', not 'tiny-strong'"),
+         r"study.conditions.x: run study_weak_grpo_s0 starts from 'tiny-weak', not from one of \['tiny-strong'\]"),
     ]:  # fmt: skip
         broken = {**config, "study": {**config["study"], **change}}
         with pytest.raises(LieError, match=message):
@@ -261,11 +262,11 @@ def test_the_study_config_is_valid_and_its_study_section_is_checked():
 
 def test_the_supervised_stage_is_for_tiny_models_only(tmp_path, capsys):
     from small import write_config
-    from study_pipeline import study_config
+    from study_pipeline import STUDY_V1, study_config
 
     from lie.cli import main
 
-    config = study_config()
+    config = study_config(STUDY_V1)
     config["outdir"] = str(tmp_path / "out")
     config["models"]["tiny-strong"]["tiny"] = None
     cfg = write_config(tmp_path / "c.yaml", config)
