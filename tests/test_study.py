@@ -296,6 +296,12 @@ def test_the_study_report_reads_the_files_of_a_real_run():
     assert primary["prediction"] == "positive"
     weak = next(r for r in paired_rows if r["condition"] == "weak" and r["registered"] == "primary")
     assert weak["prediction"] == "zero" and weak["verdict"] in ("as predicted", "not as predicted")
+    # another machine's pairs pooled as further pairs (here: this study's own outdir, its pairs twice)
+    assert main(["study-report", "--config", str(p.cfg), "--pool", str(p.layout.root)]) == 0
+    pooled = {r["test"]: r for r in csv.DictReader((paths[8].parent / "study_tests_pooled.csv").open())}
+    assert pooled["primary"]["machines"] == "2" and pooled["primary"]["n"] == "6"
+    if tests["primary"]["estimate"]:  # (no spread over the pairs: no test, here or pooled)
+        assert float(pooled["primary"]["estimate"]) == pytest.approx(float(tests["primary"]["estimate"]))
     text = paths[7].read_text()
     for heading in ("## The registered tests (docs/study/preregistration-v2.md)", "Persistence check",
                     "## The first registration's rule, for continuity only", "## Gates on the supervised models", "(condition `strong`)",

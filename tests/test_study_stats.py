@@ -192,3 +192,37 @@ def test_study_full_only_adds_runs():
     spec = study_spec(full)
     strong = next(c for c in spec.conditions if c.name == "strong")
     assert len(strong.arm("grpo-lie").runs) >= 30
+
+
+def test_pairs_of_another_machine_are_pooled_as_further_pairs(tmp_path):
+    from lie.study.registered import pool, read_effects
+
+    header = "condition,comparison,measure,seeds,diffs,mean,registered\n"
+    here, there = tmp_path / "here.csv", tmp_path / "there.csv"
+    here.write_text(header + "strong,grpo-lie - grpo,acc_limit,m0/s0 m0/s1,0.1000 0.2000,0.15,primary\n"
+                    "strong,grpo-lie - grpo,depth_reached,m0/s0 m0/s1,1.0 2.0,1.5,\n"
+                    "weak,grpo-lie - grpo,acc_limit,m0/s0,0.0500,0.05,primary\n")  # fmt: skip
+    there.write_text(header + "strong,grpo-lie - grpo,acc_limit,m0/s0,0.3000,0.3,primary\n"
+                     "weak,grpo-lie - grpo,acc_limit,m0/s0,-0.0500,-0.05,primary\n")  # fmt: skip
+    assert read_effects(here) == {"strong": [0.1, 0.2], "weak": [0.05]}
+    pooled = pool(read_effects(here), read_effects(there))
+    assert pooled == {"strong": [0.1, 0.2, 0.3], "weak": [0.05, -0.05]}
+    rows = {r["test"]: r for r in registered_rows(pooled, TESTS)}
+    assert rows["primary"]["n"] == 3 and rows["primary"]["p"] == pytest.approx(
+        stats.paired_test([0.1, 0.2, 0.3]).p
+    )
+    assert rows["interaction"]["estimate"] == pytest.approx(0.2 - 0.0)
+    bad = tmp_path / "bad.csv"
+    bad.write_text(header + "strong,x,acc_limit,m0/s0,zero,0,primary\n")
+    with pytest.raises(LieError, match=r"bad.csv line 2: 'diffs' must be numbers"):
+        read_effects(bad)
+    with pytest.raises(LieError, match=r"no row with registered = primary"):
+        read_effects(_empty(tmp_path))
+    with pytest.raises(LieError, match=r"cannot read .*missing.csv"):
+        read_effects(tmp_path / "missing.csv")
+
+
+def _empty(tmp_path):
+    path = tmp_path / "empty.csv"
+    path.write_text("condition,registered,diffs\nstrong,,0.1\n")
+    return path

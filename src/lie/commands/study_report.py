@@ -14,11 +14,19 @@ from lie.commands.argtypes import add_config_option
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_option(parser, "the study's config (with a study: section)")
+    parser.add_argument(
+        "--pool",
+        action="append",
+        default=[],
+        metavar="OUTDIR",
+        help="another machine's study outdir (its tables/study_paired.csv): the registered tests on the "
+        "union of the pairs go to tables/study_tests_pooled.csv (docs/study/preregistration-v2.md)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from lie.config import load_config
     from lie.study.report import build_study
 
-    build_study(load_config(args.config))
+    build_study(load_config(args.config), pool_with=args.pool)
     return 0

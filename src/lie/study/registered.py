@@ -10,16 +10,21 @@
   its one-sided p-value is below alpha, and "not supported" otherwise; nothing else is read.
 
 Pairs of runs from another machine are pooled by adding them as further pairs (each pair is two runs of
-the same machine, supervised model and seed): the same functions read the pooled differences.
+the same machine, supervised model and seed): :func:`read_effects` reads a machine's per-pair
+differences from its ``tables/study_paired.csv``, :func:`pool` joins them, and the same tests read the
+union (``lie study-report --pool OUTDIR``: ``tables/study_tests_pooled.csv``).
 """
 
 from __future__ import annotations
 
+import csv
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from lie.core.errors import LieError
 from lie.study.spec import RegisteredTests
 from lie.study.stats import Test, detectable_effect, interaction, paired_test, slope
 
@@ -72,9 +77,10 @@ def _sd(values: Sequence[float]) -> float | None:
     return math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
 
 
-def _row(test_id: str, text: str, test: Test | None, alpha: float, **extra: Any) -> dict[str, Any]:
-    empty = dict.fromkeys(("estimate", "se", "t", "df", "p", "n"))
-    return {"test": test_id, "comparison": text, **(test.as_dict() if test else empty),
+def _row(test_id: str, text: str, test: Test | None, alpha: float, n: int, **extra: Any) -> dict[str, Any]:
+    """One test's row; ``n`` (pairs) is given even where there are too few to test."""
+    empty = dict.fromkeys(("estimate", "se", "t", "df", "p"))
+    return {"test": test_id, "comparison": text, **(test.as_dict() if test else empty), "n": n,
             "alpha": alpha, "verdict": _verdict(test, alpha), **extra}  # fmt: skip
 
 
@@ -87,15 +93,15 @@ def registered_rows(effects: Mapping[str, Sequence[float]], tests: RegisteredTes
         mde = detectable_effect(sd, len(diffs), tests.alpha, tests.power) if sd is not None else None
         test_id = "primary" if level == tests.strong else f"effect:{level}"
         rows.append(_row(test_id, f"{level}: GRPO + LIE - GRPO (paired, one-sided)", paired_test(diffs),
-                         tests.alpha, level=level, strength=tests.strength[level], sd=sd,
+                         tests.alpha, len(diffs), level=level, strength=tests.strength[level], sd=sd,
                          detectable=mde, power=tests.power))  # fmt: skip
     strong, weak = effects.get(tests.strong, ()), effects.get(tests.weak, ())
     rows.append(_row("interaction", f"effect in {tests.strong} minus effect in {tests.weak} (Welch, one-sided)",
-                     interaction(strong, weak), tests.alpha))  # fmt: skip
+                     interaction(strong, weak), tests.alpha, len(strong) + len(weak)))  # fmt: skip
     xs = [tests.strength[level] for level, diffs in effects.items() for _ in diffs]
     ys = [d for diffs in effects.values() for d in diffs]
     rows.append(_row("slope", "per-pair effect over trap strength (least squares, one-sided)", slope(xs, ys),
-                     tests.alpha))  # fmt: skip
+                     tests.alpha, len(ys)))  # fmt: skip
     return rows
 
 
@@ -126,3 +132,35 @@ def tests_markdown(rows: Sequence[dict[str, Any]], check: Persistence) -> list[s
             f"{r['alpha']:g} | {power} | **{r['verdict']}** |"
         )
     return lines
+
+
+def read_effects(path: str | Path) -> dict[str, list[float]]:
+    """Per level, the per-pair differences of the registered primary comparison in a
+    ``study_paired.csv`` (another machine's study, or this one's)."""
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            rows = list(csv.DictReader(handle))
+    except OSError as exc:
+        raise LieError(f"cannot read {path}: {exc.strerror}") from None
+    effects: dict[str, list[float]] = {}
+    for number, row in enumerate(rows, start=2):
+        if row.get("registered") != "primary":
+            continue
+        try:
+            effects[row["condition"]] = [float(d) for d in (row.get("diffs") or "").split()]
+        except (KeyError, ValueError):
+            raise LieError(f"{path} line {number}: 'diffs' must be numbers separated by spaces") from None
+    if not effects:
+        raise LieError(
+            f"{path}: no row with registered = primary (not a study_paired.csv of lie study-report)"
+        )
+    return effects
+
+
+def pool(*machines: Mapping[str, Sequence[float]]) -> dict[str, list[float]]:
+    """The union of several machines' pairs, level by level (pairs are never formed across machines)."""
+    out: dict[str, list[float]] = {}
+    for effects in machines:
+        for level, diffs in effects.items():
+            out.setdefault(level, []).extend(diffs)
+    return out

@@ -26,12 +26,20 @@ from typing import Any
 
 from lie import config as cfgmod
 from lie.config.layout import Layout
+from lie.core.errors import LieError
 from lie.report.render import csv_text
 from lie.study.gates import GateResult, gates_markdown, measure_all
 from lie.study.inputs import EvalSummary, StepPoint, eval_summary, run_curve
 from lie.study.paired import Paired, paired, verdict
 from lie.study.paths import StudyPaths
-from lie.study.registered import Persistence, persistence, registered_rows, tests_markdown
+from lie.study.registered import (
+    Persistence,
+    persistence,
+    pool,
+    read_effects,
+    registered_rows,
+    tests_markdown,
+)
 from lie.study.responses import read_rows
 from lie.study.spec import Condition, StudySpec, study_spec
 
@@ -511,8 +519,22 @@ def budget_rows(data: StudyData) -> list[dict[str, Any]]:
     return rows
 
 
-def build_study(config: dict[str, Any]) -> list[Path]:
-    """Read the study's files and write its figures and tables; return their paths."""
+def pooled_tests(data: StudyData, others: Sequence[str | Path]) -> list[dict[str, Any]]:
+    """The registered tests on this study's pairs and those of the studies under ``others`` (their
+    outdirs, each with ``tables/study_paired.csv``): the pooling rule of preregistration-v2."""
+    if data.spec.tests is None:
+        raise LieError("--pool needs a config with study.tests (the second registration)")
+    machines = [
+        registered_effects(data),
+        *(read_effects(Path(o) / "tables" / "study_paired.csv") for o in others),
+    ]
+    rows = registered_rows(pool(*machines), data.spec.tests)
+    return [row | {"machines": len(machines)} for row in rows]
+
+
+def build_study(config: dict[str, Any], pool_with: Sequence[str | Path] = ()) -> list[Path]:
+    """Read the study's files and write its figures and tables; return their paths. With ``pool_with``
+    (other machines' study outdirs), also ``tables/study_tests_pooled.csv``."""
     from lie.formats.jsonl import atomic_output
     from lie.study.figures import budget_figure, combined_figure, dynamics_figure
 
@@ -535,6 +557,11 @@ def build_study(config: dict[str, Any]) -> list[Path]:
     ):
         with atomic_output(path) as out:
             out.write(text)
+    if pool_with:
+        pooled = tests_csv.with_name("study_tests_pooled.csv")
+        with atomic_output(pooled) as out:
+            out.write(csv_text(pooled_tests(data, pool_with)))
+        paths = [*paths, pooled]
     log.info("study report: %s", ", ".join(str(p) for p in paths))
     return paths
 
