@@ -146,8 +146,8 @@ def test_the_arms_reward_crafted_answers(tmp_path, config_file, arm_run):
     registered configs (the same reward; the second study moves only the reference length's offset)."""
     from transformers import AutoTokenizer
 
+    from lie.engines.rewarding import Rewarder, grading_limits
     from lie.engines.trl.train import LIEReward, Schedule
-    from lie.grading import GradingExecutor
     from lie.tasks import arithmetic as A
 
     p = pipeline()
@@ -162,13 +162,15 @@ def test_the_arms_reward_crafted_answers(tmp_path, config_file, arm_run):
     ids = [tok(t, add_special_tokens=False)["input_ids"] + [tok.eos_token_id] for t in texts]
     config = study_config(REPO / "workflow" / "configs" / config_file)
     ref = 70  # target 70 - 4 tokens: every answer here is shorter
-    with GradingExecutor(config["evaluation"]["grade_timeout_s"], 1) as grader:
+    row = json.dumps({"data_source": "chain", "ability": "math", "extra_info": {"index": 0},
+                      "reward_model": {"ground_truth": "21", "num_tokens": ref}})  # fmt: skip
+    with Rewarder(*grading_limits(config)) as rewarder:
         reward = LIEReward(
-            _arm_config(config, arm_run), tok, RunDir(tmp_path, arm_run), Schedule(1, 1, 1), grader
+            _arm_config(config, arm_run), tok, RunDir(tmp_path, arm_run), Schedule(1, 1, 1), rewarder
         )
         got = reward(
-            prompts=["q"] * 4, completions=texts, completion_ids=ids, gold=["21"] * 4, ref_len=[ref] * 4,
-            kind=["math"] * 4, letters=[[]] * 4, prompt_index=[0] * 4,
+            prompts=["q"] * 4, completions=texts, completion_ids=ids, row=[row] * 4,
+            where=[f"row {i}" for i in range(4)], prompt_index=[0] * 4,
         )  # fmt: skip
     eta = config["reward"]["eta"]
     short = [-eta * (ref - 4 - len(i)) for i in ids]
@@ -194,13 +196,13 @@ def test_the_gates_read_the_probes_and_stop_with_the_failed_ones(tmp_path, capsy
         condition["trap_index"] = [0.0, 1.0]
     assert main(["study-gates", "--config", str(write_config(tmp_path / "open.yaml", config))]) == 0
     table = StudyPaths(p.layout).gates[0].read_text()
-    assert table.count("| pass |") == 2 and "tiny-strong" in table and "tiny-weak" in table
+    assert table.count("| pass |") == 6 and "tiny-m0" in table and "tiny-m1" in table  # 3 levels x 2 models
     config["study"]["gates"]["full_depth_samples"] = 10**6
     assert main(["study-gates", "--config", str(write_config(tmp_path / "closed.yaml", config))]) == 2
     err = capsys.readouterr().err
     assert (
-        "a gate on the supervised models failed (change only the supervised stage): strong: accuracy given full depth"
-        in err
+        "a gate on the supervised models failed (change only the supervised stage): "
+        "weak (tiny-m0): accuracy given full depth" in err
     )
 
 
@@ -364,7 +366,10 @@ def test_make_study_is_two_snakemake_targets_of_the_same_dag(tmp_path):
         runs, bases = len(config["experiments"]), len(config["evaluation"]["base_models"])
         gates = {"data": 4, "base_model": bases, "study_probe": bases, "study_gates": 1}
         per_model = {"generate": runs + bases, "evaluate": runs + bases, "study_responses": runs + bases}
-        return {**gates, "reflen": 3 * bases, "train": runs, "merge": runs, **per_model, "study": 1}
+        reflen = len(
+            {(e["data"], e["model"]) for e in config["experiments"].values()}
+        )  # one per data x model
+        return {**gates, "reflen": reflen, "train": runs, "merge": runs, **per_model, "study": 1}
 
     study = expected(config)
     gates = {k: study[k] for k in ("data", "base_model", "study_probe", "study_gates")}
