@@ -215,6 +215,49 @@ def test_tests_import_stages_never_commands():
     assert not wrong, "\n".join(wrong)
 
 
+LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def shim_faults(source: str) -> list[str]:
+    """What in a command module's source is more than a shim: a command defines ``add_arguments`` and
+    ``run`` and nothing else (no helper, class or nested function), and its ``run`` has no loop."""
+    tree = ast.parse(source)
+    faults = [
+        f"line {node.lineno}: {type(node).__name__} {getattr(node, 'name', '')}".rstrip()
+        for node in tree.body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        and node.name not in ("add_arguments", "run")
+    ]
+    for top in tree.body:
+        if isinstance(top, ast.FunctionDef) and top.name in ("add_arguments", "run"):
+            for node in ast.walk(top):
+                if node is not top and isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.Lambda)):
+                    faults.append(f"line {node.lineno}: a {type(node).__name__} inside {top.name}")
+                elif top.name == "run" and isinstance(node, LOOPS):
+                    faults.append(f"line {node.lineno}: a loop in run (logic: move it into a stage)")
+    return faults
+
+
+def test_commands_are_shims():
+    """A command parses its arguments and calls a stage: the logic lives in stages/."""
+    wrong = [
+        f"{path.name} {fault}"
+        for path in sorted((PACKAGE / "commands").glob("*.py"))
+        if path.name not in ("__init__.py", "argtypes.py")
+        for fault in shim_faults(path.read_text(encoding="utf-8"))
+    ]
+    assert not wrong, "move the logic into a stage:\n" + "\n".join(wrong)
+
+
+def test_the_shim_rule_fails_on_logic_in_a_command():
+    source = (PACKAGE / "commands" / "score.py").read_text(encoding="utf-8")
+    assert not shim_faults(source)
+    helper = source + "\n\ndef _tally(rows):\n    return len(rows)\n"
+    assert shim_faults(helper) == [f"line {len(source.splitlines()) + 3}: FunctionDef _tally"]
+    looping = source.replace("    return 0\n", "    for _ in args.set:\n        pass\n    return 0\n")
+    assert len(shim_faults(looping)) == 1 and "a loop in run" in shim_faults(looping)[0]
+
+
 def test_commands_are_short_shims():
     """A command parses its arguments and calls a stage: no long logic in commands/."""
     long = [

@@ -27,6 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from lie.stages.report import report
 
-    for path in report(load_config_option(args), max_points=args.max_points):
-        print(path)
+    paths = report(load_config_option(args), max_points=args.max_points)
+    if paths:
+        print(*paths, sep="\n")
     return 0
