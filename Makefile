@@ -42,7 +42,9 @@ test-all: $(STAMP) $(VLLM_STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The whole pipeline on the CPU (tiny model, synthetic data): outputs under results/smoke/.
-SMK := PATH=$(CURDIR)/$(BIN):$$PATH OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/snakemake
+# Snakemake through `lie snakemake`: every --configfile is read by lie's bounded YAML reader first
+# (a hostile file is one line and exit 2, not a Snakemake traceback or hang; docs/recovery.md).
+SMK := PATH=$(CURDIR)/$(BIN):$$PATH OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/lie snakemake
 smoke: $(STAMP) $(VLLM_STAMP)
 	$(SMK) --configfile workflow/configs/smoke.yaml --profile profiles/local --cores 2
 

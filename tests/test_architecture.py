@@ -218,23 +218,26 @@ def test_tests_import_stages_never_commands():
 LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
+SHIM = ("add_arguments", "run", "run_raw")  # a command's functions; run_raw: arguments as they come
+
+
 def shim_faults(source: str) -> list[str]:
     """What in a command module's source is more than a shim: a command defines ``add_arguments`` and
-    ``run`` and nothing else (no helper, class or nested function), and its ``run`` has no loop."""
+    ``run`` (or ``run_raw``: its arguments as they come) and nothing else (no helper, class or nested
+    function), and its ``run`` has no loop."""
     tree = ast.parse(source)
     faults = [
         f"line {node.lineno}: {type(node).__name__} {getattr(node, 'name', '')}".rstrip()
         for node in tree.body
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-        and node.name not in ("add_arguments", "run")
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name not in SHIM
     ]
     for top in tree.body:
-        if isinstance(top, ast.FunctionDef) and top.name in ("add_arguments", "run"):
+        if isinstance(top, ast.FunctionDef) and top.name in SHIM:
             for node in ast.walk(top):
                 if node is not top and isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.Lambda)):
                     faults.append(f"line {node.lineno}: a {type(node).__name__} inside {top.name}")
-                elif top.name == "run" and isinstance(node, LOOPS):
-                    faults.append(f"line {node.lineno}: a loop in run (logic: move it into a stage)")
+                elif top.name != "add_arguments" and isinstance(node, LOOPS):
+                    faults.append(f"line {node.lineno}: a loop in {top.name} (logic: move it into a stage)")
     return faults
 
 
@@ -303,6 +306,52 @@ def test_the_code_cites_only_paths_that_exist():
 def test_the_readme_is_short():
     lines = len((REPO / "README.md").read_text(encoding="utf-8").splitlines())
     assert lines <= 260, f"README.md has {lines} lines: the reference belongs in docs/"
+
+
+SETTINGS_MODULE = PACKAGE / "config" / "settings.py"
+# a run's settings read as a dict (a cast of a lookup, a lookup with a default), a merged dict
+# rebuilt, or a loaded config's training section edited in place
+SETTINGS_LOOKUP = re.compile(
+    r"\b(?:s|settings)\.get\(\s*[\"']"
+    r"|\b(?:int|float|bool|str)\(\s*(?:s|settings)\["
+    r"|\bsettings\[\s*[\"']"
+    r"|(?<!\w)run_settings\("
+    r"|\[[\"']training[\"']\]\[[^\]]+\]\s*=[^=]"
+)
+
+
+def settings_lookups(paths: list[Path], root: Path = REPO) -> list[str]:
+    found = []
+    for path in paths:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if SETTINGS_LOOKUP.search(line):
+                found.append(f"{path.relative_to(root)}:{number}: {line.strip()}")
+    return found
+
+
+def test_run_settings_are_read_typed_from_one_module():
+    """A run's settings come from ``lie.config.settings.RunSettings`` (typed, frozen, built once):
+    no ``s.get("key", default)`` or ``int(s["key"])`` outside that module, in src/ or the rules."""
+    paths = [p for p in sorted(PACKAGE.rglob("*.py")) if p != SETTINGS_MODULE]
+    paths += sorted((REPO / "workflow").rglob("*.smk")) + [REPO / "Snakefile"]
+    found = settings_lookups(paths)
+    assert not found, "read these through RunSettings:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'steps = int(s.get("max_steps") or 0)',
+        'batch = int(s["train_batch_size"])',
+        'seed = settings.get("seed", 1)',
+        "limit = cfgmod.run_settings(config, run)",
+        'config["training"]["nnodes"] = args.nnodes',
+    ],
+)
+def test_the_settings_rule_sees_each_kind_of_lookup(tmp_path, line):
+    path = tmp_path / "injected.py"
+    path.write_text(f"def f(config, s, settings, args, cfgmod, run):\n    {line}\n    return s.max_steps\n")
+    assert settings_lookups([path], root=tmp_path) == [f"injected.py:2: {line}"]
 
 
 @pytest.mark.parametrize("layer_dir", ["engines", "stages", "formats"])

@@ -27,13 +27,13 @@ ROW = {"response": "short", "correct": False, "num_tokens": 1, "ref_len": 3000}
 
 
 def lie(
-    *args: str, env: dict[str, str | None] | None = None, cwd: Path = REPO, **kwargs
+    *args: str, env: dict[str, str | None] | None = None, cwd: Path = REPO, timeout: float = 300, **kwargs
 ) -> subprocess.CompletedProcess:
     """The installed console script in a fresh process, as a user runs it (``env`` value None: unset)."""
     command = [str(Path(sys.executable).parent / "lie"), *args]
     full_env = {k: v for k, v in {**os.environ, **(env or {})}.items() if v is not None}
     return subprocess.run(
-        command, capture_output=True, text=True, timeout=300, env=full_env, cwd=cwd, **kwargs
+        command, capture_output=True, text=True, timeout=timeout, env=full_env, cwd=cwd, **kwargs
     )
 
 
@@ -346,6 +346,72 @@ def test_a_hostile_yaml_config_is_one_line(tmp_path, text, says):
     assert proc.returncode == 2
     error = one_error_line(proc.stderr, "plan")
     assert str(path) in error and says in error, error
+
+
+HOSTILE = {
+    "deep-list": ("a: " + "[" * 2000 + "]" * 2000 + "\n", "nested deeper than 64 levels"),
+    "long-int": ("a: 1" + "0" * 5000 + "\n", "an integer of more than 100 digits"),
+    "billion-laughs": (_laughs(10), "once its aliases are expanded"),
+}
+
+
+@pytest.fixture
+def workflow_dir(tmp_path):
+    """A working directory with the repository's Snakefile and workflow/ (Snakemake's .snakemake/ here)."""
+    for name in ("Snakefile", "workflow"):
+        os.symlink(REPO / name, tmp_path / name)
+    return tmp_path
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_a_hostile_configfile_through_lie_snakemake_is_one_line(workflow_dir, name):
+    """Snakemake itself tracebacks on these (it parses --configfile before our code): the door is
+    ``lie snakemake``, which reads each file with the bounded reader first. The subprocess timeout
+    (10 s) is the hang check; a hang fails the test with TimeoutExpired."""
+    text, says = HOSTILE[name]
+    assert name != "billion-laughs" or len(text) < 1300  # a kilobyte, billions of values expanded
+    path = workflow_dir / "bad.yaml"
+    path.write_text(text, encoding="utf-8")
+    proc = lie("snakemake", "--configfile", str(path), "-n", cwd=workflow_dir, timeout=10)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    error = one_error_line(proc.stderr, "snakemake")
+    assert proc.stderr.strip().splitlines() == [error]  # the whole of what it says
+    assert f"{path} line " in error and says in error, error
+    assert not (workflow_dir / ".snakemake").exists()  # Snakemake never started
+
+
+def test_lie_snakemake_checks_the_default_config_and_every_configfile(workflow_dir):
+    (workflow_dir / "config.yaml").write_text(HOSTILE["long-int"][0], encoding="utf-8")
+    proc = lie("snakemake", "-n", cwd=workflow_dir, timeout=10)  # no --configfile: config.yaml
+    assert proc.returncode == 2 and "config.yaml line 1" in one_error_line(proc.stderr, "snakemake")
+    (workflow_dir / "good").mkdir()
+    good = _config_with(workflow_dir / "good", lambda c: None)
+    bad = workflow_dir / "bad.yaml"
+    bad.write_text(HOSTILE["deep-list"][0], encoding="utf-8")
+    proc = lie("snakemake", "-n", "--configfiles", str(good), str(bad), cwd=workflow_dir, timeout=10)
+    assert proc.returncode == 2 and str(bad) in one_error_line(proc.stderr, "snakemake")
+    proc = lie("snakemake", "-n", f"--configfile={bad}", cwd=workflow_dir, timeout=10)
+    assert proc.returncode == 2 and str(bad) in one_error_line(proc.stderr, "snakemake")
+
+
+def test_a_valid_configfile_passes_through_lie_snakemake_to_snakemake(workflow_dir):
+    good = _config_with(workflow_dir, lambda c: None)
+    env = {"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    proc = lie("snakemake", "--configfile", str(good), "-n", "--quiet", "rules", cwd=workflow_dir, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout + proc.stderr
+    assert "This was a dry-run" in out and "train" in out and "evaluate" in out, out[-3000:]
+    assert not (workflow_dir / "results").exists()  # a dry run: Snakemake ran, wrote nothing
+
+
+def test_the_makefile_runs_snakemake_only_through_lie():
+    lines = [
+        line
+        for line in (REPO / "Makefile").read_text(encoding="utf-8").splitlines()
+        if "/snakemake" in line or line.lstrip().startswith("snakemake")
+    ]
+    assert not lines, f"Makefile calls snakemake directly: {lines}"
+    assert "$(BIN)/lie snakemake" in (REPO / "Makefile").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize(

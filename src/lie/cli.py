@@ -43,7 +43,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "study-responses": ("lie.commands.study_responses", "CPU study: per-response depth and n-gram columns"),
     "study-gates": ("lie.commands.study_gates", "CPU study: the gates on the supervised models"),
     "study-report": ("lie.commands.study_report", "figures and tables of the CPU study (make study)"),
+    "snakemake": (
+        "lie.commands.snakemake",
+        "run Snakemake (same arguments) after checking every --configfile with lie's bounded reader",
+    ),
 }
+# commands that take their arguments as they come (passed on to another program)
+RAW = {"snakemake"}
 
 
 def _top_parser() -> argparse.ArgumentParser:
@@ -79,6 +85,8 @@ def _has_non_finite(value: object) -> bool:
 
 def _run(name: str, rest: list[str]) -> int:
     module = importlib.import_module(COMMANDS[name][0])
+    if name in RAW:
+        return int(module.run_raw(rest) or 0)
     parser = argparse.ArgumentParser(prog=f"lie {name}", description=COMMANDS[name][1])
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     module.add_arguments(parser)

@@ -50,8 +50,6 @@ def run(args: argparse.Namespace) -> int:
     from lie.stages.train import TrainRequest, composition, train
 
     config = load_config_option(args)
-    if args.nnodes:  # the Slurm launcher passes the allocation's nodes
-        config["training"]["nnodes"] = args.nnodes
     request = TrainRequest(
         run=args.run,
         engine=args.engine,
@@ -61,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
         model=args.model,
         stop_after=args.stop_after,
         threads=args.threads,
+        nnodes=args.nnodes,  # the Slurm launcher passes the allocation's nodes
     )
     if args.dry_run:
         print(composition(config, request))

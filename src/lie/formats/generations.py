@@ -56,16 +56,15 @@ def _compact(ids: list[int], where: str) -> Sequence[int]:
 
 def read_options(paths: Sequence[str]) -> dict[tuple[str, int], list[str]]:
     """Option texts of the choice rows of ``lie data`` files, by (benchmark, problem index)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    from lie.formats.rows import read_rows
 
     out: dict[tuple[str, int], list[str]] = {}
     for path in paths:
         try:
-            table = pq.read_table(path, columns=["data_source", "extra_info"])
-        except (OSError, pa.ArrowInvalid, KeyError) as exc:
-            raise LieError(f"--data {path}: not a data file of `lie data` ({exc})") from None
-        for row in table.to_pylist():
+            rows = read_rows(path, ("data_source", "extra_info"), only=True)
+        except LieError as exc:
+            raise LieError(f"--data: not a data file of `lie data`: {exc}") from None
+        for row in rows:
             extra = row.get("extra_info") or {}
             choices, index = extra.get("choices"), extra.get("index")
             if choices and isinstance(index, int):

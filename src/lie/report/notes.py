@@ -103,7 +103,7 @@ def continual(data: ReportData, keys: list[str]) -> list[Note]:
         spec = _spec(data, run)
         if not spec.get("parent"):
             continue
-        limit = cfgmod.run_settings(data.config, run)["max_response_length"]
+        limit = cfgmod.RunSettings.of(data.config, run).max_response_length
         notes.append(
             Note(
                 f"continual stage: {_epochs(spec['epochs'])} from {spec['parent']}'s final model with a {limit}-token "

@@ -140,13 +140,14 @@ def fetch_model(name: str, entry: dict[str, Any], out: Path) -> Path:
 
 def corpus_texts(files: list[Path]) -> list[str]:
     """Prompt texts and answers of data files (parquet in verl's format), to train a tiny tokenizer."""
-    import pyarrow.parquet as pq
+    from lie.formats.rows import ground_truth, prompt_messages, read_rows
 
     texts = []
     for path in files:
-        for row in pq.read_table(path, columns=["prompt", "reward_model"]).to_pylist():
-            texts.extend(m["content"] for m in row["prompt"])
-            texts.append(f"The answer is \\boxed{{{row['reward_model']['ground_truth']}}}.")
+        for number, row in enumerate(read_rows(path, ("prompt", "reward_model"), only=True)):
+            where = f"{path} row {number}"
+            texts.extend(m["content"] for m in prompt_messages(row, where))
+            texts.append(f"The answer is \\boxed{{{ground_truth(row, where)}}}.")
     return texts
 
 

@@ -29,7 +29,7 @@ from lie.config.sections import Evaluation, thinking_at_evaluation
 from lie.core.errors import LieError
 from lie.engines.generation import SamplingSettings
 from lie.formats.generations import generation_line
-from lie.formats.rows import row_kind
+from lie.formats.rows import answer_of, prompt_messages, read_rows
 from lie.stages.sample_shards import Draw, Drawn, Prompt, sample_in_shards
 
 log = logging.getLogger(__name__)
@@ -44,30 +44,10 @@ class Problem:
     letters: list[str]
 
 
-def _field(row: dict[str, Any], path: str, where: str) -> Any:
-    value: Any = row
-    for part in path.split("."):
-        if not isinstance(value, dict) or value.get(part) is None:
-            raise LieError(f"{where}: field '{path}' is missing; build the file with `lie data`")
-        value = value[part]
-    return value
-
-
 def read_problems(path: str | Path, bench: str, limit: int | None = None) -> list[Problem]:
-    """The benchmark's problems (verl rows), checked; a bad row names its number and field."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from lie.grading import KINDS
-
-    try:
-        rows = pq.read_table(path).to_pylist()
-    except (OSError, pa.ArrowInvalid) as exc:
-        raise LieError(f"cannot read {path} as parquet ({exc})") from None
-    if limit is not None:
-        if limit < 1:
-            raise LieError(f"--limit must be >= 1, got {limit}")
-        rows = rows[:limit]
+    """The benchmark's problems (verl rows, read by ``lie.formats.rows.read_rows``); a bad row names
+    its number and field."""
+    rows = read_rows(path, ("prompt", "reward_model", "extra_info"), limit)
     problems: list[Problem] = []
     seen: dict[int, int] = {}
     for number, row in enumerate(rows):
@@ -75,25 +55,8 @@ def read_problems(path: str | Path, bench: str, limit: int | None = None) -> lis
         source = row.get("data_source")
         if source and source != bench:
             raise LieError(f"{where}: data_source is {source!r}, not the benchmark {bench!r}; check --data")
-        messages = _field(row, "prompt", where)
-        if (
-            not isinstance(messages, list)
-            or not messages
-            or not all(
-                isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
-                for m in messages
-            )
-        ):
-            raise LieError(f"{where}: field 'prompt' must be a list of chat messages {{role, content}}")
-        gold = _field(row, "reward_model.ground_truth", where)
-        extra = row.get("extra_info") or {}
-        kind = row_kind(row)
-        if kind not in KINDS:
-            raise LieError(f"{where}: field 'extra_info.kind' must be one of {KINDS}, got {kind!r}")
-        letters = list(extra.get("letters") or [])
-        if kind == "choice" and not letters:
-            raise LieError(f"{where}: a choice item needs field 'extra_info.letters' (e.g. [A, B, C, D])")
-        index = _field(row, "extra_info.index", where)
+        answer = answer_of(row, where)
+        index = (row.get("extra_info") or {}).get("index")
         if not isinstance(index, int) or isinstance(index, bool):
             raise LieError(f"{where}: field 'extra_info.index' must be an integer, got {index!r}")
         if index in seen:
@@ -102,7 +65,9 @@ def read_problems(path: str | Path, bench: str, limit: int | None = None) -> lis
                 "(the n samples come from datasets.eval.<bench>.n)"
             )
         seen[index] = number
-        problems.append(Problem(index, [dict(m) for m in messages], str(gold), kind, letters))
+        problems.append(
+            Problem(index, prompt_messages(row, where), answer.gold, answer.kind, list(answer.letters))
+        )
     if not problems:
         raise LieError(f"{path}: no problems")
     return problems

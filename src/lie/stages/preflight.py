@@ -64,9 +64,8 @@ def shapes(config: dict[str, Any], runs: list[str]) -> list[Shape]:
     """The distinct training shapes of ``runs``, in order of first appearance."""
     found: dict[tuple, list[str]] = {}
     for run in runs:
-        s = cfgmod.run_settings(config, run)
-        key = (family_of(config, s["model"]), int(s["max_prompt_length"]), int(s["max_response_length"]),
-               int(s["n_gpus_per_node"]))  # fmt: skip
+        s = cfgmod.RunSettings.of(config, run)
+        key = (family_of(config, s.model), s.max_prompt_length, s.max_response_length, s.n_gpus_per_node)
         found.setdefault(key, []).append(run)
     return [Shape(*key, runs=tuple(members)) for key, members in found.items()]
 

@@ -25,7 +25,8 @@ import pyarrow as pa
 from lie.config import grading_limits
 from lie.core.errors import LieError
 from lie.engines.generation import SamplingSettings
-from lie.formats.rows import REFLEN_EXTRA_FIELDS, REFLEN_REWARD_FIELDS, row_kind
+from lie.engines.rewarding import Rollout
+from lie.formats.rows import REFLEN_EXTRA_FIELDS, REFLEN_REWARD_FIELDS, answer_of, prompt_messages
 from lie.grading.executor import DEFAULT_TIMEOUT_S
 
 log = logging.getLogger(__name__)
@@ -98,21 +99,6 @@ def settings_from_config(config: dict[str, Any], **overrides: Any) -> ReflenSett
         raise LieError(f"config: reflen: {exc}") from None
 
 
-def _messages(row: dict[str, Any], where: str) -> list[dict[str, str]]:
-    prompt = row.get("prompt")
-    if not isinstance(prompt, list) or not prompt or not all(isinstance(m, dict) for m in prompt):
-        raise LieError(f"{where}: 'prompt' must be a list of chat messages, got {prompt!r:.80}")
-    return [{"role": str(m.get("role")), "content": str(m.get("content"))} for m in prompt]
-
-
-def _gold(row: dict[str, Any], where: str) -> str:
-    reward = row.get("reward_model")
-    gold = reward.get("ground_truth") if isinstance(reward, dict) else None
-    if gold is None or str(gold) == "":
-        raise LieError(f"{where}: reward_model.ground_truth is missing; build the file with `lie data`")
-    return str(gold)
-
-
 def _known_length(row: dict[str, Any]) -> float | None:
     """A row's earlier reference length (``extra_info.avg_response_len``), to size shards by; else None."""
     extra = row.get("extra_info")
@@ -144,17 +130,17 @@ def sample_lengths(
     if grader is None:
         from lie.grading import grade_many as grader
     prompts = [
-        Prompt(i, _messages(row, f"{source} row {i}"), f"{source} row {i}", _known_length(row))
+        Prompt(i, prompt_messages(row, f"{source} row {i}"), f"{source} row {i}", _known_length(row))
         for i, row in enumerate(rows)
     ]
+    answers = [answer_of(row, p.where) for row, p in zip(rows, prompts)]  # graded as training grades
     draw = Draw(settings.sampling(), settings.seed, settings.enable_thinking, settings.max_prompt_tokens)
 
     def records(drawn: list[Any]) -> list[dict[str, Any]]:
         items = [
-            {"response": d.completion.text, "gold": _gold(rows[d.prompt.index], d.prompt.where),
-             "kind": row_kind(rows[d.prompt.index])}
+            Rollout(d.completion.text, d.completion.token_ids, answers[d.prompt.index], d.prompt.where).item()
             for d in drawn
-        ]  # fmt: skip
+        ]
         grades = grader(
             items, timeout_s=settings.grade_timeout_s, workers=settings.grade_workers, progress=False
         )
@@ -245,33 +231,27 @@ def run_reflen(
     **overrides: Any,
 ) -> dict[str, Any]:
     """``lie reflen``: read ``data``, sample, write ``out`` with L_ref; return the recorded metadata."""
-    import pyarrow.parquet as pq
-
     from lie.engines.generation import batch_invariant_mode, load_engine
     from lie.formats.outputs import check_output_file
-    from lie.formats.rows import read_metadata, with_metadata, write_table
+    from lie.formats.rows import check_row, read_metadata, read_table, with_metadata, write_table
 
     check_output_file(out, [data])
     settings = settings_from_config(config, **overrides)
     kind = engine or (config.get("engines") or {}).get("generate") or "hf"
-    try:
-        table = pq.read_table(data)
-    except (OSError, pa.ArrowInvalid) as exc:
-        raise LieError(f"cannot read {data} as parquet ({exc})") from None
-    for column in ("prompt", "reward_model"):
-        if column not in table.column_names:
-            raise LieError(f"{data}: column {column!r} is missing; build the file with `lie data`")
+    table = read_table(data, ("prompt", "reward_model"))
     if limit is not None:
         if limit < 1:
             raise LieError(f"--limit must be >= 1, got {limit}")
         table = table.slice(0, limit)
+    rows = table.to_pylist()
+    for number, row in enumerate(rows):  # a bad row stops the run before a model is loaded
+        check_row(row, f"{data} row {number}", ("prompt", "reward_model"))
     from lie.stages.base_model import file_sha256, resolve_model
 
     path, entry = resolve_model(config, model)
     if settings.enable_thinking is None and entry.get("enable_thinking") is not None:
         settings = replace(settings, enable_thinking=bool(entry["enable_thinking"]))
     trust = bool(config.get("trust_remote_code", False))
-    rows = table.to_pylist()
     manifest = {
         "data": str(Path(data).resolve()),
         "data_sha256": file_sha256(data),

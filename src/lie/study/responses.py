@@ -72,16 +72,12 @@ def read_problems(
     config: dict[str, Any], paths: Iterable[str | Path]
 ) -> dict[tuple[str, int], tuple[Any, Any]]:
     """``(bench, index) -> (task, problem)`` of benchmark data files (rows of ``lie data``)."""
-    import pyarrow.parquet as pq
+    from lie.formats.rows import read_rows
 
     problems: dict[tuple[str, int], tuple[Any, Any]] = {}
     tasks: dict[str, Any] = {}
     for path in paths:
-        try:
-            rows = pq.read_table(path, columns=["data_source", "extra_info"]).to_pylist()
-        except (OSError, ValueError) as exc:
-            raise LieError(f"cannot read {path} as a data file of lie data ({exc})") from None
-        for number, row in enumerate(rows):
+        for number, row in enumerate(read_rows(path, ("data_source", "extra_info"), only=True)):
             bench, extra = str(row["data_source"]), row.get("extra_info") or {}
             if bench not in tasks:
                 tasks[bench] = bench_task(config, bench)
@@ -89,7 +85,12 @@ def read_problems(
                 problem = tasks[bench].parse_question(extra.get("question") or "")
             except ValueError as exc:
                 raise LieError(f"{path} row {number}: {exc}") from None
-            problems[(bench, int(extra["index"]))] = (tasks[bench], problem)
+            index = extra.get("index")
+            if not isinstance(index, int) or isinstance(index, bool):
+                raise LieError(
+                    f"{path} row {number}: field 'extra_info.index' must be an integer, got {index!r}"
+                )
+            problems[(bench, index)] = (tasks[bench], problem)
     if not problems:
         raise LieError(f"no problems in {', '.join(str(p) for p in paths)}")
     return problems
@@ -97,16 +98,14 @@ def read_problems(
 
 def read_grades(path: str | Path) -> dict[tuple[str, int, int], dict[str, bool]]:
     """``(bench, index, sample) -> {budget: correct}`` of a ``lie evaluate`` scores file."""
-    from lie.formats.jsonl import read_jsonl
+    from lie.formats.graded import read_graded_lines
 
-    grades = {}
-    for lineno, obj in read_jsonl(path):
-        try:
-            key = (str(obj["bench"]), int(obj["index"]), int(obj["sample"]))
-            grades[key] = {str(b): bool(g["correct"]) for b, g in obj["grades"].items()}
-        except (KeyError, TypeError, ValueError):
-            raise LieError(f"{path} line {lineno}: not a scores line of lie evaluate") from None
-    return grades
+    return {
+        (line["bench"], line["index"], line["sample"]): {
+            str(b): g["correct"] for b, g in line["grades"].items()
+        }
+        for line in read_graded_lines(path)
+    }
 
 
 def response_row(

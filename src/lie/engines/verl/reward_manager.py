@@ -32,10 +32,8 @@ from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from lie.core.errors import LieError
 from lie.core.reward import BREAKDOWN_KEYS, RewardConfig
-from lie.engines.rewarding import Rollout, scored
-from lie.formats.rows import row_kind
+from lie.engines.rewarding import Rewarder, Rollout
 from lie.formats.runs import append_rollouts, rollout_record
-from lie.grading import DEFAULT_TIMEOUT_S, GradingExecutor
 
 log = logging.getLogger(__name__)
 
@@ -63,9 +61,13 @@ class LIERewardManager(RewardManagerBase):
         self.accuracy_only = self.reward_config.replace(length_term=False, redundancy_term=False)
         self.validation_sources = set(kwargs_cfg.get("validation_sources") or [])
         self.log_dir = Path(kwargs_cfg["log_dir"]) if kwargs_cfg.get("log_dir") else None
-        self.grader = GradingExecutor(
-            kwargs_cfg.get("grade_timeout_s", DEFAULT_TIMEOUT_S), int(kwargs_cfg.get("grade_workers", 2))
-        )
+        missing = [k for k in ("grade_timeout_s", "grade_workers") if k not in kwargs_cfg]
+        if missing:
+            raise LieError(
+                f"reward.reward_kwargs: no {', '.join(missing)}; `lie train` sets them from the config's "
+                "evaluation section (lie.engines.rewarding.grading_limits)"
+            )
+        self.rewarder = Rewarder(kwargs_cfg["grade_timeout_s"], kwargs_cfg["grade_workers"])
         self._log_name = f"{socket.gethostname()}-{os.getpid()}"
 
     async def run_single(self, data: Any) -> dict[str, Any]:
@@ -74,31 +76,16 @@ class LIERewardManager(RewardManagerBase):
         length = int(item.batch["attention_mask"][-responses.shape[-1] :].sum())
         ids = responses[:length].tolist()
         text = self.tokenizer.decode(ids, skip_special_tokens=True)
-        row = item.non_tensor_batch
+        row = {key: _plain(value) for key, value in item.non_tensor_batch.items()}
         source = str(row.get("data_source"))
-        reward_model = _plain(row.get("reward_model") or {})
-        extra = _plain(row.get("extra_info") or {})
-        if "ground_truth" not in reward_model:
-            raise LieError(f"data source {source!r}: a row has no reward_model.ground_truth")
         validating = source in self.validation_sources
         config = self.accuracy_only if validating else self.reward_config
-        ref_len = reward_model.get("num_tokens")
-        sample = Rollout(
-            text=text,
-            token_ids=ids,
-            gold=str(reward_model["ground_truth"]),
-            kind=row_kind(row),
-            letters=tuple(extra.get("letters") or ()),
-            options=tuple(extra.get("choices") or ()),
-            ref_len=int(ref_len) if ref_len is not None else None,
-            where=f"data source {source!r}",
-        )
-        graded = await self.grader.grade(sample.item())
-        status = graded.status
-        result = scored(sample, graded, config)
-        info = result.extra_info(length, sample.ref_len)
+        sample = Rollout.of(row, text, ids, f"data source {source!r}")
+        rewarded = await self.rewarder.reward(sample, config)
+        result = rewarded.breakdown
+        info = result.extra_info(length, sample.answer.ref_len)
         if not validating and self.log_dir is not None:
-            self._log(row, len(data) - 1, text, status, result, length, sample.ref_len)
+            self._log(row, len(data) - 1, text, rewarded.status, result, length, sample.answer.ref_len)
         return {"reward_score": result.reward, "reward_extra_info": info}
 
     def _log(
@@ -120,14 +107,16 @@ class LIERewardManager(RewardManagerBase):
 
 
 def _plain(value: Any) -> Any:
-    """numpy scalars, 0-d arrays and OmegaConf nodes to plain Python values."""
+    """numpy scalars and arrays and OmegaConf nodes to plain Python values, inside mappings and lists
+    too (a row's ``reward_model`` and ``extra_info`` as ``lie.formats.rows`` reads them)."""
+    from omegaconf import DictConfig, ListConfig, OmegaConf
+
+    if isinstance(value, (DictConfig, ListConfig)):
+        return OmegaConf.to_container(value, resolve=True)
     if hasattr(value, "tolist") and not isinstance(value, (list, dict, str)):
         value = value.tolist()
-    try:
-        from omegaconf import DictConfig, ListConfig, OmegaConf
-
-        if isinstance(value, (DictConfig, ListConfig)):
-            return OmegaConf.to_container(value, resolve=True)
-    except ImportError:  # pragma: no cover - omegaconf ships with verl
-        pass
+    if isinstance(value, dict):
+        return {key: _plain(v) for key, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
     return value

@@ -15,29 +15,27 @@ from typing import Any
 
 from lie.core.errors import LieError
 
+COLUMNS = ("prompt", "reward_model", "extra_info")
+
 
 def _rows(path: str | Path) -> list[dict[str, Any]]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    """The file's verl rows (``lie.formats.rows.read_rows``; a bad row is named)."""
+    from lie.formats.rows import read_rows
 
     try:
-        return pq.read_table(path, columns=["prompt", "reward_model", "extra_info"]).to_pylist()
-    except (OSError, pa.ArrowInvalid, KeyError) as exc:
-        raise LieError(f"--compare-with {path}: not a verl parquet file ({exc})") from None
+        return read_rows(path, COLUMNS, only=True)
+    except LieError as exc:
+        raise LieError(f"--compare-with: {exc}") from None
 
 
 def check_file(path: str | Path) -> None:
     """Before anything is written: ``path`` is a parquet file with the columns of verl's rows."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    from lie.formats.rows import check_columns
 
     try:
-        names = pq.read_schema(path).names
-    except (OSError, pa.ArrowInvalid) as exc:
-        raise LieError(f"--compare-with {path}: not a verl parquet file ({exc})") from None
-    missing = [c for c in ("prompt", "reward_model", "extra_info") if c not in names]
-    if missing:
-        raise LieError(f"--compare-with {path}: not a verl parquet file (no column {', '.join(missing)})")
+        check_columns(path, COLUMNS)
+    except LieError as exc:
+        raise LieError(f"--compare-with: not a verl parquet file: {exc}") from None
 
 
 def _theirs(path: str | Path) -> list[tuple[str, str, str]]:
@@ -55,9 +53,9 @@ def _theirs(path: str | Path) -> list[tuple[str, str, str]]:
 def _ours(path: str | Path) -> list[tuple[str, str, str]]:
     return [
         (
-            str(r["extra_info"].get("question") or "").strip(),
+            str((r["extra_info"] or {}).get("question") or "").strip(),
             r["reward_model"]["ground_truth"],
-            str(r["extra_info"].get("source_id") or ""),
+            str((r["extra_info"] or {}).get("source_id") or ""),
         )  # fmt: skip
         for r in _rows(path)
     ]

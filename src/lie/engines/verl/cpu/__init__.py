@@ -39,7 +39,6 @@ OVERRIDES: dict[str, Any] = {
     "actor_rollout_ref.rollout.agent.num_workers": 1,
     "data.dataloader_num_workers": 0,  # no loader processes on a few cores
     "reward.num_workers": 1,
-    "+reward.reward_kwargs.grade_workers": 1,
 }
 
 
