@@ -98,7 +98,7 @@ def pipeline_config(root: Path, tiny: Path, loopy: Path) -> dict[str, Any]:
 
 def _build(root: Path) -> SimpleNamespace:
     from lie.cli import main
-    from lie.config import load_config
+    from lie.config import RunSettings, load_config
     from lie.config.layout import Layout
     from lie.engines.generation import load_tokenizer
     from lie.engines.trl import train as trl_train
@@ -121,7 +121,7 @@ def _build(root: Path) -> SimpleNamespace:
     train_file = write_parquet(root / "arith.reflen.parquet", arithmetic_rows(6, ref_len=40))
     for run in RUNS:
         model = layout.base_model(config["experiments"][run]["model"])
-        trl_train.train(config, run, train_file, model, threads=1)
+        trl_train.train(config, RunSettings.of(config, run), train_file, model, threads=1)
         assert main(["merge", run, "--config", str(cfg)]) == 0
     for key in [*RUNS, BASE]:
         model = layout.model_for(key)

@@ -120,7 +120,7 @@ def _probe(cfg: Path, layout: Any, model: str) -> None:
 
 def _build(root: Path) -> SimpleNamespace:
     from lie.cli import main
-    from lie.config import load_config
+    from lie.config import RunSettings, load_config
     from lie.config.layout import Layout
     from lie.engines.trl import train as trl_train
 
@@ -149,7 +149,7 @@ def _build(root: Path) -> SimpleNamespace:
                 str(layout.dataset_file(spec["data"])),
             ]
             assert main([*argv, "--out", str(reflen), "--no-progress"]) == 0
-        trl_train.train(config, run, reflen, base, threads=1)
+        trl_train.train(config, RunSettings.of(config, run), reflen, base, threads=1)
         assert main(["merge", run, "--config", str(cfg)]) == 0
     for key in [*RUNS, *BASES]:
         _evaluate(cfg, layout, key)

@@ -211,3 +211,60 @@ def test_snakemake_refuses_nan(workdir):
     config["reward"]["eta"] = math.nan
     write(workdir / "config.yaml", config)
     lie_first(snakemake(workdir, "-n"), "key 'reward.eta': nan is not a finite number")
+
+
+# ---- a run's typed settings (lie.config.settings) ----------------------------------------------
+
+
+def test_a_runs_settings_are_typed_frozen_and_replaced_not_edited():
+    import dataclasses
+
+    from lie.config import RunSettings, load_config
+
+    config = load_config(SMOKE)
+    s = RunSettings.of(config, "smoke_gspo_lie_long")
+    assert (s.engine, s.parent, s.max_response_length, s.loss_mode) == ("verl", "smoke_gspo_lie", 64, "gspo")
+    assert s.eval_step == "final" and s.val_sets == ("arith-test",) and s.reward.extra_tokens == 8
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.nnodes = 2
+    wider = s.replace(nnodes=2)
+    assert (wider.nnodes, wider.gpus, s.nnodes) == (2, 2, 1)
+    assert config["training"]["nnodes"] == 1  # the loaded config is never edited
+
+
+@pytest.mark.parametrize(
+    ("where", "key", "value", "named"),
+    [
+        ("training", "lr", "fast", "training.lr"),
+        ("training", "eval_step", "last", "training.eval_step"),
+        ("training", "use_dynamic_bsz", "yes", "training.use_dynamic_bsz"),
+        ("run", "max_response_length", 6.5, "experiments.smoke_grpo.max_response_length"),
+        ("run", "seed", "zero", "experiments.smoke_grpo.seed"),
+        ("algorithm", "clip_ratio_low", None, "algorithms.grpo.clip_ratio_low"),
+    ],
+)
+def test_a_bad_setting_names_its_key(where, key, value, named):
+    """Read without the schema (a config lie did not validate): the typed view still names the key."""
+    from lie.config import RunSettings
+    from lie.core.errors import LieError
+
+    config = yaml.safe_load(SMOKE.read_text(encoding="utf-8"))
+    table = {"training": config["training"], "run": config["experiments"]["smoke_grpo"],
+             "algorithm": config["algorithms"]["grpo"]}[where]  # fmt: skip
+    table[key] = value
+    with pytest.raises(LieError, match=f"key '{named}'"):
+        RunSettings.of(config, "smoke_grpo")
+
+
+def test_a_missing_required_setting_is_named_not_defaulted():
+    from lie.config import RunSettings
+    from lie.core.errors import LieError
+
+    config = yaml.safe_load(SMOKE.read_text(encoding="utf-8"))
+    del config["training"]["eval_step"]
+    with pytest.raises(LieError, match="key 'training.eval_step' is missing"):
+        RunSettings.of(config, "smoke_grpo")
+    config = yaml.safe_load(SMOKE.read_text(encoding="utf-8"))
+    del config["engines"]["train"]  # required: no engine is assumed
+    with pytest.raises(LieError, match="key 'engines.train' is missing"):
+        RunSettings.of(config, "smoke_grpo")

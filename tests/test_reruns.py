@@ -20,6 +20,7 @@ import pytest
 import yaml
 from small import arithmetic_rows, paper_config, small_config, write_config, write_parquet
 
+from lie.config import RunSettings
 from lie.formats.runs import RunDir
 
 REPO = Path(__file__).resolve().parents[1]
@@ -241,7 +242,7 @@ def test_a_verl_run_with_other_settings_starts_afresh_and_keeps_the_old_one(tmp_
 
     config = small_config(tmp_path / "out", tiny)
     rundir = RunDir(tmp_path / "out", "tiny_gspo_lie")
-    assert verl_overrides.prepare_resume(config, "tiny_gspo_lie", rundir, 1) is False
+    assert verl_overrides.prepare_resume(config, RunSettings.of(config, "tiny_gspo_lie"), rundir, 1) is False
     _verl_checkpoint(rundir.checkpoints, 1)
     (rundir.checkpoints / "latest_checkpointed_iteration.txt").write_text("1")
     rundir.new_metrics_file().write_text('{"step": 1, "data": {}}\n')  # verl logs a step after its save
@@ -250,13 +251,13 @@ def test_a_verl_run_with_other_settings_starts_afresh_and_keeps_the_old_one(tmp_
     (rundir.rollouts_dir / "step-000002.h-1.jsonl").write_text("{}\n")  # killed during step 2
     same = copy.deepcopy(config)
     same["training"]["nnodes"] = 4
-    assert verl_overrides.prepare_resume(same, "tiny_gspo_lie", rundir, 1) is False
+    assert verl_overrides.prepare_resume(same, RunSettings.of(same, "tiny_gspo_lie"), rundir, 1) is False
     assert sorted(p.name for p in rundir.rollouts_dir.iterdir()) == ["step-000001.h-1.jsonl"]
     assert not rundir.superseded.exists()
     other = copy.deepcopy(config)
     other["reward"]["beta"] = 0.3
     time.sleep(1)  # superseded/<time> is per second
-    assert verl_overrides.prepare_resume(other, "tiny_gspo_lie", rundir, 1) is False
+    assert verl_overrides.prepare_resume(other, RunSettings.of(other, "tiny_gspo_lie"), rundir, 1) is False
     (moved,) = rundir.superseded.iterdir()
     assert (moved / "checkpoints" / "global_step_1" / "data.pt").exists()
     assert not rundir.checkpoints.exists() and not rundir.rollouts_dir.exists()

@@ -18,8 +18,8 @@ from small import REPO, paper_config
 pytest.importorskip("verl")
 pytest.importorskip("trl")
 
-from lie import config as cfgmod  # noqa: E402
-from lie.core.reward import BREAKDOWN_KEYS, RewardConfig  # noqa: E402
+from lie.config import RunSettings  # noqa: E402
+from lie.core.reward import BREAKDOWN_KEYS  # noqa: E402
 from lie.engines.rewarding import Rewarder, grading_limits  # noqa: E402
 from lie.engines.verl import overrides as verl_overrides  # noqa: E402
 
@@ -110,7 +110,7 @@ def _verl(setup) -> list[dict]:
 
     path, model_dir, tokenizer, responses, root = setup
     inputs = verl_overrides.VerlInputs(str(path), (str(path),), str(model_dir))
-    overrides = verl_overrides.overrides(CONFIG, RUN, inputs, device="cpu")
+    overrides = verl_overrides.overrides(CONFIG, RunSettings.of(CONFIG, RUN), inputs, device="cpu")
     overrides = [o for o in overrides if not o.startswith("+reward.reward_kwargs.log_dir=")]
     cfg = verl_overrides.compose(
         [*overrides, f"+reward.reward_kwargs.log_dir='{root / 'verl' / 'rollouts'}'"]
@@ -163,7 +163,7 @@ def _trl(setup) -> list[dict]:
     inputs = list(Dataset.from_list(rows))
     columns = {key: [row[key] for row in inputs] for key in inputs[0] if key != "prompt"}
     rundir = RunDir(root / "trl", RUN)
-    knobs = RewardConfig.from_mapping(cfgmod.reward_settings(CONFIG, RUN), source=RUN)
+    knobs = RunSettings.of(CONFIG, RUN).reward  # the knobs trl_train.train hands the reward
     with Rewarder(*grading_limits(CONFIG)) as rewarder:  # as trl_train.train sizes it
         reward = trl_train.LIEReward(knobs, tokenizer, rundir, trl_train.Schedule(1, 1, 1), rewarder)
         rewards = reward(

@@ -233,9 +233,12 @@ def test_the_job_end_reaches_the_trainer_as_verls_expiration_timestamp(tmp_path)
 
 def test_the_save_ahead_margin_is_verls_esi_redundant_time():
     """cluster.esi_redundant_time_s reaches verl's composed trainer config (its own schema accepts it)."""
+    from lie.config import RunSettings
     from lie.engines.verl.overrides import VerlInputs, compose, overrides
 
     config = paper_config()
     config["cluster"]["esi_redundant_time_s"] = 1200
-    composed = compose(overrides(config, RUN, VerlInputs("train.parquet", (), "model")))
+    composed = compose(
+        overrides(config, RunSettings.of(config, RUN), VerlInputs("train.parquet", (), "model"))
+    )
     assert composed.trainer.esi_redundant_time == 1200

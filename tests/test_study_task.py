@@ -201,7 +201,7 @@ def test_the_supervised_stage_teaches_full_solutions_then_the_shallow_habit():
 def test_the_study_config_is_valid_and_its_study_section_is_checked():
     from study_pipeline import study_config
 
-    from lie.config import run_settings, validate_config
+    from lie.config import RunSettings, validate_config
     from lie.study.spec import study_spec
 
     config = study_config()
@@ -222,7 +222,7 @@ def test_the_study_config_is_valid_and_its_study_section_is_checked():
                     expected[arm.name],
                 )
                 assert config["experiments"][run]["model"] == c.base_model
-        seeds = [sorted(run_settings(config, r)["seed"] for r in arm.runs) for arm in c.arms]
+        seeds = [sorted(RunSettings.of(config, r).seed for r in arm.runs) for arm in c.arms]
         assert all(s == seeds[0] for s in seeds)  # every arm has the same seeds: pairs by seed
     # the conditions differ in the supervised stage's stop probability only
     sft = {c.name: dict(config["models"][c.base_model]["sft"]) for c in spec.conditions}
@@ -230,7 +230,7 @@ def test_the_study_config_is_valid_and_its_study_section_is_checked():
         "strong"
     ] == sft["weak"]
     # same budget for every arm: the runs differ only in algorithm, LIE mode, data, model and seed
-    settings = [run_settings(config, r) for r in spec.runs]
+    settings = [RunSettings.of(config, r) for r in spec.runs]
     for key in (
         "max_steps",
         "train_batch_size",
@@ -239,7 +239,7 @@ def test_the_study_config_is_valid_and_its_study_section_is_checked():
         "lr",
         "max_response_length",
     ):
-        assert len({str(s[key]) for s in settings}) == 1, key
+        assert len({str(getattr(s, key)) for s in settings}) == 1, key
     for change, message in [
         ({"bench": "nope"}, "study.bench 'nope' is not in evaluation.benchmarks"),
         ({"baseline": "nope"}, "study.baseline 'nope' is not an arm of study.conditions.strong"),

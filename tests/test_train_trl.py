@@ -10,9 +10,10 @@ import sys
 import time
 
 import pytest
+import yaml
 from small import arithmetic_rows, paper_config, small_config, write_config, write_parquet
 
-from lie.config import run_settings
+from lie.config import RunSettings
 from lie.engines.trl import train as trl_train
 from lie.formats.runs import ROLLOUT_FIELDS, RunDir, read_metrics, read_rollouts
 
@@ -45,9 +46,9 @@ def train_file(tmp_path_factory):
 )
 def test_paper_runs_map_onto_grpo_config(tmp_path, run, level, loss_type, eps_high):
     config = paper_config()
-    settings = run_settings(config, run)
+    settings = RunSettings.of(config, run)
     sched = trl_train.schedule(settings, num_prompts=17398)
-    assert (sched.steps_per_generation, sched.rollout_steps) == (4, settings["epochs"] * (17398 // 128))
+    assert (sched.steps_per_generation, sched.rollout_steps) == (4, settings.epochs * (17398 // 128))
     args = trl_train.grpo_config(settings, sched, tmp_path, use_cpu=True)
     assert (args.importance_sampling_level, args.loss_type, args.epsilon_high) == (level, loss_type, eps_high)
     assert args.beta == 0.0 and args.delta == 10.0 and args.num_generations == 8
@@ -57,9 +58,29 @@ def test_paper_runs_map_onto_grpo_config(tmp_path, run, level, loss_type, eps_hi
     assert args.weight_decay == 0.1 and args.scale_rewards == "group" and args.save_steps == 50 * 4
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_runs_seed_reaches_grpo_config_as_written(tmp_path, capsys, seed):
+    """The run's seed, 0 included, is GRPOConfig's seed: built by the engine's config builder, and
+    as `lie train --engine trl --dry-run` prints it."""
+    from lie.cli import main
+
+    config = paper_config()
+    run = "qwen3-4b-base_dapo_grpo"
+    config["experiments"][run]["seed"] = seed
+    settings = RunSettings.of(config, run)
+    args = trl_train.grpo_config(
+        settings, trl_train.schedule(settings, num_prompts=256), tmp_path, use_cpu=True
+    )
+    assert args.seed == seed
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    assert main(["train", run, "--config", str(path), "--engine", "trl", "--dry-run"]) == 0
+    assert f"\nseed: {seed}\n" in "\n" + capsys.readouterr().out
+
+
 def test_trains_a_tiny_model_into_the_shared_layout(tmp_path, tiny, train_file):
     config = small_config(tmp_path / "out", tiny)
-    root = trl_train.train(config, "tiny_gspo_lie", train_file, tiny, threads=1)
+    root = trl_train.train(config, RunSettings.of(config, "tiny_gspo_lie"), train_file, tiny, threads=1)
     rundir = RunDir(tmp_path / "out", "tiny_gspo_lie")
     assert root == rundir.root
     metrics = read_metrics(rundir)

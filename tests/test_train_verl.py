@@ -16,6 +16,7 @@ pytest.importorskip("verl")
 from small import paper_config  # noqa: E402
 
 from lie import config as cfgmod  # noqa: E402
+from lie.config import RunSettings  # noqa: E402
 from lie.core.reward import RewardConfig, score  # noqa: E402
 from lie.engines.verl import overrides as verl_overrides  # noqa: E402
 
@@ -31,7 +32,7 @@ def composed():
     out = {}
     for run in CONFIG["experiments"]:
         out[run] = verl_overrides.compose(
-            verl_overrides.overrides(CONFIG, run, INPUTS, metrics_file="/r/m.jsonl")
+            verl_overrides.overrides(CONFIG, RunSettings.of(CONFIG, run), INPUTS, metrics_file="/r/m.jsonl")
         )
     return out
 
@@ -86,13 +87,53 @@ def test_continual_stage_raises_every_length_setting(composed):
 
 @pytest.mark.parametrize(("seed", "expected"), [(0, 0), (7, 7), (None, 1)])
 def test_the_training_seed_reaches_verls_data_seed(seed, expected):
-    """training.seed shuffles verl's data loader; 0 is a seed like any other, unset is 1."""
+    """training.seed shuffles verl's data loader; 0 is a seed like any other, unset is the recipe's 1."""
     config = copy.deepcopy(CONFIG)
     config["training"].pop("seed", None)
     if seed is not None:
         config["training"]["seed"] = seed
     run = "qwen3-4b-base_dapo_gspo_lie"
-    assert verl_overrides.compose(verl_overrides.overrides(config, run, INPUTS)).data.seed == expected
+    settings = RunSettings.of(config, run)
+    assert verl_overrides.compose(verl_overrides.overrides(config, settings, INPUTS)).data.seed == expected
+
+
+def _dry_run_data_section(out: str) -> dict:
+    return yaml.safe_load(out.split("\n# data\n", 1)[1].split("\n#", 1)[0])
+
+
+def test_seed_0_and_1_reach_verl_apart_through_lie_train_dry_run(tmp_path, capsys):
+    """A run's own seed (0 is a seed) lands in the data.seed that `lie train --dry-run` composes with
+    verl's Hydra, as a launch would; seeds 0 and 1 compose two different loaders."""
+    from lie.cli import main
+
+    config = copy.deepcopy(CONFIG)
+    run = "qwen3-4b-base_dapo_gspo_lie"
+    seeds = {}
+    for seed in (0, 1):
+        config["experiments"][run]["seed"] = seed
+        path = tmp_path / f"seed{seed}.yaml"
+        path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+        assert main(["train", run, "--config", str(path), "--dry-run", "--device", "gpu"]) == 0
+        seeds[seed] = _dry_run_data_section(capsys.readouterr().out)["seed"]
+    assert seeds == {0: 0, 1: 1}
+
+
+def test_lie_train_nnodes_changes_the_launch_not_the_config(tmp_path, capsys):
+    """`lie train --nnodes` (the Slurm launcher's allocation) replaces the run's settings for this
+    launch: verl gets the nodes, the run's settings digest (and so its checkpoints) stay the same."""
+    from lie.cli import main
+    from lie.config.identity import settings_hash
+    from lie.stages.train import TrainRequest, settings_of
+
+    run = "qwen3-4b-base_dapo_gspo_lie"
+    before = copy.deepcopy(CONFIG)
+    assert settings_of(CONFIG, TrainRequest(run, nnodes=3)).nnodes == 3
+    assert CONFIG == before and settings_hash(CONFIG, run) == settings_hash(before, run)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(CONFIG, sort_keys=False), encoding="utf-8")
+    assert main(["train", run, "--config", str(path), "--dry-run", "--device", "gpu", "--nnodes", "3"]) == 0
+    command = capsys.readouterr().out.split("\n# command\n", 1)[1]
+    assert "trainer.nnodes=3 " in command and "trainer.n_gpus_per_node=4 " in command
 
 
 def _dual_clip_ppo(old, new, adv, mask, low, high, c):
@@ -161,7 +202,7 @@ def _load(cfg, tokenizer):
 def _manager(run: str, log_dir):
     """The composed verl config of ``run``, its rollout log redirected to ``log_dir``."""
     inputs = verl_overrides.VerlInputs("/d/t.parquet", ("/d/math500.parquet",), "/m")
-    overrides = verl_overrides.overrides(CONFIG, run, inputs)
+    overrides = verl_overrides.overrides(CONFIG, RunSettings.of(CONFIG, run), inputs)
     overrides = [o for o in overrides if not o.startswith("+reward.reward_kwargs.log_dir=")]
     overrides.append(f"+reward.reward_kwargs.log_dir='{log_dir}'")
     return verl_overrides.compose(overrides)
@@ -291,7 +332,9 @@ def test_verls_reward_loop_worker_scores_a_concurrent_batch_right_with_a_slow_it
     model_dir = tmp_path / "tokenizer"
     tokenizer.save_pretrained(model_dir)
     inputs = verl_overrides.VerlInputs("/d/t.parquet", ("/d/math500.parquet",), str(model_dir))
-    overrides = verl_overrides.overrides(CONFIG, "qwen3-4b-base_dapo_gspo_lie", inputs, device="cpu")
+    overrides = verl_overrides.overrides(
+        CONFIG, RunSettings.of(CONFIG, "qwen3-4b-base_dapo_gspo_lie"), inputs, device="cpu"
+    )
     overrides = [o for o in overrides if not o.startswith("+reward.reward_kwargs.log_dir=")]
     cfg = verl_overrides.compose([*overrides, f"+reward.reward_kwargs.log_dir='{tmp_path / 'rollouts'}'"])
     worker = RewardLoopWorker(cfg)

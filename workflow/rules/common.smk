@@ -9,6 +9,7 @@ from snakemake.utils import validate
 from lie import config as lie_config
 from lie.config import identity
 from lie.config.layout import Layout
+from lie.config.settings import RunSettings
 
 if not workflow.overwrite_configfiles:  # no --configfile: the paper's matrix (--config still applies)
 
@@ -74,13 +75,13 @@ def get_reflen_model(wildcards) -> str:
 
 
 def get_train_inputs(wildcards) -> dict[str, str]:
-    spec = config["experiments"][wildcards.run]
+    settings = RunSettings.of(config, wildcards.run)
     inputs = {
-        "data": str(LAYOUT.reflen_file(spec["data"], spec["model"])),
+        "data": str(LAYOUT.reflen_file(settings.data, settings.model)),
         "model": str(LAYOUT.init_model(wildcards.run)),
     }
-    if identity.train_engine(config, wildcards.run) == "verl":
-        for name in config["training"]["val_sets"]:
+    if settings.engine == "verl":
+        for name in settings.val_sets:
             inputs[f"val_{name}"] = str(LAYOUT.dataset_file(name))
     return inputs
 
@@ -117,27 +118,27 @@ def get_run_settings(wildcards) -> str:
     """What a run learns (lie.config.identity: no execution settings, only the reward knobs it uses) and the
     checkpoint it names for evaluation: a change retrains (or, for eval_step, rewrites final.json)."""
     settings = identity.learning_settings(config, wildcards.run)
-    eval_step = lie_config.run_settings(config, wildcards.run).get("eval_step")
+    eval_step = RunSettings.of(config, wildcards.run).eval_step
     return json.dumps({"learning": settings, "eval_step": eval_step}, sort_keys=True)
 
 
 def train_engine(wildcards) -> str:
-    return identity.train_engine(config, wildcards.run)
+    return RunSettings.of(config, wildcards.run).engine
 
 
 def train_resources(run: str) -> dict:
     """Slurm: nodes, GPUs per node (gres), CPUs per task (one task a node) and memory per node;
     `gpus` is the total, for a local GPU box."""
-    settings = lie_config.run_settings(config, run)
-    if identity.train_engine(config, run) == "trl":
+    settings = RunSettings.of(config, run)
+    if settings.engine == "trl":
         return {"nodes": 1, "gres": "", "cpus": 2, "gpus": 0, "per_node": 0, "mem_mb": 2000}
-    per_node = int(settings["n_gpus_per_node"])
+    per_node = settings.n_gpus_per_node
     site = config["cluster"]
     return {
-        "nodes": int(settings["nnodes"]),
+        "nodes": settings.nnodes,
         "gres": f"gpu:{per_node}",
         "cpus": site["cpus_per_gpu"] * per_node,  # Ray, the FSDP workers, vLLM and the graders
-        "gpus": int(settings["nnodes"]) * per_node,
+        "gpus": settings.gpus,
         "per_node": per_node,
         "mem_mb": site["mem_mb_per_node"],
     }
@@ -175,7 +176,9 @@ def train_env(wildcards) -> str:
 
 def generate_engine(key: str | None = None) -> str:
     """The engine that samples for an evaluated run or base model: engines.generate_by, else engines.generate."""
-    return (config["engines"].get("generate_by") or {}).get(key) or config["engines"]["generate"]
+    from lie.config.sections import Engines
+
+    return Engines.of(config).generate_for(key)
 
 
 def on_gpu(engine: str) -> bool:

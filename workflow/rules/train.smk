@@ -23,7 +23,7 @@ rule train:
         gres=lambda w: train_resources(w.run)["gres"],
         gpus=lambda w: train_resources(w.run)["gpus"],
         mem_mb=lambda w: train_resources(w.run)["mem_mb"],
-        runtime=config["training"]["walltime_min"],
+        runtime=lambda w: RunSettings.of(config, w.run).walltime_min,
         # Present but false, on purpose: the job-step plugin (0.6.1) runs a job that has an `mpi`
         # resource as it is, while every other job goes through `srun -n1 --nodes=N --gpus=<total>`,
         # one task that Slurm cannot place on several nodes; the Slurm plugin asks for MPI tasks

@@ -31,6 +31,7 @@ from typing import Any
 
 from lie import config as cfgmod
 from lie.analysis.diversity import group_diversity, mean_of
+from lie.config.layout import Layout
 from lie.core.errors import LieError
 from lie.core.reward import RewardConfig, length_reward, redundancy_fires
 from lie.formats.runs import RunDir, read_metrics, read_rollouts, rollout_files
@@ -82,9 +83,7 @@ class RunDynamics:
 
 def flag_config(config: dict[str, Any], run: str) -> RewardConfig:
     """The run's reward knobs with both terms on: the tests ``*_flagged`` apply to every run."""
-    knobs = cfgmod.reward_settings(config, run)
-    reward = RewardConfig.from_mapping(knobs, source=f"reward settings of run {run}")
-    return reward.replace(length_term=True, redundancy_term=True)
+    return cfgmod.RunSettings.of(config, run).reward.replace(length_term=True, redundancy_term=True)
 
 
 def red_flag(record: dict[str, Any], reward: RewardConfig) -> bool:
@@ -158,7 +157,7 @@ def run_dynamics(
     config: dict[str, Any], run: str, rundir: RunDir | None = None, max_points: int = 200
 ) -> RunDynamics:
     """Per-step statistics of ``run`` (errors and gaps: module docstring)."""
-    rundir = rundir or RunDir(cfgmod.outdir(config), run)
+    rundir = rundir or Layout(config).run_dir(run)
     hint = f"train it (`lie train {run} --config ...`) or leave it out of `runs`"
     if not rundir.root.is_dir():
         raise LieError(f"{rundir.root}: run {run} has no folder; {hint}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from lie.commands.argtypes import add_config_option, positive_int
+from lie.commands.argtypes import add_config_option, load_config_option, positive_int
 
 log = logging.getLogger(__name__)
 
@@ -47,12 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.config import load_config
     from lie.stages.train import TrainRequest, composition, train
 
-    config = load_config(args.config)
-    if args.nnodes:  # the Slurm launcher passes the allocation's nodes
-        config["training"]["nnodes"] = args.nnodes
+    config = load_config_option(args)
     request = TrainRequest(
         run=args.run,
         engine=args.engine,
@@ -62,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
         model=args.model,
         stop_after=args.stop_after,
         threads=args.threads,
+        nnodes=args.nnodes,  # the Slurm launcher passes the allocation's nodes
     )
     if args.dry_run:
         print(composition(config, request))

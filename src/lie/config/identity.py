@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 from lie import config as cfgmod
+from lie.config.settings import reward_settings, train_engine, written_settings
 
 # How a run executes or what it reports, not what it learns.
 EXECUTION_KEYS = frozenset(
@@ -29,8 +30,6 @@ EXECUTION_KEYS = frozenset(
         "test_freq",
         "val_sets",
         "val_temperature",
-        "val_before_train",
-        "val_n",
         "eval_step",
         "walltime_min",
         "retries",
@@ -44,7 +43,7 @@ REDUNDANCY_KEYS = ("theta", "theta_inclusive", "beta", "red_on_correct")
 
 def effective_reward(config: dict[str, Any], run: str) -> dict[str, Any]:
     """The reward knobs ``run`` actually uses: those of a term it has turned off are dropped."""
-    knobs = cfgmod.reward_settings(config, run)
+    knobs = reward_settings(config, run)
     drop = set()
     if not knobs["length_term"]:
         drop.update(LENGTH_KEYS)
@@ -54,8 +53,8 @@ def effective_reward(config: dict[str, Any], run: str) -> dict[str, Any]:
 
 
 def learning_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
-    """A run's resolved settings without the execution ones, plus its engine and effective reward."""
-    settings = cfgmod.run_settings(config, run)
+    """A run's settings as written without the execution ones, plus its engine and effective reward."""
+    settings = written_settings(config, run)
     kept = {k: v for k, v in settings.items() if k not in EXECUTION_KEYS}
     kept["engine"] = train_engine(config, run)
     kept["reward"] = effective_reward(config, run)
@@ -65,11 +64,6 @@ def learning_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
 def reflen_settings(config: dict[str, Any]) -> dict[str, Any]:
     """``reflen:`` without its execution settings: what the reference lengths depend on."""
     return {k: v for k, v in (config.get("reflen") or {}).items() if k not in REFLEN_EXECUTION_KEYS}
-
-
-def train_engine(config: dict[str, Any], run: str) -> str:
-    """The run's own ``engine``, else ``engines.train``."""
-    return cfgmod.experiment(config, run).get("engine") or (config.get("engines") or {}).get("train", "verl")
 
 
 def settings_hash(config: dict[str, Any], run: str) -> str:

@@ -6,7 +6,6 @@ One source of truth: every ``lie`` command that needs a setting takes ``--config
 
 from __future__ import annotations
 
-import copy
 import math
 from pathlib import Path
 from typing import Any
@@ -184,32 +183,6 @@ def experiment(config: dict[str, Any], run: str) -> dict[str, Any]:
     if run not in experiments:
         raise LieError(f"run {run!r} is not in experiments; known runs: {', '.join(experiments)}")
     return experiments[run]
-
-
-def run_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
-    """Everything a training run needs: shared settings, its algorithm, then its own keys."""
-    spec = experiment(config, run)
-    settings = copy.deepcopy(config.get("training") or {})
-    settings.update(copy.deepcopy(config["algorithms"][spec["algorithm"]]))
-    for key, value in spec.items():
-        if value is not None or key not in settings:
-            settings[key] = value
-    settings["run"] = run
-    return settings
-
-
-def reward_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
-    """The ``lie.core.reward.RewardConfig`` keys of a run: shared knobs, its own, its LIE mode, its extra tokens."""
-    spec = experiment(config, run)
-    mode = spec.get("lie", "off")
-    if mode not in LIE_MODES:
-        raise LieError(f"experiments.{run}.lie must be one of {LIE_MODES}, got {mode!r}")
-    knobs = dict(config.get("reward") or {})
-    knobs.update(spec.get("reward") or {})  # a run's own knobs (the sensitivity runs: theta, n)
-    knobs["extra_tokens"] = int(spec.get("extra_tokens") or 0)
-    knobs["length_term"] = mode in ("on", "length-only")
-    knobs["redundancy_term"] = mode == "on"
-    return knobs
 
 
 def model_entry(config: dict[str, Any], name: str) -> dict[str, Any]:

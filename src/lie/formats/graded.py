@@ -75,3 +75,50 @@ def read_summary(path: str | Path, fix: str = "rerun `lie evaluate`") -> dict[st
     if not isinstance(summary.get("budgets"), list):
         raise LieError(f"{path}: no 'budgets' list; it is not a `lie evaluate` summary: {fix}")
     return summary
+
+
+def read_graded_lines(path: str | Path, fix: str = "rerun `lie evaluate`") -> list[dict[str, Any]]:
+    """The grade lines of ``path`` (``lie evaluate --out-scores``), each checked by
+    :func:`check_graded_line`: a missing file or a bad line is one LieError naming the file, the
+    line and the key, ending with ``fix``."""
+    from lie.formats.jsonl import read_jsonl
+
+    if not Path(path).is_file():
+        raise LieError(f"{path} is missing: {fix}")
+    return [check_graded_line(obj, f"{path} line {lineno}", fix) for lineno, obj in read_jsonl(str(path))]
+
+
+def check_graded_line(line: Any, where: str, fix: str = "rerun `lie evaluate`") -> dict[str, Any]:
+    """``line`` if it is a grade line: ``bench`` (text), ``index`` and ``sample`` (integers),
+    ``grades`` ({budget: {``correct``: bool, ...}}) and, if present, ``grades_by_reader``
+    ({reader: grades}); else a LieError naming ``where`` and the key."""
+
+    def bad(key: str, expected: str, value: Any) -> LieError:
+        got = "missing" if value is None else f"{type(value).__name__} {value!r:.60}"
+        return LieError(
+            f"{where}: field '{key}' must be {expected}, got {got}; not a `lie evaluate` line: {fix}"
+        )
+
+    if not isinstance(line, dict):
+        raise bad("(line)", "a JSON object", line)
+    if not isinstance(line.get("bench"), str) or not line["bench"]:
+        raise bad("bench", "a benchmark name", line.get("bench"))
+    for key in ("index", "sample"):
+        value = line.get(key)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad(key, "an integer", value)
+    readers = line.get("grades_by_reader")
+    if readers is not None and not isinstance(readers, dict):
+        raise bad("grades_by_reader", "a mapping of reader to grades", readers)
+    for key, grades in [("grades", line.get("grades"))] + [
+        (f"grades_by_reader.{r}", g) for r, g in (readers or {}).items()
+    ]:
+        if not isinstance(grades, dict) or not grades:
+            raise bad(key, "a mapping of budget to {correct, pred, status}", grades)
+        for budget, grade in grades.items():
+            if not str(budget).isdigit():
+                raise bad(f"{key}.{budget}", "keyed by a token budget", budget)
+            correct = grade.get("correct") if isinstance(grade, dict) else None
+            if not isinstance(correct, bool):
+                raise bad(f"{key}.{budget}.correct", "true or false", correct)
+    return line

@@ -14,7 +14,6 @@ A difference is *inside the noise* when its 95% interval, Δ ± 1.96 · SE(Δ), 
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from lie.core.errors import LieError
+from lie.formats.graded import read_graded_lines
 
 Z95 = 1.96
 ProblemScores = dict[str, dict[int, float]]  # bench -> problem index -> share of correct samples
@@ -29,16 +29,12 @@ ProblemScores = dict[str, dict[int, float]]  # bench -> problem index -> share o
 
 def read_problem_scores(path: Path, budget: int, readers: Sequence[str]) -> dict[str | None, ProblemScores]:
     """:func:`problem_scores` of a scores file (``lie evaluate --out-scores``)."""
-    try:
-        handle = path.open(encoding="utf-8")
-    except FileNotFoundError:
-        raise LieError(f"{path} is missing: rerun `lie evaluate` (the report's intervals read it)") from None
-    with handle:
-        return problem_scores(handle, budget, readers, str(path))
+    lines = read_graded_lines(path, "rerun `lie evaluate` (the report's intervals read it)")
+    return problem_scores(lines, budget, readers, str(path))
 
 
 def problem_scores(
-    lines: Iterable[str | dict[str, Any]], budget: int, readers: Sequence[str], where: str = "scores"
+    lines: Iterable[dict[str, Any]], budget: int, readers: Sequence[str], where: str = "scores"
 ) -> dict[str | None, ProblemScores]:
     """Per reader (``None``: the main grades), each benchmark's per-problem shares at ``budget``.
 
@@ -49,9 +45,8 @@ def problem_scores(
         r: defaultdict(lambda: defaultdict(lambda: [0, 0])) for r in (None, *readers)
     }
     key = str(budget)
-    for number, text in enumerate(lines, 1):
+    for number, line in enumerate(lines, 1):
         try:
-            line = json.loads(text) if isinstance(text, str) else text
             for reader, by_bench in sums.items():
                 grades = line["grades"] if reader is None else _reader_grades(line, reader)
                 if grades is not None:

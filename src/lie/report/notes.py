@@ -48,9 +48,10 @@ def _epochs(count: int) -> str:
 
 
 def checkpoint(data: ReportData, keys: list[str]) -> list[Note]:
-    if not _runs(data, keys):
+    runs = _runs(data, keys)
+    if not runs:
         return []
-    step = (data.config.get("training") or {}).get("eval_step", "final")
+    step = cfgmod.RunSettings.of(data.config, runs[0]).eval_step  # training.eval_step: one for every run
     paper = data.paper.checkpoint or "the paper does not say which checkpoint it reports"
     if step == "best_val":
         ours = (
@@ -103,7 +104,7 @@ def continual(data: ReportData, keys: list[str]) -> list[Note]:
         spec = _spec(data, run)
         if not spec.get("parent"):
             continue
-        limit = cfgmod.run_settings(data.config, run)["max_response_length"]
+        limit = cfgmod.RunSettings.of(data.config, run).max_response_length
         notes.append(
             Note(
                 f"continual stage: {_epochs(spec['epochs'])} from {spec['parent']}'s final model with a {limit}-token "

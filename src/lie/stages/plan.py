@@ -30,6 +30,7 @@ from typing import Any
 
 from lie import config as cfgmod
 from lie.config.layout import Layout
+from lie.config.settings import RunSettings
 from lie.core.errors import LieError
 
 GEN_TOKENS_PER_S_4B = 8000.0  # vLLM output tokens/s per H100 for a 4B model at high concurrency
@@ -68,22 +69,21 @@ def params_billions(config: dict[str, Any], model: str) -> float:
     return float(match.group(1))
 
 
-def _prompts_and_length(config: dict[str, Any], run: str, limit: int) -> tuple[int, float | None]:
-    spec = cfgmod.experiment(config, run)
+def _prompts_and_length(config: dict[str, Any], s: RunSettings, limit: int) -> tuple[int, float | None]:
     layout = Layout(config)
-    reflen = layout.reflen_file(spec["data"], spec["model"])
+    reflen = layout.reflen_file(s.data, s.model)
     if reflen.exists():
         from lie.formats.rows import read_rows
 
         rows = [r["extra_info"] or {} for r in read_rows(reflen, ("extra_info",), only=True)]
         lengths = [min(float(r.get("avg_response_len") or 0), limit) for r in rows]
         return len(rows), sum(lengths) / max(len(lengths), 1)
-    data = layout.dataset_file(spec["data"])
+    data = layout.dataset_file(s.data)
     if data.exists():
         import pyarrow.parquet as pq
 
         return pq.read_metadata(data).num_rows, None
-    _, entry = cfgmod.dataset_entry(config, spec["data"])
+    _, entry = cfgmod.dataset_entry(config, s.data)
     count = entry.get("expected_rows") or entry.get("sample") or (entry.get("synthetic") or {}).get("count")
     if not count:
         return 0, None  # unknown until `lie data` has run
@@ -93,25 +93,24 @@ def _prompts_and_length(config: dict[str, Any], run: str, limit: int) -> tuple[i
 def plan_run(
     config: dict[str, Any], run: str, params: dict[str, float], gen_tps_4b: float, mfu: float
 ) -> RunPlan:
-    s = cfgmod.run_settings(config, run)
-    spec = cfgmod.experiment(config, run)
-    limit = int(s["max_response_length"])
-    prompts, mean = _prompts_and_length(config, run, limit)
+    s = RunSettings.of(config, run)
+    limit = s.max_response_length
+    prompts, mean = _prompts_and_length(config, s, limit)
     mean = mean if mean is not None else RESPONSE_FRACTION * limit
-    batch = int(s["train_batch_size"])
-    steps = int(s.get("max_steps") or int(s["epochs"]) * (prompts // batch))
-    size = params.get(spec["model"]) or params_billions(config, spec["model"])
-    gpus = int(s["nnodes"]) * int(s["n_gpus_per_node"])
-    per_step_rollout = batch * int(s["rollout_n"]) * mean
+    batch = s.train_batch_size
+    steps = s.max_steps or s.epochs * (prompts // batch)
+    size = params.get(s.model) or params_billions(config, s.model)
+    gpus = s.gpus
+    per_step_rollout = batch * s.rollout_n * mean
     gen_seconds = per_step_rollout / (gen_tps_4b * 4.0 / size * gpus)
-    trained = batch * int(s["rollout_n"]) * (mean + 0.5 * int(s["max_prompt_length"])) * int(s["ppo_epochs"])
+    trained = batch * s.rollout_n * (mean + 0.5 * s.max_prompt_length) * s.ppo_epochs
     train_seconds = trained * TRAIN_FLOPS_PER_PARAM * size * 1e9 / (mfu * PEAK_FLOPS * gpus)
     hours = steps * (gen_seconds + train_seconds) * gpus / 3600
-    saves = steps // int(s["save_freq"]) + 1 if int(s["save_freq"]) > 0 else 1
-    kept = min(saves, int(s.get("keep_checkpoints") or saves))
+    saves = steps // s.save_freq + 1 if s.save_freq > 0 else 1
+    kept = min(saves, s.keep_checkpoints or saves)
     disk = kept * CHECKPOINT_BYTES_PER_PARAM * size
-    jobs = max(1, math.ceil(hours / gpus * 60 / int(s.get("walltime_min") or 10**9)))
-    attempts = int(s.get("retries") or 0) + 1
+    jobs = max(1, math.ceil(hours / gpus * 60 / s.walltime_min))
+    attempts = s.retries + 1
     return RunPlan(
         run, size, prompts, steps, mean, steps * per_step_rollout, gpus, hours, disk, jobs, attempts
     )
@@ -160,3 +159,33 @@ def render(plans: list[RunPlan], gen_tps_4b: float, mfu: float) -> str:
         )
     )
     return "\n".join(lines)
+
+
+def plan_selected(
+    config: dict[str, Any],
+    source: str,
+    runs: list[str] | None = None,
+    groups: list[str] | None = None,
+    params: list[tuple[str, Any]] | None = None,
+    gen_tps_4b: float = GEN_TOKENS_PER_S_4B,
+    mfu: float = MFU,
+) -> str:
+    """``lie plan``: the table of :func:`render` for ``runs`` and the experiments of ``groups`` (else the
+    config's runs), with model sizes of ``params`` (``MODEL=BILLIONS``); ``source``: the config's file."""
+    selected = list(runs or [])
+    for group in groups or []:
+        members = [n for n, e in (config.get("experiments") or {}).items() if e.get("group") == group]
+        if not members:
+            raise LieError(f"--group {group}: no experiment of {source} has group: {group}")
+        selected += [n for n in members if n not in selected]
+    if selected:
+        config = {**config, "runs": selected}  # the loaded config itself is left as it is
+        cfgmod.validate_config(config, source=f"{source} with --runs/--group")
+    sizes = {}
+    for name, value in params or []:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise LieError(f"--params {name}={value!r}: expected a model size in billions of parameters")
+        sizes[name] = float(value)
+    if not 0 < mfu <= 1 or gen_tps_4b <= 0:
+        raise LieError("--mfu must be in (0, 1] and --gen-tps > 0")
+    return render(plan(config, sizes, gen_tps_4b, mfu), gen_tps_4b, mfu)

@@ -64,9 +64,8 @@ def shapes(config: dict[str, Any], runs: list[str]) -> list[Shape]:
     """The distinct training shapes of ``runs``, in order of first appearance."""
     found: dict[tuple, list[str]] = {}
     for run in runs:
-        s = cfgmod.run_settings(config, run)
-        key = (family_of(config, s["model"]), int(s["max_prompt_length"]), int(s["max_response_length"]),
-               int(s["n_gpus_per_node"]))  # fmt: skip
+        s = cfgmod.RunSettings.of(config, run)
+        key = (family_of(config, s.model), s.max_prompt_length, s.max_response_length, s.n_gpus_per_node)
         found.setdefault(key, []).append(run)
     return [Shape(*key, runs=tuple(members)) for key, members in found.items()]
 
@@ -211,3 +210,23 @@ def preflight(config: dict[str, Any], runs: list[str], workdir: Path, gpu: bool)
         log.info("preflight: %s", label)
         checks += trial_checks(config, found[0], workdir / "cpu", gpu=False)
     return checks
+
+
+def run_preflight(
+    config: dict[str, Any],
+    runs: list[str] | None = None,
+    workdir: str | Path | None = None,
+    device: str = "auto",
+) -> tuple[str, bool]:
+    """``lie preflight``: (the table, whether every check passed) for ``runs`` (default: the config's)
+    in ``workdir`` (default ``<outdir>/preflight``); ``device``: gpu, cpu, or auto (gpu when visible)."""
+    runs = list(runs) if runs else cfgmod.selected_runs(config)
+    folder = Path(workdir) if workdir else cfgmod.outdir(config) / "preflight"
+    if device == "auto":
+        import torch
+
+        gpu = bool(torch.cuda.is_available())
+    else:
+        gpu = device == "gpu"
+    checks = preflight(config, runs, folder, gpu)
+    return render(checks), not any(c.status == "fail" for c in checks)

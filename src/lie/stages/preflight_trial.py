@@ -123,7 +123,7 @@ def trial_config(
     evaluation.update(
         benchmarks=["preflight-val"], base_models=[], in_domain=["preflight-val"], out_of_domain=[]
     )
-    first = cfgmod.run_settings(config, shape.runs[0])
+    algorithm = cfgmod.RunSettings.of(config, shape.runs[0]).algorithm
     training = {"max_steps": TRIAL_STEPS, "save_freq": 1, "test_freq": TRIAL_STEPS, "keep_checkpoints": TRIAL_STEPS + 1,
                 "val_sets": ["preflight-val"], "nnodes": 1, "logger": ["console", "file"], "eval_step": "final"}  # fmt: skip
     if gpu:
@@ -135,7 +135,7 @@ def trial_config(
             CPU_SHAPE, ppo_mini_batch_size=CPU_SHAPE["train_batch_size"], n_gpus_per_node=1, lr=1e-3
         )
     trial["training"].update(training)
-    trial["experiments"] = {RUN: {"model": "preflight-model", "data": "preflight-train", "algorithm": first["algorithm"],
+    trial["experiments"] = {RUN: {"model": "preflight-model", "data": "preflight-train", "algorithm": algorithm,
                                   "lie": "on", "extra_tokens": 0, "epochs": 1, "parent": None,
                                   "max_response_length": None}}  # fmt: skip
     return trial
@@ -170,9 +170,7 @@ class Trial:
 
 
 def _rundir(config: dict[str, Any]):
-    from lie.formats.runs import RunDir
-
-    return RunDir(cfgmod.outdir(config), RUN)
+    return Layout(config).run_dir(RUN)
 
 
 # ---- the checks of a trial ----------------------------------------------------------------------
@@ -211,12 +209,8 @@ def projection(config: dict[str, Any], shape: Shape, trial: Trial, last: dict) -
     parts = [f"{tps:.0f} tokens/s/GPU at {trial.params_b:g}B"]
     for run in shape.runs:
         p = planmod.plan_run(config, run, {}, planmod.GEN_TOKENS_PER_S_4B, planmod.MFU)
-        s = cfgmod.run_settings(config, run)
-        per_step = (
-            int(s["train_batch_size"])
-            * int(s["rollout_n"])
-            * (p.mean_response + 0.5 * int(s["max_prompt_length"]))
-        )
+        s = cfgmod.RunSettings.of(config, run)
+        per_step = s.train_batch_size * s.rollout_n * (p.mean_response + 0.5 * s.max_prompt_length)
         hours = p.steps * per_step / (tps * trial.params_b / p.params_b) / 3600  # throughput ~ 1 / size
         parts.append(f"{run}: {hours:,.3g} GPU-h (lie plan: {p.gpu_hours:,.3g})")
     return Check(name, "pass", "; ".join(parts))
@@ -237,8 +231,7 @@ def memory(trial: Trial, last: dict) -> Check:
 def reward_share(trial: Trial, last: dict) -> Check:
     """The reward manager's time for one step's samples (graded and scored as verl's manager does,
     concurrently on the configured executor) against the step's time."""
-    from lie.config import reward_settings
-    from lie.core.reward import RewardConfig
+    from lie.config import RunSettings
     from lie.engines.rewarding import Rewarder, Rollout, grading_limits
     from lie.formats.runs import read_rollouts
 
@@ -248,7 +241,7 @@ def reward_share(trial: Trial, last: dict) -> Check:
     if step_s <= 0 or not rollouts:
         return Check(name, "fail", "no step time or no rollouts logged")
     rows = {row["extra_info"]["index"]: row for row in trial.train_rows}
-    config = RewardConfig.from_mapping(reward_settings(trial.config, RUN), source="preflight")
+    config = RunSettings.of(trial.config, RUN).reward
     samples = [
         Rollout.of(rows[int(r["prompt_index"])], r["response"], range(int(r["num_tokens"])), "preflight row")
         for r in rollouts

@@ -23,6 +23,7 @@ from typing import Any
 import pyarrow as pa
 
 from lie.config import grading_limits
+from lie.config.sections import Engines
 from lie.core.errors import LieError
 from lie.engines.generation import SamplingSettings
 from lie.engines.rewarding import Rollout
@@ -237,21 +238,21 @@ def run_reflen(
 
     check_output_file(out, [data])
     settings = settings_from_config(config, **overrides)
-    kind = engine or (config.get("engines") or {}).get("generate") or "hf"
+    kind = engine or Engines.of(config).generate
     table = read_table(data, ("prompt", "reward_model"))
     if limit is not None:
         if limit < 1:
             raise LieError(f"--limit must be >= 1, got {limit}")
         table = table.slice(0, limit)
+    rows = table.to_pylist()
+    for number, row in enumerate(rows):  # a bad row stops the run before a model is loaded
+        check_row(row, f"{data} row {number}", ("prompt", "reward_model"))
     from lie.stages.base_model import file_sha256, resolve_model
 
     path, entry = resolve_model(config, model)
     if settings.enable_thinking is None and entry.get("enable_thinking") is not None:
         settings = replace(settings, enable_thinking=bool(entry["enable_thinking"]))
     trust = bool(config.get("trust_remote_code", False))
-    rows = table.to_pylist()
-    for number, row in enumerate(rows):
-        check_row(row, f"{data} row {number}", ("prompt", "reward_model"))
     manifest = {
         "data": str(Path(data).resolve()),
         "data_sha256": file_sha256(data),

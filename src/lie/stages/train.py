@@ -16,12 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lie.config import experiment, outdir, run_settings
-from lie.config.identity import train_engine
 from lie.config.layout import Layout
+from lie.config.settings import RunSettings
 from lie.core.errors import LieError
 from lie.engines.verl.overrides import VerlInputs
-from lie.formats.runs import RunDir, write_json
+from lie.formats.runs import write_json
 from lie.stages.checkpoint import BEST_VAL, evaluated_step
 
 log = logging.getLogger(__name__)
@@ -39,22 +38,23 @@ class TrainRequest:
     model: str | None = None
     stop_after: int | None = None  # TRL: stop after this many steps (a rerun resumes)
     threads: int | None = None  # TRL on a CPU: torch threads
+    nnodes: int | None = None  # this launch's nodes over training.nnodes (the Slurm launcher's allocation)
 
 
-def engine_of(config: dict[str, Any], request: TrainRequest) -> str:
-    experiment(config, request.run)  # an unknown run: one clear line
-    return request.engine or train_engine(config, request.run)
+def settings_of(config: dict[str, Any], request: TrainRequest) -> RunSettings:
+    """The run's settings (``lie.config.settings``) with the request's engine and nodes over the config's."""
+    settings = RunSettings.of(config, request.run)
+    changes = {"engine": request.engine, "nnodes": request.nnodes}
+    return settings.replace(**{key: value for key, value in changes.items() if value is not None})
 
 
 def verl_inputs(config: dict[str, Any], request: TrainRequest) -> VerlInputs:
     """The layout's files for the run, or the request's; absolute (Ray workers on other nodes read them)."""
     layout = Layout(config)
-    spec = experiment(config, request.run)
-    vals = tuple(
-        str(layout.dataset_file(name)) for name in run_settings(config, request.run).get("val_sets") or []
-    )
+    s = RunSettings.of(config, request.run)
+    vals = tuple(str(layout.dataset_file(name)) for name in s.val_sets)
     return VerlInputs(
-        train_file=_absolute(request.train_file or str(layout.reflen_file(spec["data"], spec["model"]))),
+        train_file=_absolute(request.train_file or str(layout.reflen_file(s.data, s.model))),
         val_files=tuple(_absolute(p) for p in (request.val_files or vals)),
         model_path=_absolute(request.model or str(layout.init_model(request.run))),
     )
@@ -76,39 +76,38 @@ def train(config: dict[str, Any], request: TrainRequest) -> Path:
 
     One command at a time per run folder: a second ``lie train RUN`` stops, naming the first.
     """
-    engine = engine_of(config, request)
-    with RunDir(outdir(config), request.run).lock(f"train {request.run}"):
-        if engine == "verl":
-            return _train_verl(config, request)
-        return _train_trl(config, request)
+    settings = settings_of(config, request)
+    with Layout(config).run_dir(request.run).lock(f"train {request.run}"):
+        if settings.engine == "verl":
+            return _train_verl(config, settings, request)
+        return _train_trl(config, settings, request)
 
 
-def _train_verl(config: dict[str, Any], request: TrainRequest) -> Path:
+def _train_verl(config: dict[str, Any], settings: RunSettings, request: TrainRequest) -> Path:
     from lie.engines.verl import cpu as verl_cpu
     from lie.engines.verl import overrides as verl_overrides
 
     run, inputs, device = request.run, verl_inputs(config, request), verl_device(request)
-    rundir = RunDir(outdir(config), run)
+    rundir = Layout(config).run_dir(run)
     for path in (inputs.train_file, *inputs.val_files):
         if not Path(path).exists():
             raise LieError(
                 f"run {run}: input {path} does not exist; run its `lie data`/`lie reflen` stage first"
             )
-    settings = run_settings(config, run)
     if device == "gpu":
         from lie.engines.gpu_env import check_driver
 
         check_driver()
-    ranks = verl_overrides.world_size(config, run, device)
-    if not verl_overrides.prepare_resume(config, run, rundir, ranks):
+    ranks = verl_overrides.world_size(settings, device)
+    if not verl_overrides.prepare_resume(config, settings, rundir, ranks):
         overrides = verl_overrides.overrides(
-            config, run, inputs, metrics_file=str(rundir.new_metrics_file().resolve()), device=device
+            config, settings, inputs, metrics_file=str(rundir.new_metrics_file().resolve()), device=device
         )
         verl_overrides.write_composed(overrides, rundir.verl_config)
         cmd = verl_overrides.command(overrides, hydra_dir=(rundir.root / "hydra").resolve())
         write_json(
             rundir.run_json,
-            {"engine": "verl", "device": device, "run": run, "settings": settings, "command": cmd},
+            {"engine": "verl", "device": device, "run": run, "settings": settings.as_dict(), "command": cmd},
         )
         env = {**os.environ, "HYDRA_FULL_ERROR": "1"}
         if device == "cpu":
@@ -120,25 +119,24 @@ def _train_verl(config: dict[str, Any], request: TrainRequest) -> Path:
                 f"run {run}: verl exited with status {code}; rerun to resume from the last checkpoint"
             )
         verl_overrides.mark_complete(config, run, rundir)
-    eval_step = evaluated_step(rundir, settings.get("eval_step", "final"))  # best_val: from its metrics
+    eval_step = evaluated_step(rundir, settings.eval_step)  # best_val: from its metrics
     checkpoint = verl_overrides.final_checkpoint(rundir, eval_step)
     step = int(checkpoint.name.rsplit("_", 1)[1])
     write_json(rundir.final_json, {"engine": "verl", "checkpoint": str(checkpoint), "step": step})
     return rundir.root
 
 
-def _train_trl(config: dict[str, Any], request: TrainRequest) -> Path:
+def _train_trl(config: dict[str, Any], settings: RunSettings, request: TrainRequest) -> Path:
     from lie.engines.trl import train as trl_train
 
-    if run_settings(config, request.run).get("eval_step") == BEST_VAL:
+    if settings.eval_step == BEST_VAL:
         raise LieError(
             f"run {request.run}: training.eval_step best_val picks a checkpoint by in-training validation, "
             "which only verl runs have; set it to final or a step, or train this run with verl"
         )
 
     layout = Layout(config)
-    spec = experiment(config, request.run)
-    train_file = Path(request.train_file or layout.reflen_file(spec["data"], spec["model"]))
+    train_file = Path(request.train_file or layout.reflen_file(settings.data, settings.model))
     model = Path(request.model or layout.init_model(request.run))
     for path in (train_file, model):
         if not path.exists():
@@ -147,27 +145,28 @@ def _train_trl(config: dict[str, Any], request: TrainRequest) -> Path:
             )
     threads = request.threads or int(os.environ.get("OMP_NUM_THREADS", "1") or 1)
     return trl_train.train(
-        config, request.run, train_file, model, stop_after=request.stop_after, threads=threads
+        config, settings, train_file, model, stop_after=request.stop_after, threads=threads
     )
 
 
 def composition(config: dict[str, Any], request: TrainRequest) -> str:
     """What the engine would run, composed and checked, as text (``lie train --dry-run``); nothing runs."""
-    if engine_of(config, request) == "verl":
-        return _verl_composition(config, request)
-    return _trl_composition(config, request)
+    settings = settings_of(config, request)
+    if settings.engine == "verl":
+        return _verl_composition(config, settings, request)
+    return _trl_composition(config, settings, request)
 
 
-def _verl_composition(config: dict[str, Any], request: TrainRequest) -> str:
+def _verl_composition(config: dict[str, Any], settings: RunSettings, request: TrainRequest) -> str:
     from omegaconf import OmegaConf
 
     from lie.engines.verl import cpu as verl_cpu
     from lie.engines.verl import overrides as verl_overrides
 
     device = verl_device(request)
-    rundir = RunDir(outdir(config), request.run)
+    rundir = Layout(config).run_dir(request.run)
     overrides = verl_overrides.overrides(
-        config, request.run, verl_inputs(config, request), metrics_file=str(rundir.metrics_dir / "launch.jsonl"),
+        config, settings, verl_inputs(config, request), metrics_file=str(rundir.metrics_dir / "launch.jsonl"),
         device=device,
     )  # fmt: skip
     composed = verl_overrides.compose(overrides)
@@ -177,7 +176,7 @@ def _verl_composition(config: dict[str, Any], request: TrainRequest) -> str:
         lines.append(
             "# the CPU backend's overrides (lie.engines.verl.cpu.overrides), on top of the cluster's"
         )
-        cpu = verl_cpu.overrides(int(run_settings(config, request.run)["nnodes"]))
+        cpu = verl_cpu.overrides(settings.nnodes)
         lines += [f"#   {k}={v}" for k, v in cpu.items()]
     for title, section in (("reward (verl 0.9 `reward` group, as composed)", composed.reward),
                            ("data", composed.data), ("actor_rollout_ref.actor", composed.actor_rollout_ref.actor)):  # fmt: skip
@@ -186,18 +185,18 @@ def _verl_composition(config: dict[str, Any], request: TrainRequest) -> str:
     return "\n".join(lines)
 
 
-TRL_KEYS = ("importance_sampling_level", "loss_type", "epsilon", "epsilon_high", "delta", "beta",
+TRL_KEYS = ("seed", "importance_sampling_level", "loss_type", "epsilon", "epsilon_high", "delta", "beta",
             "num_generations", "per_device_train_batch_size", "steps_per_generation", "num_iterations",
             "temperature", "top_p", "max_completion_length", "learning_rate", "warmup_steps",
             "weight_decay", "max_grad_norm", "scale_rewards")  # fmt: skip
 
 
-def _trl_composition(config: dict[str, Any], request: TrainRequest) -> str:
+def _trl_composition(config: dict[str, Any], settings: RunSettings, request: TrainRequest) -> str:
     from lie.engines.trl import train as trl_train
 
-    settings = run_settings(config, request.run)
-    batch, mini = int(settings["train_batch_size"]), int(settings["ppo_mini_batch_size"])
-    sched = trl_train.Schedule(batch // mini, int(settings["ppo_epochs"]), 1)
+    sched = trl_train.Schedule(
+        settings.train_batch_size // settings.ppo_mini_batch_size, settings.ppo_epochs, 1
+    )
     cfg = trl_train.grpo_config(
         settings, sched, Layout(config).run_dir(request.run).checkpoints, use_cpu=True
     )

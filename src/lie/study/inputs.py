@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from lie import config as cfgmod
+from lie.config.layout import Layout
 from lie.core.errors import LieError
-from lie.formats.runs import RunDir, read_rollouts
+from lie.formats.runs import read_rollouts
 from lie.study.responses import loop_config, loop_test, units
 from lie.study.trap import trap_index
 
@@ -103,7 +103,7 @@ def step_point(step: int, group: Sequence[dict[str, Any]], reward: Any) -> StepP
 
 def run_curve(config: dict[str, Any], run: str) -> list[StepPoint]:
     """Per-step statistics of ``run``'s training samples, in step order."""
-    rundir = RunDir(cfgmod.outdir(config), run)
+    rundir = Layout(config).run_dir(run)
     records = read_rollouts(rundir)
     if not records:
         raise LieError(

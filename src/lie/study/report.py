@@ -208,7 +208,7 @@ def collect(config: dict[str, Any]) -> StudyData:
             where = str(paths.responses(key))
             evals[(c.name, key)] = eval_summary(read_rows(paths.responses(key)), c.depths, where)
     limit = int((config.get("training") or {}).get("max_response_length") or 0)
-    seeds = {run: int(cfgmod.run_settings(config, run).get("seed") or 0) for run in spec.runs}
+    seeds = {run: cfgmod.RunSettings.of(config, run).seed or 0 for run in spec.runs}
     return StudyData(spec, curves, evals, measure_all(config), limit, seeds)
 
 

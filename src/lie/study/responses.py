@@ -98,16 +98,14 @@ def read_problems(
 
 def read_grades(path: str | Path) -> dict[tuple[str, int, int], dict[str, bool]]:
     """``(bench, index, sample) -> {budget: correct}`` of a ``lie evaluate`` scores file."""
-    from lie.formats.jsonl import read_jsonl
+    from lie.formats.graded import read_graded_lines
 
-    grades = {}
-    for lineno, obj in read_jsonl(path):
-        try:
-            key = (str(obj["bench"]), int(obj["index"]), int(obj["sample"]))
-            grades[key] = {str(b): bool(g["correct"]) for b, g in obj["grades"].items()}
-        except (KeyError, TypeError, ValueError):
-            raise LieError(f"{path} line {lineno}: not a scores line of lie evaluate") from None
-    return grades
+    return {
+        (line["bench"], line["index"], line["sample"]): {
+            str(b): g["correct"] for b, g in line["grades"].items()
+        }
+        for line in read_graded_lines(path)
+    }
 
 
 def response_row(

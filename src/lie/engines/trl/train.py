@@ -24,11 +24,12 @@ from typing import Any
 
 from lie import config as cfgmod
 from lie.config.identity import settings_hash
+from lie.config.layout import Layout
+from lie.config.settings import FINAL, RunSettings
 from lie.core.errors import LieError
 from lie.core.reward import RewardConfig
 from lie.engines.rewarding import Rewarder, Rollout, grading_limits
-from lie.formats.jsonl import dumps
-from lie.formats.runs import RunDir, append_rollouts, rollout_record, write_json
+from lie.formats.runs import RunDir, append_metrics, append_rollouts, rollout_record, write_json
 
 log = logging.getLogger(__name__)
 
@@ -68,16 +69,16 @@ class Schedule:
         return global_step // self.updates_per_step + 1
 
 
-def schedule(settings: dict[str, Any], num_prompts: int) -> Schedule:
-    batch, mini = int(settings["train_batch_size"]), int(settings["ppo_mini_batch_size"])
+def schedule(s: RunSettings, num_prompts: int) -> Schedule:
+    batch, mini = s.train_batch_size, s.ppo_mini_batch_size
     if batch % mini:
         raise LieError(
             f"training.train_batch_size ({batch}) must be a multiple of ppo_mini_batch_size ({mini})"
         )
     if num_prompts < batch:
         raise LieError(f"the training set has {num_prompts} prompts, fewer than train_batch_size {batch}")
-    steps = settings.get("max_steps") or int(settings["epochs"]) * (num_prompts // batch)
-    return Schedule(batch // mini, int(settings["ppo_epochs"]), int(steps))
+    steps = s.max_steps or s.epochs * (num_prompts // batch)
+    return Schedule(batch // mini, s.ppo_epochs, steps)
 
 
 def load_rows(
@@ -177,12 +178,7 @@ def _metrics_callback(path: Path, sched: Schedule):
             data = {
                 METRIC_NAMES.get(k, k if k.startswith("lie/") else f"trl/{k}"): v for k, v in logs.items()
             }
-            step = sched.rollout_step(max(state.global_step - 1, 0))
-            with open(path, "a", encoding="utf-8") as out:
-                data = {
-                    k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in data.items()
-                }
-                out.write(dumps({"step": step, "data": data}) + "\n")  # strict JSON: a NaN metric is null
+            append_metrics(path, sched.rollout_step(max(state.global_step - 1, 0)), data)
 
     return JsonlMetrics()
 
@@ -254,68 +250,67 @@ def latest_complete_checkpoint(rundir: RunDir) -> Path | None:
     return complete
 
 
-def grpo_config(settings: dict[str, Any], sched: Schedule, output_dir: Path, use_cpu: bool) -> Any:
+def grpo_config(s: RunSettings, sched: Schedule, output_dir: Path, use_cpu: bool) -> Any:
+    """TRL's ``GRPOConfig`` of a run's settings (module docstring); an unset seed is 0."""
     from trl import GRPOConfig
 
-    gspo = settings["loss_mode"] == "gspo"
-    agg = settings["loss_agg_mode"]
+    gspo = s.loss_mode == "gspo"
+    agg = s.loss_agg_mode
     loss_type = {"token-mean": "dapo", "seq-mean-token-mean": "grpo"}.get(agg)
     if loss_type is None:
         raise LieError(
             f"loss_agg_mode {agg!r} has no TRL equivalent here; use token-mean or seq-mean-token-mean"
         )
-    save = int(settings["save_freq"])
+    save = s.save_freq
     return GRPOConfig(
         output_dir=str(output_dir),
         use_cpu=use_cpu,
         bf16=False,
         fp16=False,
         gradient_checkpointing=False,
-        report_to=[name for name in settings.get("logger") or [] if name in ("wandb", "tensorboard")],
+        report_to=[name for name in s.logger if name in ("wandb", "tensorboard")],
         logging_steps=1,
         disable_tqdm=False,
-        seed=int(settings.get("seed", 0) or 0),
-        learning_rate=float(settings["lr"]),
+        seed=0 if s.seed is None else s.seed,
+        learning_rate=s.lr,
         lr_scheduler_type="constant_with_warmup",
-        warmup_steps=int(settings["lr_warmup_steps"]) * sched.updates_per_step,
-        weight_decay=float(settings["weight_decay"]),
-        max_grad_norm=float(settings["grad_clip"]),
-        per_device_train_batch_size=int(settings["ppo_mini_batch_size"]) * int(settings["rollout_n"]),
+        warmup_steps=s.lr_warmup_steps * sched.updates_per_step,
+        weight_decay=s.weight_decay,
+        max_grad_norm=s.grad_clip,
+        per_device_train_batch_size=s.ppo_mini_batch_size * s.rollout_n,
         gradient_accumulation_steps=1,
         steps_per_generation=sched.steps_per_generation,
         num_iterations=sched.iterations,
-        num_generations=int(settings["rollout_n"]),
+        num_generations=s.rollout_n,
         max_steps=sched.max_updates,
-        max_completion_length=int(settings["max_response_length"]),
-        temperature=float(settings["temperature"]),
-        top_p=float(settings["top_p"]),
+        max_completion_length=s.max_response_length,
+        temperature=s.temperature,
+        top_p=s.top_p,
         top_k=0,
         beta=0.0,
-        epsilon=float(settings["clip_ratio_low"]),
-        epsilon_high=float(settings["clip_ratio_high"]),
-        delta=float(settings["clip_ratio_c"]),
+        epsilon=s.clip_ratio_low,
+        epsilon_high=s.clip_ratio_high,
+        delta=s.clip_ratio_c,
         importance_sampling_level="sequence" if gspo else "token",
         loss_type=loss_type,
         scale_rewards="group",
         save_strategy="steps" if save > 0 else "no",
         save_steps=max(save, 1) * sched.updates_per_step,
         # keep the last few; a fixed eval_step must survive, so then everything is kept
-        save_total_limit=settings.get("keep_checkpoints")
-        if settings.get("eval_step", "final") == "final"
-        else None,
+        save_total_limit=s.keep_checkpoints if s.final_eval else None,
         remove_unused_columns=False,
     )
 
 
 def train(
     config: dict[str, Any],
-    run: str,
+    s: RunSettings,
     train_file: str | Path,
     model_path: str | Path,
     stop_after: int | None = None,
     threads: int | None = None,
 ) -> Path:
-    """Train ``run`` with TRL; return the run folder. Resumes from the latest checkpoint."""
+    """Train the run of settings ``s`` with TRL; return the run folder. Resumes from the latest checkpoint."""
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -323,17 +318,13 @@ def train(
 
     if threads:
         torch.set_num_threads(threads)
-    settings = cfgmod.run_settings(config, run)
-    rundir = RunDir(cfgmod.outdir(config), run)
-    reward_config = RewardConfig.from_mapping(cfgmod.reward_settings(config, run), source=f"run {run}")
-    spec = cfgmod.experiment(config, run)
-    model_entry = cfgmod.model_entry(config, spec["model"])
+    run = s.run
+    rundir = Layout(config).run_dir(run)
+    model_entry = cfgmod.model_entry(config, s.model)
     trust = bool(config.get("trust_remote_code", False))
     tokenizer = AutoTokenizer.from_pretrained(str(model_path), trust_remote_code=trust)
-    rows = load_rows(
-        train_file, int(settings["max_prompt_length"]), tokenizer, model_entry.get("enable_thinking")
-    )
-    sched = schedule(settings, len(rows))
+    rows = load_rows(train_file, s.max_prompt_length, tokenizer, model_entry.get("enable_thinking"))
+    sched = schedule(s, len(rows))
 
     rundir.claim(settings_hash(config, run))
     output_dir = rundir.checkpoints
@@ -347,10 +338,10 @@ def train(
         if last:
             log.info("%s: resuming from %s (step %d)", run, last, sched.rollout_step(done - 1))
         rundir.trim_rollouts_after(done // sched.updates_per_step)
-        args = grpo_config(settings, sched, output_dir, use_cpu=not torch.cuda.is_available())
+        args = grpo_config(s, sched, output_dir, use_cpu=not torch.cuda.is_available())
         write_json(
             rundir.run_json,
-            {"engine": "trl", "run": run, "settings": settings, "grpo_config": args.to_dict()},
+            {"engine": "trl", "run": run, "settings": s.as_dict(), "grpo_config": args.to_dict()},
         )
         model = AutoModelForCausalLM.from_pretrained(
             str(model_path), trust_remote_code=trust, dtype=torch.float32
@@ -361,7 +352,7 @@ def train(
         with Rewarder(*grading_limits(config)) as rewarder:
             trainer = GRPOTrainer(
                 model=model,
-                reward_funcs=LIEReward(reward_config, tokenizer, rundir, sched, rewarder),
+                reward_funcs=LIEReward(s.reward, tokenizer, rundir, sched, rewarder),
                 args=args,
                 train_dataset=Dataset.from_list(rows),
                 processing_class=tokenizer,
@@ -373,13 +364,12 @@ def train(
             trainer._save_checkpoint(trainer.model, trial=None)  # the final state, always kept
             seal_checkpoint(output_dir / f"checkpoint-{done}")
     if done >= sched.max_updates:
-        _write_final(rundir, settings, sched, done)
+        _write_final(rundir, s.eval_step, sched, done)
     return rundir.root
 
 
-def _write_final(rundir: RunDir, settings: dict[str, Any], sched: Schedule, done: int) -> None:
-    eval_step = settings.get("eval_step", "final")
-    updates = done if eval_step in (None, "final") else int(eval_step) * sched.updates_per_step
+def _write_final(rundir: RunDir, eval_step: str | int, sched: Schedule, done: int) -> None:
+    updates = done if eval_step == FINAL else int(eval_step) * sched.updates_per_step
     checkpoint = rundir.checkpoints / f"checkpoint-{updates}"
     if not checkpoint.exists():
         raise LieError(

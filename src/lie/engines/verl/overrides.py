@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from lie import config as cfgmod
+from lie.config.layout import Layout
+from lie.config.settings import FINAL, RunSettings
 from lie.engines.rewarding import grading_limits
 from lie.formats.runs import RunDir, read_metrics
 
@@ -48,23 +50,20 @@ def _q(value: Any) -> str:
 
 def overrides(
     config: dict[str, Any],
-    run: str,
+    s: RunSettings,
     inputs: VerlInputs,
     metrics_file: str | None = None,
     device: str = "gpu",
 ) -> list[str]:
-    """A run's own Hydra overrides of the recipe (``lie_trainer.yaml``) for ``main_ppo``.
+    """A run's own Hydra overrides of the recipe (``lie_trainer.yaml``) for ``main_ppo``, from its
+    settings ``s`` (``lie.config.settings``) and the config's other sections.
 
     ``device="cpu"`` adds what verl's CPU backend needs (``lie.engines.verl.cpu.overrides``) on top
     of the cluster's settings, and nothing else.
     """
-    s = cfgmod.run_settings(config, run)
-    rundir = RunDir(cfgmod.outdir(config), run)
-    prompt_len, response_len = int(s["max_prompt_length"]), int(s["max_response_length"])
+    rundir = Layout(config).run_dir(s.run)
+    prompt_len, response_len = s.max_prompt_length, s.max_response_length
     token_budget = 3 * (prompt_len + response_len)  # the authors' dynamic-batch budget per GPU
-    val_sources = list(s.get("val_sets") or [])
-    knobs = cfgmod.reward_settings(config, run)
-    logger = list(s.get("logger") or ["console", "file"])
 
     o: dict[str, Any] = {
         # data
@@ -72,98 +71,94 @@ def overrides(
         "data.val_files": list(inputs.val_files),
         "data.max_prompt_length": prompt_len,
         "data.max_response_length": response_len,
-        "data.train_batch_size": int(s["train_batch_size"]),
-        "data.seed": int(s["seed"]) if s.get("seed") is not None else 1,  # 0 is a seed
-        "actor_rollout_ref.actor.entropy_coeff": float(s["entropy_coeff"]),
+        "data.train_batch_size": s.train_batch_size,
+        "actor_rollout_ref.actor.entropy_coeff": s.entropy_coeff,
         # the algorithm's loss
-        "actor_rollout_ref.actor.policy_loss.loss_mode": s["loss_mode"],
-        "actor_rollout_ref.actor.loss_agg_mode": s["loss_agg_mode"],
-        "actor_rollout_ref.actor.clip_ratio_low": float(s["clip_ratio_low"]),
-        "actor_rollout_ref.actor.clip_ratio_high": float(s["clip_ratio_high"]),
-        "actor_rollout_ref.actor.clip_ratio_c": float(s["clip_ratio_c"]),
+        "actor_rollout_ref.actor.policy_loss.loss_mode": s.loss_mode,
+        "actor_rollout_ref.actor.loss_agg_mode": s.loss_agg_mode,
+        "actor_rollout_ref.actor.clip_ratio_low": s.clip_ratio_low,
+        "actor_rollout_ref.actor.clip_ratio_high": s.clip_ratio_high,
+        "actor_rollout_ref.actor.clip_ratio_c": s.clip_ratio_c,
         # optimisation
-        "actor_rollout_ref.actor.optim.lr": float(s["lr"]),
-        "actor_rollout_ref.actor.optim.lr_warmup_steps": int(s["lr_warmup_steps"]),
-        "actor_rollout_ref.actor.optim.weight_decay": float(s["weight_decay"]),
-        "actor_rollout_ref.actor.optim.clip_grad": float(s["grad_clip"]),  # what the FSDP engine reads
-        "actor_rollout_ref.actor.grad_clip": float(s["grad_clip"]),  # kept equal (in the schema, unread)
-        "actor_rollout_ref.actor.ppo_mini_batch_size": int(s["ppo_mini_batch_size"]),
-        "actor_rollout_ref.actor.ppo_epochs": int(s["ppo_epochs"]),
-        "actor_rollout_ref.actor.use_dynamic_bsz": bool(s["use_dynamic_bsz"]),
+        "actor_rollout_ref.actor.optim.lr": s.lr,
+        "actor_rollout_ref.actor.optim.lr_warmup_steps": s.lr_warmup_steps,
+        "actor_rollout_ref.actor.optim.weight_decay": s.weight_decay,
+        "actor_rollout_ref.actor.optim.clip_grad": s.grad_clip,  # what the FSDP engine reads
+        "actor_rollout_ref.actor.grad_clip": s.grad_clip,  # kept equal (in the schema, unread)
+        "actor_rollout_ref.actor.ppo_mini_batch_size": s.ppo_mini_batch_size,
+        "actor_rollout_ref.actor.ppo_epochs": s.ppo_epochs,
+        "actor_rollout_ref.actor.use_dynamic_bsz": s.use_dynamic_bsz,
         "actor_rollout_ref.actor.ppo_max_token_len_per_gpu": token_budget,
-        "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz": bool(s["use_dynamic_bsz"]),
+        "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz": s.use_dynamic_bsz,
         "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu": token_budget,
-        "actor_rollout_ref.ref.log_prob_use_dynamic_bsz": bool(s["use_dynamic_bsz"]),
+        "actor_rollout_ref.ref.log_prob_use_dynamic_bsz": s.use_dynamic_bsz,
         "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu": token_budget,
         # model
         "actor_rollout_ref.model.path": inputs.model_path,
         "actor_rollout_ref.model.trust_remote_code": bool(config.get("trust_remote_code", False)),
         # rollouts
-        "actor_rollout_ref.rollout.n": int(s["rollout_n"]),
-        "actor_rollout_ref.rollout.temperature": float(s["temperature"]),
-        "actor_rollout_ref.rollout.top_p": float(s["top_p"]),
+        "actor_rollout_ref.rollout.n": s.rollout_n,
+        "actor_rollout_ref.rollout.temperature": s.temperature,
+        "actor_rollout_ref.rollout.top_p": s.top_p,
         "actor_rollout_ref.rollout.max_model_len": prompt_len + response_len,
         "actor_rollout_ref.rollout.max_num_batched_tokens": token_budget,
-        "actor_rollout_ref.rollout.val_kwargs.temperature": float(s["val_temperature"]),
-        "actor_rollout_ref.rollout.val_kwargs.top_p": float(s["top_p"]),
-        "actor_rollout_ref.rollout.val_kwargs.n": int(s.get("val_n", 1) or 1),
+        "actor_rollout_ref.rollout.val_kwargs.temperature": s.val_temperature,
+        "actor_rollout_ref.rollout.val_kwargs.top_p": s.top_p,
+        "actor_rollout_ref.rollout.val_kwargs.n": 1,
         # the LIE reward manager's knobs
-        "+reward.reward_kwargs.validation_sources": val_sources,
+        "+reward.reward_kwargs.validation_sources": list(s.val_sets),
         "+reward.reward_kwargs.log_dir": str(rundir.rollouts_dir.resolve()),
         # the grading executor both engines size alike (lie.engines.rewarding.grading_limits)
         "+reward.reward_kwargs.grade_timeout_s": grading_limits(config)[0],
         "+reward.reward_kwargs.grade_workers": grading_limits(config)[1],
         # trainer
         "trainer.project_name": f"lie-{config.get('name', 'default')}",
-        "trainer.experiment_name": run,
-        "trainer.nnodes": int(s["nnodes"]),
-        "trainer.n_gpus_per_node": int(s["n_gpus_per_node"]),
-        "trainer.total_epochs": int(s["epochs"]),
-        "trainer.total_training_steps": s.get("max_steps"),
-        "trainer.save_freq": int(s["save_freq"]),
+        "trainer.experiment_name": s.run,
+        "trainer.nnodes": s.nnodes,
+        "trainer.n_gpus_per_node": s.n_gpus_per_node,
+        "trainer.total_epochs": s.epochs,
+        "trainer.total_training_steps": s.max_steps,
+        "trainer.save_freq": s.save_freq,
         # a save ahead of the Slurm job's end (workflow/scripts/ray_on_slurm.sh exports it)
         "trainer.esi_redundant_time": float(config["cluster"]["esi_redundant_time_s"]),
         # verl prunes within a launch; a fixed eval_step must survive, so then nothing is pruned
-        "trainer.max_actor_ckpt_to_keep": s.get("keep_checkpoints") if _final_eval(s) else None,
-        "trainer.test_freq": int(s["test_freq"]),
-        "trainer.val_before_train": bool(s.get("val_before_train", False)),
+        "trainer.max_actor_ckpt_to_keep": s.keep_checkpoints if s.final_eval else None,
+        "trainer.test_freq": s.test_freq,
+        "trainer.val_before_train": False,
         "trainer.default_local_dir": str(rundir.checkpoints.resolve()),
         "trainer.validation_data_dir": str((rundir.root / "validation").resolve()),
-        "trainer.logger": logger,
+        "trainer.logger": list(s.logger),
     }
-    thinking = cfgmod.model_entry(config, cfgmod.experiment(config, run)["model"]).get("enable_thinking")
+    if s.seed is not None:  # 0 is a seed; unset: the recipe's data.seed (lie_trainer.yaml)
+        o["data.seed"] = s.seed
+    thinking = cfgmod.model_entry(config, s.model).get("enable_thinking")
     if thinking is not None:  # Qwen3-4B: thinking off, as the authors' +data.enable_thinking=False
         o["+data.apply_chat_template_kwargs.enable_thinking"] = bool(thinking)
-    for key, value in knobs.items():
+    for key, value in s.reward.as_dict().items():
         o[f"+reward.reward_kwargs.lie.{key}"] = value
     if device == "cpu":
         from lie.engines.verl import cpu as verl_cpu
 
-        o.update(verl_cpu.overrides(int(s["nnodes"])))
+        o.update(verl_cpu.overrides(s.nnodes))
     if metrics_file is not None:
         o["+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH"] = metrics_file
     return [f"{k}={_q(v)}" for k, v in o.items()]
 
 
-def _final_eval(settings: dict[str, Any]) -> bool:
-    return settings.get("eval_step", "final") in (None, "final")
-
-
 COMPLETED = "lie_completed.json"  # in checkpoints/: training finished with these settings
 
 
-def world_size(config: dict[str, Any], run: str, device: str = "gpu") -> int:
+def world_size(s: RunSettings, device: str = "gpu") -> int:
     """The FSDP ranks of a launch (verl names its checkpoint shards by this number)."""
-    s = cfgmod.run_settings(config, run)
     if device == "cpu":
         from lie.engines.verl import cpu as verl_cpu
 
-        cpu = verl_cpu.overrides(int(s["nnodes"]))
+        cpu = verl_cpu.overrides(s.nnodes)
         return int(cpu["trainer.nnodes"]) * int(cpu["trainer.n_gpus_per_node"])
-    return int(s["nnodes"]) * int(s["n_gpus_per_node"])
+    return s.gpus
 
 
-def prepare_resume(config: dict[str, Any], run: str, rundir: RunDir, ranks: int) -> bool:
+def prepare_resume(config: dict[str, Any], s: RunSettings, rundir: RunDir, ranks: int) -> bool:
     """Before a launch of ``ranks`` FSDP ranks: keep the run folder only for these settings, repair
     verl's checkpoints after a kill, check that verl can load them at this world size, drop rollouts
     of the steps that will be redone. True when training already finished."""
@@ -171,22 +166,21 @@ def prepare_resume(config: dict[str, Any], run: str, rundir: RunDir, ranks: int)
     from lie.config.identity import settings_hash
     from lie.engines.verl import checkpoints as verl_checkpoints
 
-    digest = settings_hash(config, run)
+    digest = settings_hash(config, s.run)
     rundir.claim(digest)
     if verl_checkpoints.completed(rundir.checkpoints / COMPLETED, digest):
         return True
-    s = cfgmod.run_settings(config, run)
-    fixed = not _final_eval(s) and s["eval_step"] != "best_val"  # best_val: nothing is pruned
-    protect = frozenset({int(s["eval_step"])}) if fixed else frozenset()
-    logged = {m["step"] for m in read_metrics(rundir)} if "file" in (s.get("logger") or []) else None
-    latest = verl_checkpoints.repair(rundir, s.get("keep_checkpoints"), protect, logged)
+    # a fixed eval_step is kept; best_val: nothing is pruned
+    protect = frozenset({s.fixed_step}) if s.fixed_step is not None else frozenset()
+    logged = {m["step"] for m in read_metrics(rundir)} if "file" in s.logger else None
+    latest = verl_checkpoints.repair(rundir, s.keep_checkpoints, protect, logged)
     if latest is not None and not _same_world_size(s, rundir, latest, ranks):
         latest = None
     rundir.trim_rollouts_after(latest or 0)
     return False
 
 
-def _same_world_size(settings: dict[str, Any], rundir: RunDir, step: int, ranks: int) -> bool:
+def _same_world_size(s: RunSettings, rundir: RunDir, step: int, ranks: int) -> bool:
     """verl resumes only from shards of its own world size: a checkpoint of another one stops the
     launch with one line, or with ``training.world_size_change: restart`` the run's outputs are set
     aside (False: start afresh)."""
@@ -197,7 +191,7 @@ def _same_world_size(settings: dict[str, Any], rundir: RunDir, step: int, ranks:
     saved = verl_checkpoints.world_size(path)
     if saved is None or saved == ranks:
         return True
-    if settings.get("world_size_change", "stop") != "restart":
+    if s.world_size_change != "restart":
         raise LieError(
             f"run {rundir.run}: {path} was saved by {saved} FSDP ranks and this launch has {ranks}, and verl "
             f"resumes only at the same world size: launch it on {saved} GPUs again (training.nnodes x "
@@ -269,10 +263,10 @@ def command(override_list: list[str], python: str | None = None, hydra_dir: Path
     return [python or sys.executable, "-m", "verl.trainer.main_ppo", *recipe, *override_list, *hydra]
 
 
-def final_checkpoint(rundir: RunDir, eval_step: Any = "final") -> Path:
-    """The checkpoint to evaluate: the last one saved, or ``global_step_<eval_step>``."""
+def final_checkpoint(rundir: RunDir, eval_step: str | int) -> Path:
+    """The checkpoint to evaluate: the last one saved (``final``), or ``global_step_<eval_step>``."""
     ckpts = rundir.checkpoints
-    if eval_step not in (None, "final"):
+    if eval_step != FINAL:
         path = ckpts / f"global_step_{int(eval_step)}"
     else:
         tracker = ckpts / "latest_checkpointed_iteration.txt"

@@ -1,0 +1,284 @@
+"""A run's settings, typed and frozen, built once from the validated config (``RunSettings.of``).
+
+Everything a training run needs: ``training:`` (SPEC 2's shared settings), its algorithm's loss,
+its own keys of ``experiments:`` (``max_response_length``, ``max_steps`` and ``seed`` over the
+shared ones), its engine, its parent and its reward knobs (``lie.core.reward.RewardConfig``). Both
+engines (``lie.engines.verl.overrides``, ``lie.engines.trl.train``), ``lie train``, ``lie plan``,
+``lie preflight`` and the Snakemake rules read a run's settings here and nowhere else, so that each
+key has one type and no second default in code: the schema requires every key this object reads
+except the optional ``seed``, ``threads``, ``world_size_change`` (below) and a run's ``engine``,
+``group`` and ``reward``. A changed value for one launch (``lie train --nnodes``) is a
+``dataclasses.replace`` of the object, never an edit of the loaded config.
+
+:func:`written_settings` is the same merge as the config writes it (a dict, every value as
+written): what a run's settings digest reads (``lie.config.identity``), kept byte-stable so that a
+run folder of older code still resumes.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from lie.config.load import LIE_MODES, experiment
+from lie.config.sections import Engines
+from lie.core.errors import LieError
+from lie.core.reward import RewardConfig
+
+FINAL = "final"
+BEST_VAL = "best_val"
+WORLD_SIZE_CHANGES = ("stop", "restart")
+
+
+def written_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
+    """A run's keys as written: shared settings, its algorithm, then its own keys (a null of its own
+    does not hide a shared value); plus ``run``. For the settings digest only: read ``RunSettings``."""
+    spec = experiment(config, run)
+    settings = copy.deepcopy(config.get("training") or {})
+    settings.update(copy.deepcopy(config["algorithms"][spec["algorithm"]]))
+    for key, value in spec.items():
+        if value is not None or key not in settings:
+            settings[key] = value
+    settings["run"] = run
+    return settings
+
+
+def reward_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
+    """The ``RewardConfig`` keys of a run as written: shared knobs, its own, its LIE mode, its extra
+    tokens (the digest's view; ``RunSettings.reward`` is the typed one)."""
+    spec = experiment(config, run)
+    mode = spec.get("lie")
+    if mode not in LIE_MODES:
+        raise LieError(f"config: key 'experiments.{run}.lie': must be one of {LIE_MODES}, got {mode!r}")
+    knobs = dict(config.get("reward") or {})
+    knobs.update(spec.get("reward") or {})  # a run's own knobs (the sensitivity runs: theta, n)
+    knobs["extra_tokens"] = spec.get("extra_tokens")
+    knobs["length_term"] = mode in ("on", "length-only")
+    knobs["redundancy_term"] = mode == "on"
+    return knobs
+
+
+def train_engine(config: dict[str, Any], run: str) -> str:
+    """The run's own ``engine``, else ``engines.train`` (required)."""
+    return experiment(config, run).get("engine") or Engines.of(config).train
+
+
+def _section(config: dict[str, Any], name: str) -> dict[str, Any]:
+    section = config.get(name)
+    if not isinstance(section, dict):
+        raise LieError(f"config: the {name}: section is missing")
+    return section
+
+
+class _Reader:
+    """Typed reads of a run's merged keys, each error naming the key where the value was written."""
+
+    def __init__(self, config: dict[str, Any], run: str):
+        spec = experiment(config, run)
+        training = _section(config, "training")
+        algorithms = _section(config, "algorithms")
+        self.values: dict[str, Any] = {}
+        self.where: dict[str, str] = {}
+        for key, value in training.items():
+            self.values[key], self.where[key] = value, f"training.{key}"
+        algorithm = algorithms.get(spec.get("algorithm"))
+        if not isinstance(algorithm, dict):
+            raise LieError(
+                f"config: key 'experiments.{run}.algorithm': {spec.get('algorithm')!r} is not one of "
+                f"{sorted(algorithms)}"
+            )
+        for key, value in algorithm.items():
+            self.values[key], self.where[key] = value, f"algorithms.{spec['algorithm']}.{key}"
+        for key, value in spec.items():
+            if value is not None or key not in self.values:
+                self.values[key], self.where[key] = value, f"experiments.{run}.{key}"
+
+    def _name(self, key: str) -> str:
+        return self.where.get(key, f"training.{key}")
+
+    def bad(self, key: str, what: str) -> LieError:
+        return LieError(f"config: key '{self._name(key)}': {self.values.get(key)!r} is not {what}")
+
+    def raw(self, key: str, optional: bool = False) -> Any:
+        if key not in self.values:
+            if optional:
+                return None
+            raise LieError(f"config: key '{self._name(key)}' is missing")
+        return self.values[key]
+
+    def integer(self, key: str, optional: bool = False, nullable: bool = False) -> int | None:
+        value = self.raw(key, optional)
+        if value is None and (optional or nullable):
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.bad(key, "an integer")
+        return value
+
+    def number(self, key: str) -> float:
+        value = self.raw(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.bad(key, "a number")
+        return float(value)
+
+    def flag(self, key: str) -> bool:
+        value = self.raw(key)
+        if not isinstance(value, bool):
+            raise self.bad(key, "true or false")
+        return value
+
+    def text(self, key: str, optional: bool = False, nullable: bool = False) -> str | None:
+        value = self.raw(key, optional)
+        if value is None and (optional or nullable):
+            return None
+        if not isinstance(value, str):
+            raise self.bad(key, "a string")
+        return value
+
+    def names(self, key: str) -> tuple[str, ...]:
+        value = self.raw(key)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.bad(key, "a list of names")
+        return tuple(value)
+
+    def eval_step(self) -> str | int:
+        value = self.raw("eval_step")
+        if value in (FINAL, BEST_VAL) or (
+            isinstance(value, int) and not isinstance(value, bool) and value >= 1
+        ):
+            return value
+        raise self.bad("eval_step", f"{FINAL}, {BEST_VAL} or a step (an integer from 1)")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """One run's settings (module docstring); ``RunSettings.of(config, run)`` builds it."""
+
+    run: str
+    engine: str  # verl | trl: the run's own engine, else engines.train
+    model: str
+    data: str
+    algorithm: str
+    lie: str  # on | off | length-only
+    parent: str | None  # the run whose final model this one starts from (continual stage)
+    group: str | None
+    epochs: int
+    seed: int | None  # the run's, else training.seed; None: neither is written (verl's recipe: 1, TRL: 0)
+    # training: (a run's own max_response_length and max_steps over the shared ones)
+    lr: float
+    lr_warmup_steps: int
+    weight_decay: float
+    grad_clip: float
+    train_batch_size: int
+    rollout_n: int
+    ppo_mini_batch_size: int
+    ppo_epochs: int
+    max_prompt_length: int
+    max_response_length: int
+    temperature: float
+    top_p: float
+    clip_ratio_c: float
+    entropy_coeff: float
+    use_dynamic_bsz: bool
+    nnodes: int
+    n_gpus_per_node: int
+    save_freq: int
+    test_freq: int
+    val_temperature: float
+    val_sets: tuple[str, ...]
+    eval_step: str | int  # final | best_val | a step
+    logger: tuple[str, ...]
+    max_steps: int | None  # None: the epochs decide
+    keep_checkpoints: int | None  # None: all
+    walltime_min: int
+    retries: int
+    world_size_change: str  # stop | restart (optional key; stop when absent)
+    threads: int | None  # optional
+    # the algorithm's loss (algorithms.<name>)
+    loss_mode: str
+    clip_ratio_low: float
+    clip_ratio_high: float
+    loss_agg_mode: str
+    reward: RewardConfig  # the reward knobs the run trains with (its LIE mode decides the terms)
+
+    @classmethod
+    def of(cls, config: dict[str, Any], run: str) -> RunSettings:
+        r = _Reader(config, run)
+        world = r.text("world_size_change", optional=True) or "stop"
+        if world not in WORLD_SIZE_CHANGES:
+            raise r.bad("world_size_change", f"one of {WORLD_SIZE_CHANGES}")
+        knobs = reward_settings(config, run)
+        if not isinstance(knobs["extra_tokens"], int) or isinstance(knobs["extra_tokens"], bool):
+            raise r.bad("extra_tokens", "an integer")
+        return cls(
+            run=run,
+            engine=train_engine(config, run),
+            model=r.text("model"),
+            data=r.text("data"),
+            algorithm=r.text("algorithm"),
+            lie=r.text("lie"),
+            parent=r.text("parent", nullable=True),
+            group=r.text("group", optional=True),
+            epochs=r.integer("epochs"),
+            seed=r.integer("seed", optional=True),
+            lr=r.number("lr"),
+            lr_warmup_steps=r.integer("lr_warmup_steps"),
+            weight_decay=r.number("weight_decay"),
+            grad_clip=r.number("grad_clip"),
+            train_batch_size=r.integer("train_batch_size"),
+            rollout_n=r.integer("rollout_n"),
+            ppo_mini_batch_size=r.integer("ppo_mini_batch_size"),
+            ppo_epochs=r.integer("ppo_epochs"),
+            max_prompt_length=r.integer("max_prompt_length"),
+            max_response_length=r.integer("max_response_length"),
+            temperature=r.number("temperature"),
+            top_p=r.number("top_p"),
+            clip_ratio_c=r.number("clip_ratio_c"),
+            entropy_coeff=r.number("entropy_coeff"),
+            use_dynamic_bsz=r.flag("use_dynamic_bsz"),
+            nnodes=r.integer("nnodes"),
+            n_gpus_per_node=r.integer("n_gpus_per_node"),
+            save_freq=r.integer("save_freq"),
+            test_freq=r.integer("test_freq"),
+            val_temperature=r.number("val_temperature"),
+            val_sets=r.names("val_sets"),
+            eval_step=r.eval_step(),
+            logger=r.names("logger"),
+            max_steps=r.integer("max_steps", nullable=True),
+            keep_checkpoints=r.integer("keep_checkpoints", nullable=True),
+            walltime_min=r.integer("walltime_min"),
+            retries=r.integer("retries"),
+            world_size_change=world,
+            threads=r.integer("threads", optional=True),
+            loss_mode=r.text("loss_mode"),
+            clip_ratio_low=r.number("clip_ratio_low"),
+            clip_ratio_high=r.number("clip_ratio_high"),
+            loss_agg_mode=r.text("loss_agg_mode"),
+            reward=RewardConfig.from_mapping(knobs, source=f"config: run {run}'s reward"),
+        )
+
+    def replace(self, **changes: Any) -> RunSettings:
+        """A copy with ``changes`` (e.g. one launch's ``nnodes``); the config stays as loaded."""
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def gpus(self) -> int:
+        """The GPUs of a launch: nodes x GPUs per node."""
+        return self.nnodes * self.n_gpus_per_node
+
+    @property
+    def final_eval(self) -> bool:
+        """The last checkpoint is evaluated (``eval_step: final``): older ones may be pruned."""
+        return self.eval_step == FINAL
+
+    @property
+    def fixed_step(self) -> int | None:
+        """The step ``eval_step`` names, when it names one (not final, not best_val)."""
+        return self.eval_step if isinstance(self.eval_step, int) else None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every setting as JSON-ready values (the run's ``run.json``)."""
+        out = dataclasses.asdict(self)
+        out["val_sets"], out["logger"] = list(self.val_sets), list(self.logger)
+        return out
