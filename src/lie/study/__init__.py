@@ -11,5 +11,6 @@ and reports, from files only:
 - :mod:`lie.study.responses`: per-response columns of every evaluation (depth, n-gram states, grades);
 - :mod:`lie.study.inputs`: per-step curves from the rollouts, per-condition summaries of responses;
 - :mod:`lie.study.paired`: paired differences by seed, intervals and the registered verdicts;
-- :mod:`lie.study.report`, :mod:`lie.study.figures`: tables and figures (``lie study-report``).
+- :mod:`lie.study.report`, :mod:`lie.study.figures`: tables and figures (``lie study-report``, through
+  ``lie.stages.study``).
 """
