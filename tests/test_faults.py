@@ -6,7 +6,9 @@ with a SIGKILL of its whole process group: during the verl run (after its first 
 during a checkpoint save (a ``global_step_N`` folder newer than verl's tracker), and during a
 generation shard write; then once more to the end. Minutes each: ``make test-all`` only.
 verl's CPU backend does not reproduce a run bit for bit (two clean runs already differ in their
-first rollouts), so the trained run's rows are compared by shape and the base model's exactly.
+first rollouts: verl sends the CPU rollout server unseeded requests, which draw from one random
+stream in the order they arrive; docs/training.md), so the trained run's rows are compared by
+shape and the base model's exactly.
 """
 
 from __future__ import annotations
