@@ -368,3 +368,15 @@ def test_the_layer_table_names_every_module_once(layer_dir):
     assert not unnamed, f"docs/architecture.md's {layer_dir}/ row does not name {unnamed}"
     names = [p.stem for p in PACKAGE.rglob("*.py") if layer(module_name(p)) in ("engines", "stages")]
     assert len([n for n in names if n == "sampling"]) <= 1, "two modules named sampling: rename one"
+
+
+def test_a_run_folder_comes_from_the_layout():
+    """One way to a run's folder: ``Layout(config).run_dir(run)``; ``RunDir(...)`` is built only there."""
+    built = [
+        f"{path.relative_to(REPO)}:{number}"
+        for path in [*sorted(PACKAGE.rglob("*.py")), *sorted((REPO / "workflow").rglob("*.smk"))]
+        if path not in (PACKAGE / "config" / "layout.py", PACKAGE / "formats" / "runs.py")
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r"\bRunDir\(", line)
+    ]
+    assert not built, "use Layout(config).run_dir(run):\n" + "\n".join(built)

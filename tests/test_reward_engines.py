@@ -196,3 +196,28 @@ def test_verl_and_trl_reward_math_and_choice_rows_alike(setup):
     assert sorted({out["reward_extra_info"]["acc"] for out in verl[:math_cases]}) == [0.0, 1.0]
     assert any(out["reward_extra_info"]["r_red"] < 0 for out in verl[:math_cases])
     assert any(out["reward_extra_info"]["r_len"] != 0 for out in verl)
+
+
+@pytest.mark.parametrize("nnodes, managers", [(1, 8), (2, 4)])
+def test_verl_managers_share_a_nodes_cores_when_grade_workers_is_zero(setup, nnodes, managers):
+    """The paper's config grades with one worker per core (``grade_workers: 0``); verl starts
+    ``reward.num_workers`` (8) managers over the nodes, so each manager RewardLoopWorker builds takes
+    its share of the node's cores rather than all of them (8 x 32 grading processes on 32 cores)."""
+    import dataclasses
+
+    from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
+
+    from lie.grading.executor import default_workers
+
+    path, model_dir, _, _, root = setup
+    assert grading_limits(CONFIG)[1] == 0
+    settings = dataclasses.replace(RunSettings.of(CONFIG, RUN), nnodes=nnodes)
+    inputs = verl_overrides.VerlInputs(str(path), (str(path),), str(model_dir))
+    overrides = verl_overrides.overrides(CONFIG, settings, inputs)  # the GPU composition: verl's 8 managers
+    cfg = verl_overrides.compose(overrides)
+    assert (cfg.reward.num_workers, cfg.trainer.nnodes) == (8, nnodes)
+    worker = RewardLoopWorker(cfg)
+    try:
+        assert worker.reward_manager.rewarder.grader.workers == max(1, default_workers() // managers)
+    finally:
+        worker.reward_manager.rewarder.close()

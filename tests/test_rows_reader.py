@@ -206,3 +206,25 @@ def test_metrics_appends_are_read_by_one_reader_that_names_a_bad_line(tmp_path):
     path.write_text(path.read_text().replace('"step": "3", "data": {}', '"step": 3, "data": [1]'))
     with pytest.raises(LieError, match=re.escape(f"{path} line 3: field 'data' must be a mapping")):
         read_metrics(rundir)
+
+
+def test_lie_plan_reads_the_reference_lengths_through_the_same_reader(tmp_path):
+    from lie.stages.plan import plan
+
+    config = paper_config()
+    config["outdir"] = str(tmp_path)
+    config["runs"] = ["qwen3-4b-base_dapo_gspo"]
+    rows = [make_row("dapo", "math", "train", i, Item(f"q{i}", "1"), "{question}") for i in range(256)]
+    for row in rows:
+        row["extra_info"]["avg_response_len"] = 1000.0
+    path = tmp_path / "data" / "dapo.qwen3-4b-base.reflen.parquet"
+    path.parent.mkdir()
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    (run,) = plan(config)
+    assert (run.prompts, run.mean_response, run.steps) == (256, 1000.0, 10 * (256 // 128))
+    rows[7]["extra_info"]["kind"] = "essay"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    with pytest.raises(
+        LieError, match=re.escape(f"{path} row 7: field 'extra_info.kind' must be math or choice")
+    ):
+        plan(config)
