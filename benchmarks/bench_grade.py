@@ -33,9 +33,11 @@ FRAC_CHAIN = "\\frac{1}{1+" * 1000 + "1" + "}" * 1000
 
 def authors_golds() -> list[tuple[str, str]]:
     """(data_source, ground_truth) of every distinct problem of the authors' validation file."""
-    import pyarrow.parquet as pq
+    from lie.formats.rows import read_rows
 
-    rows = pq.read_table(DATA / "lie-authors" / "valid.all_qwen3.parquet").to_pylist()
+    rows = read_rows(
+        DATA / "lie-authors" / "valid.all_qwen3.parquet", ("data_source", "reward_model", "extra_info")
+    )
     seen, out = set(), []
     for row in rows:
         key = (row["data_source"], row["extra_info"]["index"])

@@ -5,8 +5,10 @@ The whole DAG of one verl run (and the base model beside it) runs under Snakemak
 with a SIGKILL of its whole process group: during the verl run (after its first step's rollouts),
 during a checkpoint save (a ``global_step_N`` folder newer than verl's tracker), and during a
 generation shard write; then once more to the end. Minutes each: ``make test-all`` only.
-verl's CPU backend does not reproduce a run bit for bit (two clean runs already differ in their
-first rollouts), so the trained run's rows are compared by shape and the base model's exactly.
+verl's CPU backend does not reproduce a run bit for bit (two clean runs sample the same rollouts,
+each request seeded by the CPU rollout server, but the samples of a prompt may arrive in another
+order and sums then differ in their last digits; docs/training.md), so the trained run's rows are
+compared by shape and the base model's exactly.
 """
 
 from __future__ import annotations

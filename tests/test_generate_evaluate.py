@@ -329,9 +329,9 @@ def test_a_killed_generation_resumes_where_it_stopped(setup, tmp_path, monkeypat
     manifest.write_text(kept)
     calls.clear()
     assert generate_cli(setup, out) == 0
-    # shards by expected tokens (prompt lengths 520 > 339 > 314 characters, 2 samples each, 2 a shard
-    # on average): [0], [1], [4, 5], [2, 3], the longest problem's samples one a shard; shard 0 was done
-    assert calls == [1, 2, 2]
+    # shards by expected length (prompts of 520 > 339 > 314 characters, 2 samples each, 2 a shard):
+    # [0, 1], [4, 5], [2, 3]; shard 0 was done before the kill
+    assert calls == [2, 2]
     assert out.read_text() == full.read_text()
 
 

@@ -18,8 +18,8 @@ from small import REPO, paper_config
 pytest.importorskip("verl")
 pytest.importorskip("trl")
 
-from lie import config as cfgmod  # noqa: E402
-from lie.core.reward import BREAKDOWN_KEYS, RewardConfig  # noqa: E402
+from lie.config import RunSettings  # noqa: E402
+from lie.core.reward import BREAKDOWN_KEYS  # noqa: E402
 from lie.engines.rewarding import Rewarder, grading_limits  # noqa: E402
 from lie.engines.verl import overrides as verl_overrides  # noqa: E402
 
@@ -110,7 +110,7 @@ def _verl(setup) -> list[dict]:
 
     path, model_dir, tokenizer, responses, root = setup
     inputs = verl_overrides.VerlInputs(str(path), (str(path),), str(model_dir))
-    overrides = verl_overrides.overrides(CONFIG, RUN, inputs, device="cpu")
+    overrides = verl_overrides.overrides(CONFIG, RunSettings.of(CONFIG, RUN), inputs, device="cpu")
     overrides = [o for o in overrides if not o.startswith("+reward.reward_kwargs.log_dir=")]
     cfg = verl_overrides.compose(
         [*overrides, f"+reward.reward_kwargs.log_dir='{root / 'verl' / 'rollouts'}'"]
@@ -163,7 +163,7 @@ def _trl(setup) -> list[dict]:
     inputs = list(Dataset.from_list(rows))
     columns = {key: [row[key] for row in inputs] for key in inputs[0] if key != "prompt"}
     rundir = RunDir(root / "trl", RUN)
-    knobs = RewardConfig.from_mapping(cfgmod.reward_settings(CONFIG, RUN), source=RUN)
+    knobs = RunSettings.of(CONFIG, RUN).reward  # the knobs trl_train.train hands the reward
     with Rewarder(*grading_limits(CONFIG)) as rewarder:  # as trl_train.train sizes it
         reward = trl_train.LIEReward(knobs, tokenizer, rundir, trl_train.Schedule(1, 1, 1), rewarder)
         rewards = reward(
@@ -196,3 +196,28 @@ def test_verl_and_trl_reward_math_and_choice_rows_alike(setup):
     assert sorted({out["reward_extra_info"]["acc"] for out in verl[:math_cases]}) == [0.0, 1.0]
     assert any(out["reward_extra_info"]["r_red"] < 0 for out in verl[:math_cases])
     assert any(out["reward_extra_info"]["r_len"] != 0 for out in verl)
+
+
+@pytest.mark.parametrize("nnodes, managers", [(1, 8), (2, 4)])
+def test_verl_managers_share_a_nodes_cores_when_grade_workers_is_zero(setup, nnodes, managers):
+    """The paper's config grades with one worker per core (``grade_workers: 0``); verl starts
+    ``reward.num_workers`` (8) managers over the nodes, so each manager RewardLoopWorker builds takes
+    its share of the node's cores rather than all of them (8 x 32 grading processes on 32 cores)."""
+    import dataclasses
+
+    from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
+
+    from lie.grading.executor import default_workers
+
+    path, model_dir, _, _, root = setup
+    assert grading_limits(CONFIG)[1] == 0
+    settings = dataclasses.replace(RunSettings.of(CONFIG, RUN), nnodes=nnodes)
+    inputs = verl_overrides.VerlInputs(str(path), (str(path),), str(model_dir))
+    overrides = verl_overrides.overrides(CONFIG, settings, inputs)  # the GPU composition: verl's 8 managers
+    cfg = verl_overrides.compose(overrides)
+    assert (cfg.reward.num_workers, cfg.trainer.nnodes) == (8, nnodes)
+    worker = RewardLoopWorker(cfg)
+    try:
+        assert worker.reward_manager.rewarder.grader.workers == max(1, default_workers() // managers)
+    finally:
+        worker.reward_manager.rewarder.close()

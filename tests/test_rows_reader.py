@@ -183,3 +183,48 @@ def test_the_report_and_the_study_read_grade_lines_alike(tmp_path, change, messa
     path.write_text(json.dumps(_graded_line()) + "\n" + json.dumps(_graded_line(sample=1)) + "\n")
     assert read_grades(path) == {(BENCH, 0, 0): {"100": True}, (BENCH, 0, 1): {"100": True}}
     assert read_problem_scores(path, 100, ["robust"])[None] == {BENCH: {0: 1.0}}
+
+
+def test_metrics_appends_are_read_by_one_reader_that_names_a_bad_line(tmp_path):
+    from lie.formats.runs import RunDir, append_metrics, read_metrics
+
+    rundir = RunDir(tmp_path, "run")
+    path = rundir.new_metrics_file()
+    append_metrics(path, 1, {"actor/pg_loss": float("nan"), "critic/score/mean": 0.5})
+    append_metrics(path, 2, {"critic/score/mean": 0.25})
+    assert '"actor/pg_loss": null' in path.read_text()  # strict JSON
+    assert read_metrics(rundir) == [
+        {"step": 1, "actor/pg_loss": None, "critic/score/mean": 0.5},
+        {"step": 2, "critic/score/mean": 0.25},
+    ]
+    with open(path, "a", encoding="utf-8") as out:
+        out.write('{"step": 3, "data": {"critic/sc')  # torn by a kill: skipped
+    assert [m["step"] for m in read_metrics(rundir)] == [1, 2]
+    path.write_text(path.read_text().rsplit("\n", 1)[0] + '\n{"step": "3", "data": {}}\n')
+    with pytest.raises(LieError, match=re.escape(f"{path} line 3: field 'step' must be an integer")):
+        read_metrics(rundir)
+    path.write_text(path.read_text().replace('"step": "3", "data": {}', '"step": 3, "data": [1]'))
+    with pytest.raises(LieError, match=re.escape(f"{path} line 3: field 'data' must be a mapping")):
+        read_metrics(rundir)
+
+
+def test_lie_plan_reads_the_reference_lengths_through_the_same_reader(tmp_path):
+    from lie.stages.plan import plan
+
+    config = paper_config()
+    config["outdir"] = str(tmp_path)
+    config["runs"] = ["qwen3-4b-base_dapo_gspo"]
+    rows = [make_row("dapo", "math", "train", i, Item(f"q{i}", "1"), "{question}") for i in range(256)]
+    for row in rows:
+        row["extra_info"]["avg_response_len"] = 1000.0
+    path = tmp_path / "data" / "dapo.qwen3-4b-base.reflen.parquet"
+    path.parent.mkdir()
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    (run,) = plan(config)
+    assert (run.prompts, run.mean_response, run.steps) == (256, 1000.0, 10 * (256 // 128))
+    rows[7]["extra_info"]["kind"] = "essay"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    with pytest.raises(
+        LieError, match=re.escape(f"{path} row 7: field 'extra_info.kind' must be math or choice")
+    ):
+        plan(config)

@@ -39,33 +39,44 @@ def test_every_unit_is_in_exactly_one_shard_and_the_plan_is_deterministic():
     assert plan != [list(r) for r in shard_ranges(len(weights), 256)]
 
 
-def test_shards_hold_about_equal_expected_tokens_and_similar_lengths():
+def test_shards_group_similar_lengths_and_give_short_samples_bigger_shards():
     weights = heavy_tailed(12_032)
     plan = plan_shards(weights, 256)
     budget = 256 * sum(weights) / len(weights)
     got = loads(plan, weights)
-    assert max(got) <= budget
-    # a shard closes only when the next unit would not fit, or at the cap of 4 x 256 short samples
-    assert all(load >= budget - max(weights) or len(s) == 1024 for load, s in zip(got[:-1], plan))
-    assert abs(len(plan) - len(weights) / 256) <= 2  # about as many shards (resume points) as before
-    # the tail proxy: a call lasts about as long as its longest sample; similar lengths together
-    # waste far less than the old contiguous chunks of 256
+    sizes = [len(s) for s in plan]
+    assert all(size >= 256 for size in sizes[:-1])  # a call runs as many samples at once as before
+    assert max(sizes) <= 4 * 256 and min(sizes[:-1]) == 256 < max(sizes)
+    # a shard grows past 256 samples only while under 256 x the mean expected tokens
+    assert all(load <= budget for load, size in zip(got, sizes) if size > 256)
+    assert len(plan) <= len(weights) / 256 + 1  # never more calls than the old chunks
+    # a call lasts about as long as its longest sample: similar lengths together waste far less
+    # than the old contiguous chunks of 256
     old = [list(r) for r in shard_ranges(len(weights), 256)]
 
     def waste(p):
         return sum(len(s) * max(weights[u] for u in s) - sum(weights[u] for u in s) for s in p)
 
     assert waste(plan) < waste(old) / 5
-    # short samples go in bigger shards, long ones in smaller, never more than 4 x 256
-    sizes = [len(s) for s in plan]
-    assert max(sizes) <= 4 * 256 and min(sizes) < 256 < max(sizes)
+
+
+def test_with_min_units_one_the_shards_hold_equal_expected_tokens():
+    weights = heavy_tailed(12_032)
+    plan = plan_shards(weights, 256, min_units=1)
+    budget = 256 * sum(weights) / len(weights)
+    got = loads(plan, weights)
+    assert sorted(u for s in plan for u in s) == list(range(len(weights)))
+    assert max(got) <= budget
+    # a shard closes only when the next unit would not fit, or at the cap of 4 x 256 short samples
+    assert all(load >= budget - max(weights) or len(s) == 1024 for load, s in zip(got[:-1], plan))
+    assert min(len(s) for s in plan) < 256  # the longest samples in small shards
 
 
 def test_equal_weights_give_the_old_chunks_and_one_heavy_unit_stands_alone():
     assert plan_shards([5] * 10, 3) == [list(r) for r in shard_ranges(10, 3)]
     plan = plan_shards([1, 1, 1000, 1, 1, 1], 2)
-    assert plan[0] == [2] and sorted(u for s in plan for u in s) == list(range(6))
-    assert max(len(s) for s in plan) <= 8  # the cap: 4 x shard_size
+    assert plan == [[0, 2], [1, 3, 4, 5]]  # the heavy one with a light one, the rest together
+    assert plan_shards([1] * 20, 2, min_units=1) == [list(r) for r in shard_ranges(20, 2)]
     for bad_size, bad_weights in ((0, [1]), (2, [0, 1]), (2, [1.5])):
         with pytest.raises(LieError):
             plan_shards(bad_weights, bad_size)
@@ -81,9 +92,8 @@ def test_the_expected_length_is_the_reference_where_every_prompt_has_one():
     assert expected_tokens(mixed, 8192) == [1, 3]  # not all known: prompt characters for all
     draw = Draw(SamplingSettings(n=2, max_tokens=64), seed=0)
     plan = shard_plan([prompt(0, "x" * 10), prompt(1, "x" * 30), prompt(2, "x" * 20)], draw, 2)
-    # units (prompt, sample) in flat order: 0-1 prompt 0, 2-3 prompt 1, 4-5 prompt 2; longest first,
-    # at most 2 x the mean (20) a shard: prompt 1's samples (30 each) one a shard
-    assert plan == [[2], [3], [4, 5], [0, 1]]
+    # units (prompt, sample) in flat order: 0-1 prompt 0, 2-3 prompt 1, 4-5 prompt 2; longest first
+    assert plan == [[2, 3], [4, 5], [0, 1]]
 
 
 def _rows(shard):

@@ -127,6 +127,34 @@ def test_seeded_rows_do_not_depend_on_their_batch(model):
     assert alone[0].token_ids == mixed[1].token_ids
 
 
+def test_each_rollout_request_gets_a_seed_of_its_own_whatever_the_arrival_timing():
+    """verl sends no seed: the server numbers a step's requests by prompt and settings, so the n
+    samples of a prompt get n seeds that depend on the step and the prompt, never on timing."""
+    from types import SimpleNamespace
+
+    from lie.engines.verl.cpu.rollout import TransformersServer
+
+    def server():
+        return SimpleNamespace(
+            config=SimpleNamespace(seed=42), global_steps=0, arrivals={}, arrivals_step=None
+        )
+
+    def seeds(srv, requests, step):
+        srv.global_steps = step
+        return [TransformersServer.request_seed(srv, r) for r in requests]
+
+    a, b = TokenRequest([1, 2, 3], max_tokens=8), TokenRequest([4, 5], max_tokens=8)
+    first = server()
+    group = seeds(first, [a, a, a, a], 0)
+    assert len(set(group)) == 4  # four samples of one prompt, four streams
+    b_alone = seeds(server(), [b, b], 0)
+    other = server()  # another run, another arrival order: b's requests first, interleaved
+    assert seeds(other, [b, a, b, a, a, a], 0) == [b_alone[0], group[0], b_alone[1], *group[1:]]
+    assert seeds(first, [a], 1)[0] not in group  # the next step starts again, on other seeds
+    greedy = TokenRequest([1, 2, 3], max_tokens=8, temperature=0.0)
+    assert seeds(server(), [greedy], 0)[0] != group[0]  # other settings, another key
+
+
 def test_top_k_one_and_a_tiny_top_p_are_greedy_and_temperature_matters(model):
     greedy = sample_batch(model, [TokenRequest(PROMPTS[0], 10, temperature=0.0)], [], 0)[0].token_ids
     for request in (TokenRequest(PROMPTS[0], 10, temperature=1.5, top_k=1, seed=3),

@@ -176,7 +176,9 @@ def train_env(wildcards) -> str:
 
 def generate_engine(key: str | None = None) -> str:
     """The engine that samples for an evaluated run or base model: engines.generate_by, else engines.generate."""
-    return (config["engines"].get("generate_by") or {}).get(key) or config["engines"]["generate"]
+    from lie.config.sections import Engines
+
+    return Engines.of(config).generate_for(key)
 
 
 def on_gpu(engine: str) -> bool:

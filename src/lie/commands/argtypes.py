@@ -1,4 +1,5 @@
-"""Argument types the subcommands share (argparse ``type=`` callables)."""
+"""The argparse helpers the subcommands share: argument types (``type=`` callables), the shared options,
+``--config`` read into a checked config, and the check of every ``--out*`` before a command runs."""
 
 from __future__ import annotations
 
@@ -68,6 +69,13 @@ def add_engine_options(parser: argparse.ArgumentParser, unit: str) -> None:
 def add_config_option(parser: argparse.ArgumentParser, what: str = "the pipeline's config") -> None:
     """``--config``, read relative to where the command runs; ``what`` says which part the command reads."""
     parser.add_argument("--config", default="config.yaml", help=f"{what} (default: config.yaml)")
+
+
+def load_config_option(args: argparse.Namespace) -> dict[str, Any]:
+    """The config ``--config`` names, loaded and checked (``lie.config.load_config``; one line if bad)."""
+    from lie.config import load_config
+
+    return load_config(args.config)
 
 
 def _paths(value: object) -> list[str]:

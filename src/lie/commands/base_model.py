@@ -9,10 +9,8 @@ beside ``tiny:`` they are then taught by a short supervised stage (``lie.stages.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from lie.commands.argtypes import add_config_option
-from lie.core.errors import LieError
+from lie.commands.argtypes import add_config_option, load_config_option
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,25 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.config import load_config, model_entry
-    from lie.config.layout import Layout
-    from lie.stages.base_model import build_tiny_model, fetch_model
+    from lie.stages.base_model import make_base_model
 
-    config = load_config(args.config)
-    entry = model_entry(config, args.name)
-    out = Path(args.out) if args.out else Layout(config).root / "base" / args.name
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if entry.get("sft") is not None and not entry.get("tiny"):
-        raise LieError(
-            f"models.{args.name}.sft: the supervised stage is for tiny models; add tiny: or drop sft:"
-        )
-    if entry.get("tiny"):
-        template = (config.get("prompt") or {}).get("math")
-        build_tiny_model(args.name, entry, out, [Path(p) for p in args.corpus], template)
-    elif entry.get("path"):
-        raise LieError(
-            f"models.{args.name} points at a local folder ({entry['path']}); there is nothing to fetch"
-        )
-    else:
-        fetch_model(args.name, entry, out)
+    make_base_model(load_config_option(args), args.name, args.out, args.corpus)
     return 0

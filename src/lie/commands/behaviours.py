@@ -8,19 +8,16 @@ Examples:
 Prints one row per file: responses, then per behaviour its count and (in brackets) per 100
 responses. ``--out`` writes one JSON line per response (``file``, ``bench``, ``index``,
 ``sample``, ``counts``; with ``--judge`` also ``judge`` counts or ``judge_error``). Patterns:
-``src/lie/analysis/behaviours.yaml``; judge prompt: ``src/lie/analysis/judge_prompt.yaml``.
+``src/lie/analysis/behaviours.yaml``; judge prompt: ``src/lie/analysis/judge_prompt.yaml``
+(the logic: ``lie.stages.behaviours``).
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
-from typing import Any
 
 from lie.commands.argtypes import key_value
 from lie.core.errors import LieError
-
-log = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,70 +38,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     judge.add_argument("--trust-remote-code", action="store_true")
 
 
-def _cell(count: int, responses: int) -> str:
-    return f"{count} ({100 * count / responses:.1f})" if responses else "—"
-
-
 def run(args: argparse.Namespace) -> int:
-    from lie.analysis.behaviours import Tally, load_classifier
-    from lie.formats.generations import read_texts
-    from lie.formats.jsonl import atomic_output, dumps
+    from lie.stages.behaviours import JudgeChoice, count_behaviours
 
     if args.judge and not args.model:
         raise LieError("--judge needs --model (the judge model's folder or hub id)")
-    if args.limit is not None and args.limit < 1:
-        raise LieError(f"--limit must be >= 1, got {args.limit}")
-    classifier = load_classifier(args.patterns)
-    rows: list[dict[str, Any]] = []
-    for path in args.gen:
-        items = read_texts(path)[: args.limit]
-        for item in items:
-            rows.append({"file": path, **item, "counts": classifier.count(item["text"])})
-    judged: dict[str, Tally] = {}
+    judge = None
     if args.judge:
-        from lie.analysis.judge import load_prompt
-        from lie.stages.judge import judge_texts
-
-        prompt = load_prompt(args.prompt)
-        results = judge_texts(
-            [row["text"] for row in rows],
-            classifier,
+        judge = JudgeChoice(
             args.model,
             engine=args.engine,
-            prompt=prompt,
+            prompt=args.prompt,
             chunk_chars=args.chunk_chars,
             max_tokens=args.max_tokens,
             engine_kwargs=dict(args.engine_arg),
             trust_remote_code=args.trust_remote_code,
         )
-        for row, result in zip(rows, results):
-            row["judge_prompt_version"] = prompt.version
-            if result.counts is None:
-                row["judge_error"] = result.error
-            else:
-                row["judge"] = result.counts
-                judged.setdefault(row["file"], Tally(classifier.names)).add(result.counts)
-    if args.out:
-        with atomic_output(args.out) as out:
-            for row in rows:
-                out.write(dumps({k: v for k, v in row.items() if k != "text"}) + "\n")
-    names = classifier.names
-    print("| file | responses | " + " | ".join(names) + " |")
-    print("|---|---:|" + "---:|" * len(names))
-    for path in args.gen:
-        patterns = Tally(names)
-        for row in rows:
-            if row["file"] == path:
-                patterns.add(row["counts"])
-        cells = [_cell(patterns.counts[n], patterns.responses) for n in names]
-        print(f"| {path} | {patterns.responses} | " + " | ".join(cells) + " |")
-        if args.judge:
-            j = judged.get(path, Tally(names))
-            cells = [_cell(j.counts[n], j.responses) for n in names]
-            print(
-                f"| {path} (judge, {j.responses} read) | {patterns.responses} | " + " | ".join(cells) + " |"
-            )
-    print(
-        "\ncells: occurrences (per 100 responses); an occurrence is a sentence (patterns) or a judged passage"
-    )
+    print(count_behaviours(args.gen, args.patterns, args.limit, args.out, judge))
     return 0

@@ -12,8 +12,9 @@ Example: ``lie data aime24 --out data/aime24.parquet``.
 from __future__ import annotations
 
 import argparse
+import json
 
-from lie.commands.argtypes import add_config_option
+from lie.commands.argtypes import add_config_option, load_config_option
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,27 +34,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.config import load_config
-    from lie.stages.data.build import build_dataset
+    from lie.stages.data.build import build_and_compare
 
-    if args.no_progress:
-        from huggingface_hub.utils import disable_progress_bars
-
-        disable_progress_bars()
-    config = load_config(args.config)
-    if args.compare_with:  # checked before the data set is written
-        from lie.formats.outputs import check_output_file
-        from lie.stages.data.compare import check_file
-
-        check_output_file(args.out, [args.compare_with])
-        check_file(args.compare_with)
-    build_dataset(
-        config, args.name, args.out, limit=args.limit, progress=not args.no_progress, bare=args.bare
+    differences = build_and_compare(
+        load_config_option(args),
+        args.name,
+        args.out,
+        limit=args.limit,
+        progress=not args.no_progress,
+        bare=args.bare,
+        compare_with=args.compare_with,
     )
-    if args.compare_with:
-        import json
-
-        from lie.stages.data.compare import compare
-
-        print(json.dumps(compare(args.out, args.compare_with), indent=2, ensure_ascii=False))
+    if differences is not None:
+        print(json.dumps(differences, indent=2, ensure_ascii=False))
     return 0

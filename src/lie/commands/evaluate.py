@@ -7,14 +7,9 @@
 from __future__ import annotations
 
 import argparse
-import logging
-from typing import Any
 
-from lie.commands.argtypes import add_config_option
-from lie.core.errors import LieError
-from lie.grading import CHOICE_GRADINGS
-
-log = logging.getLogger(__name__)
+from lie.commands.argtypes import add_config_option, load_config_option
+from lie.stages.evaluate import CHOICE_GRADINGS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,44 +32,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.config import load_config
-    from lie.formats.graded import write_summary
-    from lie.formats.jsonl import atomic_output, dumps
-    from lie.stages.evaluate import evaluate
+    from lie.stages.evaluate import evaluate_files
 
-    config = load_config(args.config)
-    if not str(args.out_summary).lower().endswith((".json", ".csv")):
-        raise LieError(f"--out-summary must end in .json or .csv, got {args.out_summary}")
-    from lie.formats.outputs import check_output_file
-
-    inputs = [*args.gen, *(args.data or [])]
-    check_output_file(args.out_scores, inputs)
-    check_output_file(args.out_summary, [*inputs, args.out_scores])
-
-    def tokenizer() -> Any:
-        from lie.stages.base_model import tokenizer_for
-
-        return tokenizer_for(config, args.tokenizer)
-
-    scores, summary = evaluate(
-        config,
+    evaluate_files(
+        load_config_option(args),
         args.gen,
-        tokenizer if args.tokenizer else None,
+        args.out_scores,
+        args.out_summary,
+        tokenizer=args.tokenizer,
+        data_paths=args.data or [],
         timeout_s=args.timeout,
         workers=args.workers,
         progress=not args.no_progress,
-        data_paths=args.data,
         mode=args.choice_grading,
     )
-    with atomic_output(
-        args.out_scores
-    ) as out:  # renamed into place after the summary: never one without the other
-        for line in scores:
-            out.write(dumps(line) + "\n")
-        write_summary(summary, args.out_summary)
-    for bench, entry in summary["benchmarks"].items():
-        last = entry["budgets"][str(summary["budgets"][-1])]
-        log.info(
-            "%s: %s = %.4f at %s tokens", bench, entry["avg@n"], last[entry["avg@n"]], summary["budgets"][-1]
-        )
     return 0

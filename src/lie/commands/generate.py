@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from lie.commands.argtypes import add_config_option, add_engine_options
+from lie.commands.argtypes import add_config_option, add_engine_options, load_config_option
 from lie.core.errors import LieError
 
 
@@ -28,12 +28,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.config import load_config
     from lie.stages.generate import run_generate
 
     if str(args.out) == str(args.data):
         raise LieError("--out must differ from --data")
-    config = load_config(args.config)
+    config = load_config_option(args)
     run_generate(
         config,
         args.model,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from lie.commands.argtypes import add_config_option
+from lie.commands.argtypes import add_config_option, load_config_option
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,8 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.config import load_config
     from lie.stages.merge import merge
 
-    merge(load_config(args.config), args.run, args.out)
+    merge(load_config_option(args), args.run, args.out)
     return 0

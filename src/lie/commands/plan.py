@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from lie.commands.argtypes import add_config_option, key_value
-from lie.core.errors import LieError
+from lie.commands.argtypes import add_config_option, key_value, load_config_option
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,27 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.config import load_config
-    from lie.stages.plan import plan, render
+    from lie.stages.plan import plan_selected
 
-    config = load_config(args.config)
-    runs = list(args.runs or [])
-    for group in args.group:
-        members = [n for n, e in (config.get("experiments") or {}).items() if e.get("group") == group]
-        if not members:
-            raise LieError(f"--group {group}: no experiment of {args.config} has group: {group}")
-        runs += [n for n in members if n not in runs]
-    if runs:
-        config["runs"] = runs
-        from lie.config import validate_config
-
-        validate_config(config, source=f"{args.config} with --runs/--group")
-    params = {}
-    for name, value in args.params:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise LieError(f"--params {name}={value!r}: expected a model size in billions of parameters")
-        params[name] = float(value)
-    if not 0 < args.mfu <= 1 or args.gen_tps <= 0:
-        raise LieError("--mfu must be in (0, 1] and --gen-tps > 0")
-    print(render(plan(config, params, args.gen_tps, args.mfu), args.gen_tps, args.mfu))
+    config = load_config_option(args)
+    print(plan_selected(config, args.config, args.runs, args.group, args.params, args.gen_tps, args.mfu))
     return 0

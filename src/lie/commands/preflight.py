@@ -10,11 +10,8 @@ Prints a pass/fail table; exits 1 when a check failed. GPU-only checks say "skip
 from __future__ import annotations
 
 import argparse
-import logging
 
-from lie.commands.argtypes import add_config_option
-
-log = logging.getLogger(__name__)
+from lie.commands.argtypes import add_config_option, load_config_option
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,20 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    from lie.stages.preflight import run_preflight
 
-    from lie.config import load_config, outdir, selected_runs
-    from lie.stages.preflight import preflight, render
-
-    config = load_config(args.config)
-    runs = list(args.runs) if args.runs else selected_runs(config)
-    workdir = Path(args.workdir) if args.workdir else outdir(config) / "preflight"
-    if args.device == "auto":
-        import torch
-
-        gpu = bool(torch.cuda.is_available())
-    else:
-        gpu = args.device == "gpu"
-    checks = preflight(config, runs, workdir, gpu)
-    print(render(checks))
-    return 1 if any(c.status == "fail" for c in checks) else 0
+    table, passed = run_preflight(load_config_option(args), args.runs, args.workdir, args.device)
+    print(table)
+    return 0 if passed else 1

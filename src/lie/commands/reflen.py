@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from lie.commands.argtypes import add_config_option, add_engine_options
+from lie.commands.argtypes import add_config_option, add_engine_options, load_config_option
 from lie.core.errors import LieError
 
 
@@ -36,12 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.config import load_config
     from lie.stages.reflen import run_reflen
 
     if args.out == args.data:
         raise LieError("--out must differ from --data (the input is read while the output is written)")
-    config = load_config(args.config)
+    config = load_config_option(args)
     run_reflen(
         config,
         args.model,

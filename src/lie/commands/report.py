@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from lie.commands.argtypes import add_config_option
+from lie.commands.argtypes import add_config_option, load_config_option
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,10 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.config import load_config
-    from lie.report.build import build_report
+    from lie.stages.report import report
 
-    config = load_config(args.config)
-    for path in build_report(config, max_points=args.max_points):
-        print(path)
+    paths = report(load_config_option(args), max_points=args.max_points)
+    if paths:
+        print(*paths, sep="\n")
     return 0

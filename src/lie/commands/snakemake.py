@@ -13,79 +13,12 @@ Examples: ``lie snakemake --configfile workflow/configs/smoke.yaml --profile pro
 
 from __future__ import annotations
 
-import os
-import shutil
-import sys
-from pathlib import Path
-
-from lie.core.errors import LieError
-
-CONFIG_OPTIONS = ("--configfile", "--configfiles")
-DIRECTORY_OPTIONS = ("--directory", "-d")
-
-
-def config_files(args: list[str]) -> list[Path]:
-    """The files Snakemake would read as configuration: every ``--configfile`` value, else the
-    Snakefile's default ``config.yaml`` in the working directory (``--directory``) when it exists."""
-    files: list[Path] = []
-    directory = Path(".")
-    k = 0
-    while k < len(args):
-        arg = args[k]
-        name, eq, value = arg.partition("=")
-        if name in CONFIG_OPTIONS:
-            if eq:
-                files.append(Path(value))
-            else:
-                k += 1
-                start = k
-                while k < len(args) and not args[k].startswith("-"):
-                    files.append(Path(args[k]))
-                    k += 1
-                if k == start:
-                    raise LieError(f"{arg} needs a file")
-                continue
-        elif name in DIRECTORY_OPTIONS:
-            if eq:
-                directory = Path(value)
-            elif k + 1 < len(args):
-                directory = Path(args[k + 1])
-                k += 1
-        k += 1
-    if not files and (directory / "config.yaml").is_file():
-        files.append(directory / "config.yaml")
-    return files
-
-
-def check_config_files(args: list[str]) -> list[Path]:
-    """Each config file read with the bounded reader: a mapping, or one LieError naming file and line."""
-    from lie.config.yamlio import load_yaml_mapping
-
-    files = config_files(args)
-    for path in files:
-        load_yaml_mapping(path, what="config file")
-    return files
-
-
-def snakemake_program() -> str:
-    """The ``snakemake`` of lie's own environment (beside its Python), else the one on PATH."""
-    beside = Path(sys.executable).parent / "snakemake"
-    if beside.is_file() and os.access(beside, os.X_OK):
-        return str(beside)
-    found = shutil.which("snakemake")
-    if found is None:
-        raise LieError("snakemake is not installed in this environment (make venv installs it)")
-    return found
-
 
 def run_raw(args: list[str]) -> int:
-    """Check the config files, then replace this process with Snakemake (it never returns then)."""
+    """Check the config files, then replace this process with Snakemake (``lie.stages.snakemake``)."""
+    from lie.stages.snakemake import check_then_exec
+
     if args[:1] in (["-h"], ["--help"]):
         print(__doc__)
         return 0
-    check_config_files(args)
-    program = snakemake_program()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execv(program, [program, *args])
-    return 0  # not reached
+    return check_then_exec(args)

@@ -2,18 +2,14 @@
 
 Reads the probe's per-response columns of every condition's supervised model (``lie.study.gates``)
 and writes ``tables/study_gates.{md,csv}`` under the config's ``outdir``; exits with an error that
-names each failed gate, so that ``make study`` stops before training.
+names each failed gate, so that ``make study`` stops before training (the logic: ``lie.stages.study``).
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 
-from lie.commands.argtypes import add_config_option
-from lie.core.errors import LieError
-
-log = logging.getLogger(__name__)
+from lie.commands.argtypes import add_config_option, load_config_option
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,26 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.config import load_config
-    from lie.config.layout import Layout
-    from lie.formats.jsonl import atomic_output
-    from lie.report.render import csv_text
-    from lie.study.gates import failures, gates_markdown, measure_all
-    from lie.study.paths import StudyPaths
-    from lie.study.spec import study_spec
+    from lie.stages.study import study_gates
 
-    config = load_config(args.config)
-    results = measure_all(config)
-    markdown = gates_markdown(study_spec(config), results)
-    md_path, csv_path = StudyPaths(Layout(config)).gates
-    md_path.parent.mkdir(parents=True, exist_ok=True)
-    for path, text in ((md_path, markdown), (csv_path, csv_text([r.as_dict() for r in results]))):
-        with atomic_output(path) as out:
-            out.write(text)
-    log.info("gates:\n%s", markdown)
-    failed = failures(results)
-    if failed:
-        raise LieError(
-            "a gate on the supervised models failed (change only the supervised stage): " + "; ".join(failed)
-        )
+    study_gates(load_config_option(args))
     return 0

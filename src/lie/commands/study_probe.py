@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from lie.commands.argtypes import add_config_option
+from lie.commands.argtypes import add_config_option, load_config_option
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,8 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.config import load_config
     from lie.stages.probe import run_probe
 
-    run_probe(load_config(args.config), args.model, args.data, args.out, progress=not args.no_progress)
+    run_probe(load_config_option(args), args.model, args.data, args.out, progress=not args.no_progress)
     return 0

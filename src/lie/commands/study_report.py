@@ -2,14 +2,14 @@
 
 Reads only files a finished study wrote (rollouts, evaluation summaries and generations, the base
 model's tokenizer) and writes ``figures/study*.png`` and ``tables/study_*.{csv,md}`` under the
-config's ``outdir`` (``lie.study.report``). The ``study`` rule of the Snakefile runs it.
+config's ``outdir`` (``lie.stages.study``, ``lie.study.report``). The ``study`` rule of the Snakefile runs it.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from lie.commands.argtypes import add_config_option
+from lie.commands.argtypes import add_config_option, load_config_option
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,8 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.config import load_config
-    from lie.study.report import build_study
+    from lie.stages.study import study_report
 
-    build_study(load_config(args.config), pool_with=args.pool)
+    study_report(load_config_option(args), pool_with=args.pool)
     return 0

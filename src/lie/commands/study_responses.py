@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from lie.commands.argtypes import add_config_option
+from lie.commands.argtypes import add_config_option, load_config_option
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,11 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.config import load_config
-    from lie.stages.base_model import tokenizer_for
-    from lie.study.responses import response_rows, write_rows
+    from lie.stages.study import study_responses
 
-    config = load_config(args.config)
-    tokenizer = tokenizer_for(config, args.tokenizer)
-    write_rows(args.out, response_rows(config, args.gen, args.scores, args.data, tokenizer))
+    study_responses(load_config_option(args), args.gen, args.scores, args.data, args.tokenizer, args.out)
     return 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from lie.commands.argtypes import add_config_option, positive_int
+from lie.commands.argtypes import add_config_option, load_config_option, positive_int
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.config import load_config
     from lie.stages.train import TrainRequest, composition, train
 
-    config = load_config(args.config)
+    config = load_config_option(args)
     request = TrainRequest(
         run=args.run,
         engine=args.engine,

@@ -62,6 +62,30 @@ class Evaluation:
         return view
 
 
+@dataclass(frozen=True)
+class Engines:
+    """``engines:``: the generation and training engines (both required), per-key generation engines."""
+
+    generate: str  # vllm | hf
+    train: str  # verl | trl
+    generate_by: tuple[tuple[str, str], ...]  # (evaluated run or base model, engine), optional
+
+    @classmethod
+    def of(cls, config: dict[str, Any]) -> Engines:
+        section = config.get("engines")
+        if not isinstance(section, dict):
+            raise LieError("config: the engines: section is missing")
+        for key in ("generate", "train"):
+            if key not in section:
+                raise LieError(f"config: key 'engines.{key}' is missing")
+        by = section.get("generate_by") or {}
+        return cls(str(section["generate"]), str(section["train"]), tuple(sorted(by.items())))
+
+    def generate_for(self, key: str | None = None) -> str:
+        """The engine that samples for an evaluated run or base model: ``generate_by``, else ``generate``."""
+        return dict(self.generate_by).get(key) or self.generate
+
+
 def thinking_at_evaluation(config: dict[str, Any], model: str) -> bool | None:
     """The thinking switch ``model`` is evaluated with: ``evaluation.enable_thinking.<model>`` when
     named there (null: not passed, the template's default), else ``models.<model>.enable_thinking``."""

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lie.config.load import LIE_MODES, experiment
+from lie.config.sections import Engines
 from lie.core.errors import LieError
 from lie.core.reward import RewardConfig
 
@@ -61,11 +62,7 @@ def reward_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
 
 def train_engine(config: dict[str, Any], run: str) -> str:
     """The run's own ``engine``, else ``engines.train`` (required)."""
-    own = experiment(config, run).get("engine")
-    engines = _section(config, "engines")
-    if not own and "train" not in engines:
-        raise LieError("config: key 'engines.train' is missing")
-    return own or engines["train"]
+    return experiment(config, run).get("engine") or Engines.of(config).train
 
 
 def _section(config: dict[str, Any], name: str) -> dict[str, Any]:

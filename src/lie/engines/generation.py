@@ -270,6 +270,12 @@ class VLLMEngine:
             from lie.engines.gpu_env import check_driver
 
             check_driver()  # an old driver otherwise fails deep inside vLLM's engine start
+        else:
+            # vLLM 0.24's CPU sampler cannot resume a seeded request whose prompt was split over two
+            # scheduler steps ("CPU Generator does not use offset"), and every request here is seeded:
+            # on the CPU a prompt is scheduled whole (vLLM then raises the step's token budget to at
+            # least the context). tests/test_vllm_cpu.py holds the tripwire.
+            engine_kwargs.setdefault("enable_chunked_prefill", False)
         self.llm = LLM(model=model_path, trust_remote_code=trust_remote_code, **engine_kwargs)
         self.tokenizer = self.llm.get_tokenizer()
         # after start-up: vLLM may have fitted max_model_len to the KV cache (core_client.py)

@@ -34,13 +34,17 @@ def shard_ranges(total: int, shard_size: int) -> list[range]:
     return [range(start, min(start + shard_size, total)) for start in range(0, total, shard_size)]
 
 
-def plan_shards(weights: Sequence[int], shard_size: int, max_factor: int = 4) -> list[list[int]]:
-    """Units ``0..len(weights)-1`` in shards of about equal weight (expected tokens), similar units together.
+def plan_shards(
+    weights: Sequence[int], shard_size: int, max_factor: int = 4, min_units: int | None = None
+) -> list[list[int]]:
+    """Units ``0..len(weights)-1`` in shards of similar weight (expected tokens), heaviest first.
 
-    The units are taken heaviest first (ties in unit order) and cut into shards of at most
-    ``shard_size`` x the mean weight, and at most ``max_factor`` x ``shard_size`` units; a unit
-    heavier than that is a shard of its own. Equal weights give the plain chunks of ``shard_size``
-    in unit order. Each shard lists its units in ascending order.
+    The units are taken heaviest first (ties in unit order). A shard holds at least ``min_units``
+    units (default ``shard_size``: an engine call runs as many samples at once as before, never a
+    few long ones alone), and light units go on joining it until it holds ``shard_size`` x the mean
+    weight, at most ``max_factor`` x ``shard_size`` units: samples of about one length run together
+    (a call waits for its longest), short ones in bigger calls. Equal weights give the plain chunks
+    of ``shard_size`` in unit order. Each shard lists its units in ascending order.
     """
     if shard_size < 1:
         raise LieError(f"shard size must be >= 1, got {shard_size}")
@@ -49,11 +53,13 @@ def plan_shards(weights: Sequence[int], shard_size: int, max_factor: int = 4) ->
     total, mass = len(weights), sum(weights)
     # a shard's load L fits the budget when L * total <= shard_size * mass (integers: exact)
     budget, cap = shard_size * mass, max_factor * shard_size
+    least = shard_size if min_units is None else max(1, min_units)
     shards: list[list[int]] = []
     current: list[int] = []
     load = 0
     for unit in sorted(range(total), key=lambda k: (-weights[k], k)):
-        if current and ((load + weights[unit]) * total > budget or len(current) >= cap):
+        full = (load + weights[unit]) * total > budget and len(current) >= least
+        if current and (full or len(current) >= cap):
             shards.append(sorted(current))
             current, load = [], 0
         current.append(unit)

@@ -272,12 +272,15 @@ def _extra(row: dict[str, Any], where: str) -> dict[str, Any]:
     kind = extra.get("kind")
     if kind is not None and kind not in ("math", "choice"):
         raise _bad(where, "extra_info.kind", "math or choice", kind)
-    for key in ("letters", "choices"):
-        value = extra.get(key)
-        if value is not None and (
-            not isinstance(value, list) or not all(isinstance(x, str) and x.strip() for x in value)
-        ):
-            raise _bad(where, f"extra_info.{key}", "a list of non-empty strings", value)
+    letters, choices = extra.get("letters"), extra.get("choices")
+    if letters is not None and (
+        not isinstance(letters, list) or not all(isinstance(x, str) and x.strip() for x in letters)
+    ):
+        raise _bad(where, "extra_info.letters", "a list of option letters", letters)
+    if choices is not None and (
+        not isinstance(choices, list) or not all(isinstance(x, str) for x in choices)
+    ):
+        raise _bad(where, "extra_info.choices", "a list of option texts", choices)
     return extra
 
 

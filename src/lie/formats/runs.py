@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import re
 import shutil
 import time
@@ -149,29 +150,53 @@ class RunDir:
         )
 
 
-def _read_jsonl_tolerant(path: Path) -> Iterator[dict[str, Any]]:
-    """Lines of a file another process may have been killed while writing: a torn last line is skipped."""
+def _read_jsonl_tolerant(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of a file another process may have been killed while writing: a torn
+    last line is skipped."""
     with open(path, encoding="utf-8") as handle:
         lines = handle.readlines()
     for i, line in enumerate(lines):
         if not line.strip():
             continue
         try:
-            yield json.loads(line)
+            record = json.loads(line)
         except json.JSONDecodeError:
             if i == len(lines) - 1:
                 return
             raise LieError(f"{path} line {i + 1}: not valid JSON") from None
+        if not isinstance(record, dict):
+            raise LieError(f"{path} line {i + 1}: expected a JSON object, got {type(record).__name__}")
+        yield i + 1, record
+
+
+def metrics_line(step: int, data: dict[str, Any]) -> str:
+    """One line of a metrics file, ``{"step": N, "data": {...}}`` (verl's file logger's format), as
+    strict JSON: a NaN or infinite metric is written as null."""
+    from lie.formats.jsonl import dumps
+
+    clean = {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in data.items()}
+    return dumps({"step": int(step), "data": clean}) + "\n"
+
+
+def append_metrics(path: Path, step: int, data: dict[str, Any]) -> None:
+    """Append one step's metrics to ``path`` (a ``metrics/launch-*.jsonl`` of :meth:`RunDir.new_metrics_file`)."""
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(metrics_line(step, data))
 
 
 def read_metrics(run_dir: RunDir | Path) -> list[dict[str, Any]]:
-    """Per-step metrics of a run, ``[{"step": N, **metrics}]`` sorted by step; later launches win."""
+    """Per-step metrics of a run, ``[{"step": N, **metrics}]`` sorted by step; later launches win.
+    A line without an integer ``step`` or a ``data`` mapping is one LieError naming file, line, key."""
     folder = run_dir.metrics_dir if isinstance(run_dir, RunDir) else Path(run_dir) / "metrics"
     by_step: dict[int, dict[str, Any]] = {}
     for path in sorted(folder.glob("launch-*.jsonl")):
-        for record in _read_jsonl_tolerant(path):
-            step = int(record["step"])
-            by_step.setdefault(step, {}).update(record.get("data", {}))
+        for lineno, record in _read_jsonl_tolerant(path):
+            step, data = record.get("step"), record.get("data", {})
+            if isinstance(step, bool) or not isinstance(step, int):
+                raise LieError(f"{path} line {lineno}: field 'step' must be an integer, got {step!r:.40}")
+            if not isinstance(data, dict):
+                raise LieError(f"{path} line {lineno}: field 'data' must be a mapping of metric names")
+            by_step.setdefault(step, {}).update(data)
     return [{"step": step, **by_step[step]} for step in sorted(by_step)]
 
 
@@ -192,7 +217,7 @@ def read_rollouts(run_dir: RunDir | Path, step: int | None = None) -> list[dict[
     """Training samples with their reward breakdown, of one step or all steps."""
     files = rollout_files(run_dir)
     steps = [step] if step is not None else sorted(files)
-    return [record for s in steps for path in files.get(s, []) for record in _read_jsonl_tolerant(path)]
+    return [record for s in steps for path in files.get(s, []) for _, record in _read_jsonl_tolerant(path)]
 
 
 def rollout_record(

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from lie.core.errors import LieError
 from lie.grading import choice_cues as cues
-from lie.grading.choice_letters import Group
+from lie.grading.choice_letters import LetterGroup
 from lie.grading.choice_letters import groups as letter_groups
 from lie.grading.choice_text import normalize, other_question_starts
 from lie.grading.choice_values import option_for_value
@@ -77,7 +77,7 @@ def _right(text: str, end: int, ceiling: int) -> str:
     return right[: stop.end()] if stop else right
 
 
-def _alone(text: str, group: Group) -> bool:
+def _alone(text: str, group: LetterGroup) -> bool:
     """The group is its line's only content ("(C)", "**D.**", "b")."""
     floor = max(0, group.start - _SENTENCE_CHARS)
     line_start = text.rfind("\n", floor, group.start) + 1
@@ -93,7 +93,7 @@ def _alone(text: str, group: Group) -> bool:
     )
 
 
-def _judge(text: str, groups: list[Group]) -> None:
+def _judge(text: str, groups: list[LetterGroup]) -> None:
     """Set each group's verdict from its neighbours (see :mod:`lie.grading.choice_cues`)."""
     starts = [g.start for g in groups]
     for i, group in enumerate(groups):
@@ -111,9 +111,9 @@ def _judge(text: str, groups: list[Group]) -> None:
 
 def _verdict(
     text: str,
-    groups: list[Group],
+    groups: list[LetterGroup],
     starts: list[int],
-    group: Group,
+    group: LetterGroup,
     left: str,
     right: str,
     after_rejection: bool,
@@ -154,7 +154,7 @@ def _verdict(
     return "mention"
 
 
-def _affirmed(text: str, groups: list[Group], starts: list[int], group: Group) -> bool:
+def _affirmed(text: str, groups: list[LetterGroup], starts: list[int], group: LetterGroup) -> bool:
     """The sentence names this option last and says it fits, without a hedge.
 
     Other options in the sentence may only be rejected ones or earlier ones that include it
@@ -170,7 +170,7 @@ def _affirmed(text: str, groups: list[Group], starts: list[int], group: Group) -
     return bool(cues.AFFIRM.search(sentence)) and not cues.HEDGE.search(sentence)
 
 
-def _sentence_bounds(text: str, group: Group) -> tuple[int, int]:
+def _sentence_bounds(text: str, group: LetterGroup) -> tuple[int, int]:
     """The sentence around a group, at most ``_SENTENCE_CHARS`` either side."""
     floor = max(0, group.start - _SENTENCE_CHARS)
     line_start = text.rfind("\n", floor, group.start) + 1 or floor
@@ -183,7 +183,7 @@ def _sentence_bounds(text: str, group: Group) -> tuple[int, int]:
     return start, stop.end() if stop else line_end
 
 
-def _drop_letter_lists(text: str, groups: list[Group]) -> None:
+def _drop_letter_lists(text: str, groups: list[LetterGroup]) -> None:
     """Letters alone on consecutive lines are a list of labels, not answers."""
     alone = [g for g in groups if g.verdict == "alone"]
     lines, line, pos = [], 0, 0
@@ -196,7 +196,7 @@ def _drop_letter_lists(text: str, groups: list[Group]) -> None:
         group.verdict = "mention" if {number - 1, number + 1} & taken else "commit"
 
 
-def _letter_commitments(groups: list[Group]) -> list[tuple[int, tuple[str, ...]]]:
+def _letter_commitments(groups: list[LetterGroup]) -> list[tuple[int, tuple[str, ...]]]:
     """(position, letters) of each commitment; "also X" adds X to the commitment before it."""
     found: list[tuple[int, tuple[str, ...]]] = []
     for group in groups:

@@ -48,7 +48,7 @@ _OPTION_NOUN_BEFORE = re.compile(
 
 
 @dataclass
-class Group:
+class LetterGroup:
     """Letters joined in one run of text, and what the reader made of them."""
 
     start: int
@@ -106,9 +106,9 @@ def _roman(text: str, match: re.Match[str]) -> bool:
     )
 
 
-def groups(text: str) -> list[Group]:
+def groups(text: str) -> list[LetterGroup]:
     """Letters joined by "and", "or", "," or "/" on one line, as one group each (a repeat starts a new one)."""
-    groups: list[Group] = []
+    groups: list[LetterGroup] = []
     for start, end, letter, boxed, marked in tokens(text):
         last = groups[-1] if groups else None
         joined = last and letter not in last.letters and "\n" not in text[last.end : start]
@@ -116,5 +116,5 @@ def groups(text: str) -> list[Group]:
             last.end, last.boxed, last.marked = end, last.boxed or boxed, last.marked or marked
             last.letters.append(letter)
         else:
-            groups.append(Group(start, end, [letter], boxed, marked))
+            groups.append(LetterGroup(start, end, [letter], boxed, marked))
     return groups

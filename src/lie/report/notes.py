@@ -48,9 +48,10 @@ def _epochs(count: int) -> str:
 
 
 def checkpoint(data: ReportData, keys: list[str]) -> list[Note]:
-    if not _runs(data, keys):
+    runs = _runs(data, keys)
+    if not runs:
         return []
-    step = (data.config.get("training") or {}).get("eval_step", "final")
+    step = cfgmod.RunSettings.of(data.config, runs[0]).eval_step  # training.eval_step: one for every run
     paper = data.paper.checkpoint or "the paper does not say which checkpoint it reports"
     if step == "best_val":
         ours = (

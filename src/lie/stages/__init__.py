@@ -1,4 +1,7 @@
 """The logic of each pipeline step, one module each (a Snakemake rule calls one through its ``lie``
-subcommand): data sets (``data``), base models (``base_model``, ``tiny``, ``sft``), reference
-lengths (``reflen``), the one sampling loop (``sampling``) under ``generate``, grading at every
-budget (``evaluate``), training (``train``), merging (``merge``), the compute plan (``plan``)."""
+subcommand, a command imports nothing else): data sets (``data``), base models (``base_model``,
+``tiny``, ``sft``), reference lengths (``reflen``), the one sampling loop (``sample_shards``) under
+``generate``, grading at every budget (``evaluate``), training (``train``), merging (``merge``), the
+GPU-hour estimate (``plan``), a node's checks (``preflight``), behaviours (``behaviours``, ``judge``),
+the reward and the grades of a file's lines (``score``, ``grade``), the report (``report``), the config
+files checked before Snakemake (``snakemake``), and the CPU study (``probe``, ``study``)."""

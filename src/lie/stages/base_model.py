@@ -196,3 +196,26 @@ def build_tiny_model(
     )
     _replace_dir(tmp, out, source)
     return out
+
+
+def make_base_model(
+    config: dict[str, Any], name: str, out: str | Path | None = None, corpus: list[str] = ()
+) -> Path:
+    """``lie base-model``: model ``name`` of the config in ``out`` (default ``<outdir>/base/<name>``):
+    fetched at its revision, or built (``tiny:``, then taught by ``sft:`` if given)."""
+    from lie.config import model_entry
+    from lie.config.layout import Layout
+
+    entry = model_entry(config, name)
+    folder = Path(out) if out else Layout(config).root / "base" / name
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    if entry.get("sft") is not None and not entry.get("tiny"):
+        raise LieError(f"models.{name}.sft: the supervised stage is for tiny models; add tiny: or drop sft:")
+    if entry.get("tiny"):
+        template = (config.get("prompt") or {}).get("math")
+        build_tiny_model(name, entry, folder, [Path(p) for p in corpus], template)
+    elif entry.get("path"):
+        raise LieError(f"models.{name} points at a local folder ({entry['path']}); there is nothing to fetch")
+    else:
+        fetch_model(name, entry, folder)
+    return folder

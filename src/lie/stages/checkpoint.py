@@ -14,12 +14,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from lie.config.settings import BEST_VAL
 from lie.core.errors import LieError
 from lie.engines.verl import checkpoints as verl_checkpoints
 from lie.formats.runs import RunDir, read_metrics
 
 log = logging.getLogger(__name__)
-BEST_VAL = "best_val"
 
 
 def validation_average(metrics: dict[str, Any]) -> float | None:

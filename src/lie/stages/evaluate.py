@@ -268,3 +268,57 @@ def mean_tokens(problems: Sequence[Sequence[dict[str, Any]]], budgets: Sequence[
     """Mean response length in tokens at each budget (a response longer than B counts B)."""
     lengths = [s["num_tokens"] for p in problems for s in p]
     return {str(b): sum(min(n, b) for n in lengths) / max(1, len(lengths)) for b in budgets}
+
+
+def evaluate_files(
+    config: dict[str, Any],
+    gen_paths: Sequence[str],
+    out_scores: str,
+    out_summary: str,
+    tokenizer: str | None = None,
+    data_paths: Sequence[str] = (),
+    timeout_s: float | None = None,
+    workers: int | None = None,
+    progress: bool = True,
+    mode: str | None = None,
+) -> dict[str, Any]:
+    """``lie evaluate``: :func:`evaluate` the ``gen_paths`` files, write the score lines to ``out_scores``
+    and the summary to ``out_summary`` (``.json`` or ``.csv``), both or neither; return the summary.
+    ``tokenizer``: the model (a config name or a folder) whose tokenizer cuts texts at the budgets."""
+    from lie.formats.graded import write_summary
+    from lie.formats.jsonl import atomic_output, dumps
+    from lie.formats.outputs import check_output_file
+
+    if not str(out_summary).lower().endswith((".json", ".csv")):
+        raise LieError(f"--out-summary must end in .json or .csv, got {out_summary}")
+    inputs = [*gen_paths, *data_paths]
+    check_output_file(out_scores, inputs)
+    check_output_file(out_summary, [*inputs, out_scores])
+
+    def load_tokenizer() -> Any:
+        from lie.stages.base_model import tokenizer_for
+
+        return tokenizer_for(config, tokenizer)
+
+    scores, summary = evaluate(
+        config,
+        gen_paths,
+        load_tokenizer if tokenizer else None,
+        timeout_s=timeout_s,
+        workers=workers,
+        progress=progress,
+        data_paths=data_paths,
+        mode=mode,
+    )
+    with atomic_output(
+        out_scores
+    ) as out:  # renamed into place after the summary: never one without the other
+        for line in scores:
+            out.write(dumps(line) + "\n")
+        write_summary(summary, out_summary)
+    for bench, entry in summary["benchmarks"].items():
+        last = entry["budgets"][str(summary["budgets"][-1])]
+        log.info(
+            "%s: %s = %.4f at %s tokens", bench, entry["avg@n"], last[entry["avg@n"]], summary["budgets"][-1]
+        )
+    return summary

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from lie.config.sections import Evaluation, thinking_at_evaluation
+from lie.config.sections import Engines, Evaluation, thinking_at_evaluation
 from lie.core.errors import LieError
 from lie.engines.generation import SamplingSettings
 from lie.formats.generations import generation_line
@@ -101,7 +101,7 @@ def run_generate(
     if group != "eval":
         raise LieError(f"{bench!r} is a training set; --bench takes a name of datasets.eval")
     evaluation = Evaluation.of(config)
-    kind = engine or (config.get("engines") or {}).get("generate") or "hf"
+    kind = engine or Engines.of(config).generate
     sampling = _sampling(evaluation, entry, bench, n, max_tokens)
     seed = int(seed if seed is not None else evaluation.seed)
     shard_size = int(shard_size if shard_size is not None else evaluation.shard_size)

@@ -159,3 +159,33 @@ def render(plans: list[RunPlan], gen_tps_4b: float, mfu: float) -> str:
         )
     )
     return "\n".join(lines)
+
+
+def plan_selected(
+    config: dict[str, Any],
+    source: str,
+    runs: list[str] | None = None,
+    groups: list[str] | None = None,
+    params: list[tuple[str, Any]] | None = None,
+    gen_tps_4b: float = GEN_TOKENS_PER_S_4B,
+    mfu: float = MFU,
+) -> str:
+    """``lie plan``: the table of :func:`render` for ``runs`` and the experiments of ``groups`` (else the
+    config's runs), with model sizes of ``params`` (``MODEL=BILLIONS``); ``source``: the config's file."""
+    selected = list(runs or [])
+    for group in groups or []:
+        members = [n for n, e in (config.get("experiments") or {}).items() if e.get("group") == group]
+        if not members:
+            raise LieError(f"--group {group}: no experiment of {source} has group: {group}")
+        selected += [n for n in members if n not in selected]
+    if selected:
+        config = {**config, "runs": selected}  # the loaded config itself is left as it is
+        cfgmod.validate_config(config, source=f"{source} with --runs/--group")
+    sizes = {}
+    for name, value in params or []:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise LieError(f"--params {name}={value!r}: expected a model size in billions of parameters")
+        sizes[name] = float(value)
+    if not 0 < mfu <= 1 or gen_tps_4b <= 0:
+        raise LieError("--mfu must be in (0, 1] and --gen-tps > 0")
+    return render(plan(config, sizes, gen_tps_4b, mfu), gen_tps_4b, mfu)

@@ -210,3 +210,23 @@ def preflight(config: dict[str, Any], runs: list[str], workdir: Path, gpu: bool)
         log.info("preflight: %s", label)
         checks += trial_checks(config, found[0], workdir / "cpu", gpu=False)
     return checks
+
+
+def run_preflight(
+    config: dict[str, Any],
+    runs: list[str] | None = None,
+    workdir: str | Path | None = None,
+    device: str = "auto",
+) -> tuple[str, bool]:
+    """``lie preflight``: (the table, whether every check passed) for ``runs`` (default: the config's)
+    in ``workdir`` (default ``<outdir>/preflight``); ``device``: gpu, cpu, or auto (gpu when visible)."""
+    runs = list(runs) if runs else cfgmod.selected_runs(config)
+    folder = Path(workdir) if workdir else cfgmod.outdir(config) / "preflight"
+    if device == "auto":
+        import torch
+
+        gpu = bool(torch.cuda.is_available())
+    else:
+        gpu = device == "gpu"
+    checks = preflight(config, runs, folder, gpu)
+    return render(checks), not any(c.status == "fail" for c in checks)

@@ -23,6 +23,7 @@ from typing import Any
 import pyarrow as pa
 
 from lie.config import grading_limits
+from lie.config.sections import Engines
 from lie.core.errors import LieError
 from lie.engines.generation import SamplingSettings
 from lie.engines.rewarding import Rollout
@@ -237,7 +238,7 @@ def run_reflen(
 
     check_output_file(out, [data])
     settings = settings_from_config(config, **overrides)
-    kind = engine or (config.get("engines") or {}).get("generate") or "hf"
+    kind = engine or Engines.of(config).generate
     table = read_table(data, ("prompt", "reward_model"))
     if limit is not None:
         if limit < 1:

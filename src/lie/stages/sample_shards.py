@@ -6,9 +6,10 @@ samples whichever shards ran before it. The work goes in resumable shards of sam
 (``lie.formats.resumable``); the engine is loaded once, on the first shard that needs it, so that a
 finished run that is only being collected never loads a model.
 
-Shards are sized by expected tokens (:func:`shard_plan`): one engine call waits for its longest
-sample, so samples of about the same expected length go together, longest first, and a shard
-holds about ``shard_size`` x the mean expected tokens (so more short samples, fewer long ones).
+Shards are planned by expected tokens (:func:`shard_plan`): one engine call waits for its longest
+sample, so samples of about the same expected length go together, longest first; a shard holds at
+least ``shard_size`` samples (a call runs as many at once as before), and short samples go on
+joining it up to ``shard_size`` x the mean expected tokens (at most 4 x ``shard_size`` samples).
 The expected length of a prompt's samples is its reference length where every prompt has one
 (``Prompt.expected``: a training row's ``extra_info.avg_response_len``), else the prompt's
 length in characters (longer problems tend to take longer answers; equal lengths keep the flat
@@ -59,8 +60,8 @@ class Drawn:
 
 
 PLAN_RULE = (
-    "shards by expected tokens: samples longest first (reference length if every prompt has one, "
-    "else prompt characters; ties in flat order), cut at shard_size x mean, at most 4 x shard_size"
+    "samples longest expected first (reference length if every prompt has one, else prompt characters; "
+    "ties in flat order), >= shard_size a shard, short ones up to shard_size x mean tokens, <= 4 x shard_size"
 )
 
 

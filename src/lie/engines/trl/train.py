@@ -29,8 +29,7 @@ from lie.config.settings import FINAL, RunSettings
 from lie.core.errors import LieError
 from lie.core.reward import RewardConfig
 from lie.engines.rewarding import Rewarder, Rollout, grading_limits
-from lie.formats.jsonl import dumps
-from lie.formats.runs import RunDir, append_rollouts, rollout_record, write_json
+from lie.formats.runs import RunDir, append_metrics, append_rollouts, rollout_record, write_json
 
 log = logging.getLogger(__name__)
 
@@ -179,12 +178,7 @@ def _metrics_callback(path: Path, sched: Schedule):
             data = {
                 METRIC_NAMES.get(k, k if k.startswith("lie/") else f"trl/{k}"): v for k, v in logs.items()
             }
-            step = sched.rollout_step(max(state.global_step - 1, 0))
-            with open(path, "a", encoding="utf-8") as out:
-                data = {
-                    k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in data.items()
-                }
-                out.write(dumps({"step": step, "data": data}) + "\n")  # strict JSON: a NaN metric is null
+            append_metrics(path, sched.rollout_step(max(state.global_step - 1, 0)), data)
 
     return JsonlMetrics()
 

@@ -34,6 +34,7 @@ from lie.core.errors import LieError
 from lie.core.reward import BREAKDOWN_KEYS, RewardConfig
 from lie.engines.rewarding import Rewarder, Rollout
 from lie.formats.runs import append_rollouts, rollout_record
+from lie.grading.executor import default_workers
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,8 @@ class LIERewardManager(RewardManagerBase):
                 f"reward.reward_kwargs: no {', '.join(missing)}; `lie train` sets them from the config's "
                 "evaluation section (lie.engines.rewarding.grading_limits)"
             )
-        self.rewarder = Rewarder(kwargs_cfg["grade_timeout_s"], kwargs_cfg["grade_workers"])
+        workers = grading_workers(kwargs_cfg["grade_workers"], config)
+        self.rewarder = Rewarder(kwargs_cfg["grade_timeout_s"], workers)
         self._log_name = f"{socket.gethostname()}-{os.getpid()}"
 
     async def run_single(self, data: Any) -> dict[str, Any]:
@@ -104,6 +106,19 @@ class LIERewardManager(RewardManagerBase):
         index = _plain(row.get("index", -1))
         record = rollout_record(step, group, sample_id, index, text, result, length, ref, status)
         append_rollouts(self.log_dir, step, self._log_name, [record])
+
+
+def grading_workers(configured: int, config: Any) -> int:
+    """The grading pool of one manager. verl starts ``reward.num_workers`` managers (8 by default) spread
+    over ``trainer.nnodes`` nodes; with ``grade_workers: 0`` ("one per core") each manager takes its
+    share of the node's cores, so that a node runs about one grading process per core in all rather
+    than one per core per manager (4 managers on a node of 32 cores: 8 each, not 32)."""
+    if configured:
+        return configured
+    managers = int(config.get("reward", {}).get("num_workers") or 1)
+    nodes = max(1, int(config.get("trainer", {}).get("nnodes") or 1))
+    per_node = -(-managers // nodes)
+    return max(1, default_workers() // per_node)
 
 
 def _plain(value: Any) -> Any:

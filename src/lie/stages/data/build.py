@@ -145,3 +145,28 @@ def build_dataset(
     write_table(to_table(rows, metadata), out)
     log.info("%s: %d rows written to %s", name, len(rows), out)
     return metadata
+
+
+def build_and_compare(
+    config: dict[str, Any],
+    name: str,
+    out: str | Path,
+    limit: int | None = None,
+    progress: bool = True,
+    bare: bool = False,
+    compare_with: str | None = None,
+) -> dict[str, Any] | None:
+    """``lie data``: :func:`build_dataset`; with ``compare_with`` (a verl file of the same problems,
+    checked before anything is written), the rows found in only one of the two files."""
+    from lie.formats.outputs import check_output_file
+    from lie.stages.data.compare import check_file, compare
+
+    if not progress:
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+    if compare_with:
+        check_output_file(out, [compare_with])
+        check_file(compare_with)
+    build_dataset(config, name, out, limit=limit, progress=progress, bare=bare)
+    return compare(out, compare_with) if compare_with else None

@@ -11,9 +11,11 @@ weights to the server on every weight sync (verl's "naive" hybrid sync).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import os
 import threading
+from dataclasses import replace
 from typing import Any
 
 import ray
@@ -22,6 +24,7 @@ from verl.workers.rollout import base as rollout_base
 from verl.workers.rollout.base import BaseRollout
 from verl.workers.rollout.replica import RolloutReplica, RolloutReplicaRegistry, TokenOutput
 
+from lie.engines.generation import sample_seed
 from lie.engines.sampling import TokenRequest, sample_batch
 
 log = logging.getLogger(__name__)
@@ -73,6 +76,8 @@ class TransformersServer:
         self.generator = torch.Generator().manual_seed(int(getattr(config, "seed", 0) or 0) + replica_rank)
         self.lock = threading.Lock()  # sampling and weight updates never overlap
         self.global_steps: int | None = None
+        self.arrivals: dict[tuple[Any, ...], int] = {}  # this step's requests so far, by prompt and settings
+        self.arrivals_step: int | None = None
         self.queue: asyncio.Queue | None = None
         self.batcher: asyncio.Task | None = None
 
@@ -142,9 +147,31 @@ class TransformersServer:
             self.queue = asyncio.Queue()
             self.batcher = asyncio.get_running_loop().create_task(self._serve())
         params = dict(sampling_params)
+        request = self._request(list(prompt_ids), params)
+        if request.seed is None:
+            request = replace(request, seed=self.request_seed(request))
         future = asyncio.get_running_loop().create_future()
-        self.queue.put_nowait((self._request(list(prompt_ids), params), bool(params.get("logprobs")), future))
+        self.queue.put_nowait((request, bool(params.get("logprobs")), future))
         return await future
+
+    def request_seed(self, request: TokenRequest) -> int:
+        """A seed of the request's own: (rollout seed, step, prompt and settings, k-th such request).
+
+        verl sends no seed and a random request id; drawn from one generator, a sample's tokens would
+        depend on which requests arrived together. The step is that of the last weight sync (step k's
+        rollouts follow the sync of step k - 1, in a clean run as after a resume); the n samples of a
+        prompt are its 1st..n-th arrivals, so their responses are fixed and only their order within
+        the group can follow arrival. Seeded rows draw the same tokens whatever their batch.
+        """
+        step = int(self.global_steps or 0)
+        if step != self.arrivals_step:
+            self.arrivals, self.arrivals_step = {}, step
+        key = (tuple(request.prompt_ids), request.max_tokens, request.temperature, request.top_p,
+               request.top_k, request.ignore_eos)  # fmt: skip
+        count = self.arrivals.get(key, 0)
+        self.arrivals[key] = count + 1
+        digest = int.from_bytes(hashlib.blake2b(repr(key).encode(), digest_size=8).digest(), "big") >> 1
+        return sample_seed(int(getattr(self.config, "seed", 0) or 0), step, digest, count)
 
     # verl's lifecycle calls: nothing to free or restore on a CPU
     async def wake_up(self):

@@ -1,0 +1,63 @@
+"""The CPU study's steps after sampling (``lie study-responses``, ``lie study-gates``, ``lie study-report``).
+
+The per-response columns of generated samples (``lie.study.responses``), the gates on the supervised
+models before any RL run (``lie.study.gates``: ``tables/study_gates.{md,csv}``), and the study's
+figures and tables (``lie.study.report``). The probe that samples the supervised models is
+``lie.stages.probe``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from lie.config.layout import Layout
+from lie.core.errors import LieError
+from lie.formats.jsonl import atomic_output
+from lie.report.render import csv_text
+from lie.stages.base_model import tokenizer_for
+from lie.study.gates import failures, gates_markdown, measure_all
+from lie.study.paths import StudyPaths
+from lie.study.report import build_study
+from lie.study.responses import response_rows, write_rows
+from lie.study.spec import study_spec
+
+log = logging.getLogger(__name__)
+
+
+def study_responses(
+    config: dict[str, Any],
+    gen: Sequence[str],
+    scores: str,
+    data: Sequence[str],
+    tokenizer: str,
+    out: str,
+) -> None:
+    """One JSON line per generated sample of ``gen`` with the study's columns, written to ``out``."""
+    write_rows(out, response_rows(config, gen, scores, data, tokenizer_for(config, tokenizer)))
+
+
+def study_gates(config: dict[str, Any]) -> list[Path]:
+    """Measure the gates, write ``tables/study_gates.{md,csv}``; a failed gate is an error naming each."""
+    results = measure_all(config)
+    markdown = gates_markdown(study_spec(config), results)
+    md_path, csv_path = StudyPaths(Layout(config)).gates
+    md_path.parent.mkdir(parents=True, exist_ok=True)
+    for path, text in ((md_path, markdown), (csv_path, csv_text([r.as_dict() for r in results]))):
+        with atomic_output(path) as out:
+            out.write(text)
+    log.info("gates:\n%s", markdown)
+    failed = failures(results)
+    if failed:
+        raise LieError(
+            "a gate on the supervised models failed (change only the supervised stage): " + "; ".join(failed)
+        )
+    return [md_path, csv_path]
+
+
+def study_report(config: dict[str, Any], pool_with: Sequence[str | Path] = ()) -> list[Path]:
+    """The study's figures and tables under ``outdir``; returns their paths. ``pool_with``: other
+    machines' study outdirs, whose pairs the registered tests also read (``study_tests_pooled.csv``)."""
+    return build_study(config, pool_with=pool_with)
