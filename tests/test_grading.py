@@ -235,3 +235,52 @@ def test_executor_edges():
     results = grade_many(items, workers=8, progress=False)
     assert [r.correct for r in results] == [i < 4 for i in range(40)]
     assert [r.pred for r in results] == [str(i) for i in range(40)]
+
+
+STDIN_SCRIPTS = {
+    "grade_many": "from lie.grading import grade_many\nprint(grade_many([ITEM] * 3, workers=1, progress=False))",
+    "executor": (
+        "from lie.grading import GradingExecutor\n"
+        "with GradingExecutor(workers=1) as ex:\n"
+        "    print(ex.grade_many([ITEM] * 3, progress=False))\n"
+        "    print(ex.grade_many([ITEM] * 3, progress=False))"  # the second batch once the pool has broken
+    ),
+    "async": (
+        "import asyncio\nfrom lie.grading import GradingExecutor\n"
+        "async def main(ex):\n    return await asyncio.gather(*(ex.grade(ITEM) for _ in range(3)))\n"
+        "with GradingExecutor(workers=1) as ex:\n    print(asyncio.run(main(ex)))"
+    ),
+}
+
+
+@pytest.mark.parametrize("face", sorted(STDIN_SCRIPTS))
+def test_workers_that_cannot_start_stop_the_run_with_one_clear_error(face):
+    """A script read from standard input cannot be re-imported by the forkserver's workers: every face
+    says so and exits, where it used to grade every item wrong ("All workers expired") or wait forever."""
+    import subprocess
+    import sys
+
+    item = '{"response": "\\\\boxed{2}", "gold": "2", "kind": "math"}'
+    code = f"ITEM = {item}\n" + STDIN_SCRIPTS[face]
+    done = subprocess.run(
+        [sys.executable, "-"], input=code, capture_output=True, text=True, timeout=180
+    )  # the limit guards the old hang only
+    assert done.returncode != 0 and "GradeResult(" not in done.stdout, done.stdout
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("lie.core.errors.LieError: the grading workers could not start or all died")
+    assert "if __name__ == '__main__':" in last
+
+
+def test_a_guarded_script_grades_in_the_workers(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "grade.py"
+    script.write_text(
+        "from lie.grading import grade_many\n"
+        "if __name__ == '__main__':\n"
+        "    (r,) = grade_many([{'response': '\\\\boxed{2}', 'gold': '2', 'kind': 'math'}], workers=1, progress=False)\n"
+        "    print(r.status, r.correct)\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0 and done.stdout.strip() == "ok True", done.stderr

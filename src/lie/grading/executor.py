@@ -13,6 +13,11 @@ Every caller goes through here: the verl reward manager (``await executor.grade(
 engine, ``lie reflen``, ``lie evaluate`` and ``lie grade`` (``executor.grade_many(items)`` or the
 module-level :func:`grade_many`). Workers import this module, math-verify and ``lie.grading``
 only: never verl or torch.
+
+A pool whose workers cannot start (a script that does not guard its entry point with ``if __name__ ==
+"__main__":`` or is read from standard input: the workers re-import it; a worker killed while it starts)
+is an error of the whole run, never a wrong grade: every face raises a LieError that says so, and no
+face waits on a broken pool (pebble leaves the items scheduled after the break without an outcome).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ log = logging.getLogger(__name__)
 GUARD_S = int(mathverify.PARSE_TIMEOUT_S)  # math-verify's own limit per parse and per comparison (whole s)
 GUARDS_PER_ITEM = 3  # parse(response), parse(gold), verify
 DEFAULT_TIMEOUT_S = 20.0  # above 3 x 5 s: math-verify's guards fire first
+POLL_S = 1.0  # how often a wait looks at the pool's health
 _WARM_UP = {"response": "so \\boxed{\\frac{1}{2}}", "gold": "0.5", "kind": "math"}
 
 
@@ -116,14 +122,34 @@ class GradingExecutor:
 
     def submit(self, item: dict[str, Any], where: str = "item") -> concurrent.futures.Future:
         """Schedule one item; the future's result is the raw worker outcome (see :meth:`result_of`)."""
-        return self._pool.schedule(_grade_one, args=(check_item(item, where),), timeout=self.timeout_s)
+        checked = check_item(item, where)
+        try:
+            return self._pool.schedule(_grade_one, args=(checked,), timeout=self.timeout_s)
+        except RuntimeError as exc:  # pebble refuses work once the pool is broken
+            raise self._broken(exc) from None
+
+    def _broken(self, cause: BaseException) -> LieError:
+        return LieError(
+            f"the grading workers could not start or all died ({type(cause).__name__}: {cause}); a script "
+            "that grades must guard its entry point with `if __name__ == '__main__':` and be a file (the "
+            "workers re-import it), and the machine must have memory for the workers"
+        )
+
+    def _wait(self, future: concurrent.futures.Future) -> None:
+        """Wait for ``future`` while the pool is alive (a broken pool may never settle it)."""
+        while not concurrent.futures.wait([future], timeout=POLL_S).done:
+            if not self._pool.active:
+                raise self._broken(RuntimeError("the pool stopped"))
 
     def result_of(self, future: concurrent.futures.Future) -> GradeResult:
-        """A finished future as a GradeResult: a kill is ``timeout``, a dead worker ``error``."""
+        """A finished future as a GradeResult: a kill is ``timeout``, a dead worker ``error``; a broken
+        pool is a LieError (the run cannot grade), never a wrong grade."""
         from pebble import ProcessExpired
 
         try:
             return future.result()
+        except concurrent.futures.BrokenExecutor as exc:  # pebble: "All workers expired"
+            raise self._broken(exc) from None
         except concurrent.futures.TimeoutError:
             why = f"killed after {self.timeout_s:g} s of grading (the hard limit)"
             return GradeResult(False, None, "timeout", self.timeout_s, why)
@@ -139,9 +165,18 @@ class GradingExecutor:
         """The async face: grade one item without blocking the event loop."""
         future = self.submit(item)
         try:
-            await asyncio.wrap_future(future)
+            waiting = asyncio.wrap_future(future)
+            while not (await asyncio.wait([waiting], timeout=POLL_S))[0]:
+                if not self._pool.active:
+                    waiting.cancel()
+                    raise self._broken(RuntimeError("the pool stopped"))
+            if not waiting.cancelled():
+                waiting.exception()  # marked as read: the outcome is taken from `future` below
         except asyncio.CancelledError:
             future.cancel()  # pebble stops the worker if the item was running
+            raise
+        except LieError:
+            future.cancel()
             raise
         except BaseException:  # the outcome is read below
             pass
@@ -155,7 +190,7 @@ class GradingExecutor:
         results = []
         with tqdm(total=len(futures), desc="grading", unit="item", disable=not progress) as bar:
             for future in futures:
-                concurrent.futures.wait([future])
+                self._wait(future)
                 results.append(self.result_of(future))
                 bar.update(1)
         killed = sum(r.status == "timeout" and (r.message or "").startswith("killed") for r in results)
