@@ -197,6 +197,7 @@ def test_the_gates_read_the_probes_and_stop_with_the_failed_ones(tmp_path, capsy
     assert main(["study-gates", "--config", str(write_config(tmp_path / "open.yaml", config))]) == 0
     table = StudyPaths(p.layout).gates[0].read_text()
     assert table.count("| pass |") == 6 and "tiny-m0" in table and "tiny-m1" in table  # 3 levels x 2 models
+    assert "Thresholds pre-registered in `docs/study/preregistration-v2.md`" in table  # the second's
     config["study"]["gates"]["full_depth_samples"] = 10**6
     assert main(["study-gates", "--config", str(write_config(tmp_path / "closed.yaml", config))]) == 2
     err = capsys.readouterr().err
