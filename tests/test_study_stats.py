@@ -121,6 +121,8 @@ def test_the_registered_rows_read_every_level():
     assert rows["effect:weak"]["verdict"] == "not supported"
     few = {r["test"]: r["verdict"] for r in registered_rows({"weak": [0.1], "strong": [0.1]}, TESTS)}
     assert few["interaction"] == few["slope"] == "too few pairs to test"
+    equal = {r["test"]: r for r in registered_rows({"weak": [-0.033, -0.033], "strong": [0.1, 0.2]}, TESTS)}
+    assert equal["effect:weak"]["sd"] == 0 and equal["effect:weak"]["detectable"] is None  # "—", not 0.000
 
 
 def test_the_persistence_check_reads_the_running_mean_through_the_registered_step():

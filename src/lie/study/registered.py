@@ -90,7 +90,8 @@ def registered_rows(effects: Mapping[str, Sequence[float]], tests: RegisteredTes
     rows = []
     for level, diffs in effects.items():
         sd = _sd(diffs)
-        mde = detectable_effect(sd, len(diffs), tests.alpha, tests.power) if sd is not None else None
+        # no spread (fewer than 2 pairs, or all equal): no detectable effect to state (was printed as 0.000)
+        mde = detectable_effect(sd, len(diffs), tests.alpha, tests.power) if sd else None
         test_id = "primary" if level == tests.strong else f"effect:{level}"
         rows.append(_row(test_id, f"{level}: GRPO + LIE - GRPO (paired, one-sided)", paired_test(diffs),
                          tests.alpha, len(diffs), level=level, strength=tests.strength[level], sd=sd,
