@@ -135,11 +135,14 @@ class GradingExecutor:
             "workers re-import it), and the machine must have memory for the workers"
         )
 
+    def _check_alive(self) -> None:
+        """A LieError once the pool is broken: pebble may never settle the items it still holds."""
+        if not self._pool.active:
+            raise self._broken(RuntimeError("the pool stopped"))
+
     def _wait(self, future: concurrent.futures.Future) -> None:
-        """Wait for ``future`` while the pool is alive (a broken pool may never settle it)."""
         while not concurrent.futures.wait([future], timeout=POLL_S).done:
-            if not self._pool.active:
-                raise self._broken(RuntimeError("the pool stopped"))
+            self._check_alive()
 
     def result_of(self, future: concurrent.futures.Future) -> GradeResult:
         """A finished future as a GradeResult: a kill is ``timeout``, a dead worker ``error``; a broken
@@ -167,9 +170,7 @@ class GradingExecutor:
         try:
             waiting = asyncio.wrap_future(future)
             while not (await asyncio.wait([waiting], timeout=POLL_S))[0]:
-                if not self._pool.active:
-                    waiting.cancel()
-                    raise self._broken(RuntimeError("the pool stopped"))
+                self._check_alive()
             if not waiting.cancelled():
                 waiting.exception()  # marked as read: the outcome is taken from `future` below
         except asyncio.CancelledError:

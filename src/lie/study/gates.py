@@ -149,9 +149,6 @@ def measure_all(config: dict[str, Any]) -> list[GateResult]:
     return [measure(config, spec, c, rows[m], m) for c in spec.conditions for m in c.base_models]
 
 
-_REGISTRATION = {False: "preregistration.md", True: "preregistration-v2.md"}  # by: has registered tests
-
-
 def _yes(ok: bool) -> str:
     return "pass" if ok else "**FAIL**"
 
@@ -165,7 +162,7 @@ def gates_markdown(spec: StudySpec, results: Sequence[GateResult]) -> str:
         f"({spec.probe_n} samples per test problem, training temperature and length limit), graded by "
         "the pipeline. Full depth written and the trap index: the condition's test depths; step accuracy "
         "and accuracy given full depth: every test depth. Thresholds pre-registered in "
-        f"`docs/study/{_REGISTRATION[spec.tests is not None]}`. Analytic: from the supervised stage's stop probability "
+        f"`docs/study/{'preregistration-v2.md' if spec.tests else 'preregistration.md'}`. Analytic: from the supervised stage's stop probability "
         "alone (every written step right), then with the measured step accuracy.",
         "",
         "| condition | model | stop prob | depths | problems × samples | full depth written: analytic / measured "

@@ -90,7 +90,7 @@ def registered_rows(effects: Mapping[str, Sequence[float]], tests: RegisteredTes
     rows = []
     for level, diffs in effects.items():
         sd = _sd(diffs)
-        # no spread (fewer than 2 pairs, or all equal): no detectable effect to state (was printed as 0.000)
+        # no spread (fewer than 2 pairs, or all equal): no detectable effect to state
         mde = detectable_effect(sd, len(diffs), tests.alpha, tests.power) if sd else None
         test_id = "primary" if level == tests.strong else f"effect:{level}"
         rows.append(_row(test_id, f"{level}: GRPO + LIE - GRPO (paired, one-sided)", paired_test(diffs),
