@@ -50,7 +50,11 @@ def small_study_config(outdir: Path, sft_steps: int = 300) -> dict[str, Any]:
         # stop_prob 0.2 (the study's 0.5): the probe's 48 samples then hold full-depth writes on any
         # machine (at 0.5 about 1.4 are expected, none in a quarter of builds), which the gate test needs
         config["models"][model]["sft"].update(
-            problems=400, steps=sft_steps, full_steps=2 * sft_steps // 3, batch_size=16, warmup_steps=20,
+            problems=400,
+            steps=sft_steps,
+            full_steps=2 * sft_steps // 3,
+            batch_size=16,
+            warmup_steps=20,
             stop_prob=0.2,
         )
     for name, seed, low, high in TRAIN_SETS:

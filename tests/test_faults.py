@@ -5,10 +5,8 @@ The whole DAG of one verl run (and the base model beside it) runs under Snakemak
 with a SIGKILL of its whole process group: during the verl run (after its first step's rollouts),
 during a checkpoint save (a ``global_step_N`` folder newer than verl's tracker), and during a
 generation shard write; then once more to the end. Minutes each: ``make test-all`` only.
-verl's CPU backend does not reproduce a run bit for bit (two clean runs sample the same rollouts,
-each request seeded by the CPU rollout server, but the samples of a prompt may arrive in another
-order and sums then differ in their last digits; docs/training.md), so the trained run's rows are
-compared by shape and the base model's exactly.
+verl's CPU backend reproduces a run exactly (docs/training.md, tests/test_verl_cpu.py), so every
+table is compared value for value, the trained run's rows included.
 """
 
 from __future__ import annotations
@@ -111,31 +109,11 @@ def _writing_a_shard(out: Path) -> bool:
     return any((out / "generations").glob("*/*.shards/shard-*"))
 
 
-STRUCTURE = {"step", "budget", "samples", "groups", "problems", "n", "k"}  # counts a rerun must keep
-
-
-def _shape(column: str, value: str) -> str:
-    """A measured number as '#': verl's CPU runs are not bit-reproducible (two clean runs already
-    sample other rollouts), so only the tiny base model's numbers can match exactly."""
-    if column in STRUCTURE:
-        return value
-    try:
-        float(value or "0")  # empty: a measure the run's responses leave undefined
-    except ValueError:
-        return value
-    return "#"
-
-
 def _tables(out: Path) -> dict[str, list[dict[str, str]]]:
-    """Every CSV table: rows of the base model as they are, rows of the trained run by their shape
-    (keys, benchmarks, budgets, steps and sample counts exact; measured values as '#')."""
-    tables = {}
-    for path in sorted((out / "tables").glob("*.csv")):
-        rows = list(csv.DictReader(path.open(encoding="utf-8")))
-        tables[path.name] = [
-            row if RUN not in row.values() else {k: _shape(k, v) for k, v in row.items()} for row in rows
-        ]
-    return tables
+    return {
+        path.name: list(csv.DictReader(path.open(encoding="utf-8")))
+        for path in sorted((out / "tables").glob("*.csv"))
+    }
 
 
 @pytest.mark.timeout(7200)  # two whole smoke pipelines and three partial ones

@@ -154,6 +154,19 @@ def test_each_rollout_request_gets_a_seed_of_its_own_whatever_the_arrival_timing
     greedy = TokenRequest([1, 2, 3], max_tokens=8, temperature=0.0)
     assert seeds(server(), [greedy], 0)[0] != group[0]  # other settings, another key
 
+    # tagged by our agent loop with (dataset index, session id): a sample's seed, whatever arrives first
+    def tagged(srv, order):
+        srv.global_steps = 0
+        return {tag: TransformersServer.request_seed(srv, a, list(tag)) for tag in order}
+
+    tags = [(7, 0), (7, 1), (7, 2), (7, 3)]
+    assert (
+        tagged(server(), tags)
+        == tagged(server(), tags[::-1])
+        == tagged(server(), [tags[2], *tags[:2], tags[3]])
+    )
+    assert len(set(tagged(server(), tags).values())) == 4
+
 
 def test_top_k_one_and_a_tiny_top_p_are_greedy_and_temperature_matters(model):
     greedy = sample_batch(model, [TokenRequest(PROMPTS[0], 10, temperature=0.0)], [], 0)[0].token_ids
@@ -395,6 +408,42 @@ def test_a_rerun_with_the_same_settings_does_not_train_again(trained, tiny):
     assert "running verl" not in result.stderr
     assert (files(), weights.stat().st_mtime_ns) == before  # no new file, the weights not rewritten
     assert json.loads((trained / "out/runs/tiny_gspo_lie/final.json").read_text())["step"] == 2
+
+
+# What compares the rollout server's log-probs with the actor's: the server's come from a batch whose
+# size follows arrival timing, and a row's last digits follow the batch size (docs/training.md).
+SERVER_LOG_PROBS = ("training/rollout_probs_diff", "training/rollout_actor_probs", "rollout_corr/")
+
+
+def _comparable_metrics(rundir: RunDir) -> list[dict]:
+    """Every logged metric but wall times, throughputs and the server log-probs' diagnostics."""
+    timing = ("timing", "perf/", "time", "throughput")
+    return [
+        {k: v for k, v in m.items() if not any(t in k for t in timing) and not k.startswith(SERVER_LOG_PROBS)}
+        for m in read_metrics(rundir)
+    ]
+
+
+def test_two_clean_runs_train_identically(trained, tiny, tmp_path):
+    """The same config twice: the same rollouts (every sample's response and reward, under the same
+    group and sample id, in the same order), the same metrics (but wall times and the diagnostics of
+    the rollout server's log-probs), bit-identical weights at every step."""
+    _setup(tmp_path, tiny)
+    probe = {"VERL_USE_EXTERNAL_MODULES": "verl_probe",  # as the first run: verl loads the same modules
+             "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), os.environ.get("PYTHONPATH", "")]),
+             "LIE_TEST_ENTROPY_DUMP": str(tmp_path / "entropy.jsonl")}  # fmt: skip
+    result = _lie(*_train_args(tmp_path, tiny), timeout=900, env={**os.environ, **probe})
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
+    first, second = RunDir(trained / "out", "tiny_gspo_lie"), RunDir(tmp_path / "out", "tiny_gspo_lie")
+    assert read_rollouts(second) == read_rollouts(first)  # group ids included: named by step and row
+    assert _comparable_metrics(second) == _comparable_metrics(first)
+    for step in (1, 2):
+        name = f"global_step_{step}/actor/model_world_size_1_rank_0.pt"
+        a, b = (torch.load(run.checkpoints / name, weights_only=False) for run in (first, second))
+        assert a.keys() == b.keys()
+        for key in a:
+            x, y = (t.full_tensor() if hasattr(t, "full_tensor") else t for t in (a[key], b[key]))
+            assert torch.equal(x, y), (step, key)
 
 
 @pytest.mark.heavy

@@ -71,12 +71,17 @@ def sample_batch(
     eos_ids: Sequence[int],
     pad_id: int,
     generator: torch.Generator | None = None,
+    width: int = 0,
 ) -> list[SampledTokens]:
-    """Decode ``requests`` together; rows without a seed draw from ``generator`` (or torch's default)."""
+    """Decode ``requests`` together; rows without a seed draw from ``generator`` (or torch's default).
+
+    Prompts are left-padded to the longest of them, or to ``width`` if longer: with one fixed width
+    a row's numbers no longer depend on how long the other prompts of its batch were.
+    """
     if not requests:
         return []
     device = next(model.parameters()).device
-    width = max(len(r.prompt_ids) for r in requests)
+    width = max([len(r.prompt_ids) for r in requests] + [int(width)])
     ids = torch.full((len(requests), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(requests), width), dtype=torch.long)
     for row, request in enumerate(requests):

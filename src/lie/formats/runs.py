@@ -205,6 +205,11 @@ _STEP_FILE = re.compile(r"step-(\d+)\.")
 
 def rollout_files(run_dir: RunDir | Path) -> dict[int, list[Path]]:
     folder = run_dir.rollouts_dir if isinstance(run_dir, RunDir) else Path(run_dir) / "rollouts"
+    return _step_files(folder)
+
+
+def _step_files(folder: Path) -> dict[int, list[Path]]:
+    """A rollouts folder's files by step (several writers may log one step)."""
     out: dict[int, list[Path]] = {}
     for path in sorted(folder.glob("step-*.jsonl")):
         match = _STEP_FILE.match(path.name)
@@ -218,6 +223,25 @@ def read_rollouts(run_dir: RunDir | Path, step: int | None = None) -> list[dict[
     files = rollout_files(run_dir)
     steps = [step] if step is not None else sorted(files)
     return [record for s in steps for path in files.get(s, []) for _, record in _read_jsonl_tolerant(path)]
+
+
+def natural_key(text: str) -> tuple[Any, ...]:
+    """``text`` with its digit runs as numbers: ``a_2_0`` before ``a_10_0``."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
+
+
+def sort_rollouts(folder: Path, step: int) -> None:
+    """Rewrite a step's rollout files in the order of their groups and sample ids, not of arrival
+    (verl's reward workers log a sample when it is scored). Atomic per file; nothing if none."""
+    from lie.formats.jsonl import atomic_output
+
+    for path in _step_files(folder).get(step, []):
+        records = [record for _, record in _read_jsonl_tolerant(path)]
+        ordered = sorted(records, key=lambda r: (natural_key(str(r["group"])), natural_key(str(r["uid"]))))
+        if ordered != records:
+            with atomic_output(path) as out:
+                for record in ordered:
+                    out.write(dumps(record) + "\n")
 
 
 def rollout_record(

@@ -1,4 +1,4 @@
-"""verl's synchronous PPO trainer with the policy entropy logged as a token mean in every run.
+"""verl's synchronous PPO trainer, reproducible, with the policy entropy logged as a token mean.
 
 verl 0.9.1 logs ``actor/entropy`` in ``PPOTrainer._compute_old_log_prob``
 (verl/trainer/ppo/v1/trainer_base.py, ``entropy_agg = agg_loss(loss_mat=entropy, ...,
@@ -8,6 +8,13 @@ the mean of per-response means, where a short response's tokens weigh more. The 
 token mean for both, and the report compares entropy across algorithms and with the paper, so
 :class:`LIETrainer` replaces the value with the token mean of the same per-token entropies, read
 back from verl's TransferQueue where verl has just stored them.
+
+Reproducible: verl names each prompt of a step by a random ``uuid4`` and trains on a step's samples
+in the order they finished, so two runs of one config differed in their last digits even with
+every sample seeded (``lie.engines.verl.cpu``). :class:`LIETrainer` names the prompts by step and
+position (``s000003c0r0005``: step 3, first fetch of the step, row 5), puts the step's samples in
+the order of those names and their session (sample) numbers before verl balances them, and writes
+the step's rollout file in that order too (``lie.formats.runs.sort_rollouts``).
 
 verl takes its trainer from a registry (``TRAINER_REGISTRY`` in trainer_base.py) by
 ``trainer.v1.trainer_mode``; the mode's name also selects verl's behaviour (``self.trainer_mode ==
@@ -19,19 +26,49 @@ alike; ``lie.engines.verl.overrides.check_composed`` stops a launch where it is 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import transfer_queue as tq
 from verl.trainer.ppo.v1 import PPOTrainerSync
 from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY
+from verl.utils import tensordict_utils as tu
 from verl.utils.torch_functional import masked_mean
+
+from lie.formats.runs import natural_key, sort_rollouts
 
 TRAINER_MODE = "sync"  # lie_trainer.yaml's trainer.v1.trainer_mode (verl's default)
 ENTROPY = "actor/entropy"
 
 
+def prompt_uid(step: int, fetch: int, row: int) -> str:
+    """A prompt's name in verl's TransferQueue: no ``_`` (verl splits sample keys ``{uid}_{session}_{i}``)."""
+    return f"s{step:06d}c{fetch}r{row:04d}"
+
+
 class LIETrainer(PPOTrainerSync):
-    """verl's synchronous trainer, with ``actor/entropy`` a token mean whatever ``loss_agg_mode`` is."""
+    """verl's synchronous trainer, reproducible, with ``actor/entropy`` a token mean whatever
+    ``loss_agg_mode`` is."""
+
+    _fetches: tuple[int, int] = (-1, 0)  # (step, batches fetched in it)
+
+    def _next_train_batch(self, num_prompts: int | None = None) -> Any:
+        batch = super()._next_train_batch(num_prompts)
+        step, fetched = self._fetches
+        fetched = fetched if step == self.global_steps else 0
+        self._fetches = (self.global_steps, fetched + 1)
+        tu.assign_non_tensor_stack(
+            batch, "uid", [prompt_uid(self.global_steps, fetched, i) for i in range(len(batch))]
+        )
+        return batch
+
+    def _balance_batch(self, batch: Any, metrics: dict, *args: Any, **kwargs: Any) -> Any:
+        if batch.partition_id == "train":
+            batch.reorder(sorted(range(len(batch.keys)), key=lambda i: natural_key(batch.keys[i])))
+            log_dir = (self.config.reward.get("reward_kwargs") or {}).get("log_dir")
+            if log_dir:  # every sample of the step is scored (and logged) before it is sampled here
+                sort_rollouts(Path(log_dir), self.global_steps)
+        return super()._balance_batch(batch, metrics, *args, **kwargs)
 
     def _compute_old_log_prob(self, batch: Any, metrics: dict) -> Any:
         batch = super()._compute_old_log_prob(batch, metrics)

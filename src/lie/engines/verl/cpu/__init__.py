@@ -7,6 +7,8 @@ included) by ``VERL_USE_EXTERNAL_MODULES=lie.engines.verl.cpu.plugin``:
 - ``engines``: verl's own FSDP engines registered for device ``cpu`` (``EngineRegistry``);
 - ``rollout``: a batched transformers rollout server (``RolloutReplicaRegistry``), rollout name
   ``transformers``, where the cluster runs vLLM;
+- ``agent_loop``: verl's single-turn agent loop that tells that server which sample each request
+  is (agent loop ``lie_single_turn``), so that a CPU run is reproducible;
 - ``patches``: two verl lines that cannot run on a CPU, each named, each with a test that fails
   once verl fixes it.
 
@@ -21,6 +23,7 @@ from typing import Any
 
 PLUGIN = "lie.engines.verl.cpu.plugin"
 ROLLOUT = "transformers"
+AGENT_LOOP = "lie_single_turn"  # lie.engines.verl.cpu.agent_loop.NAME (not imported: no verl here)
 RAY_CPUS = 16  # Ray's logical CPUs for verl's many small actors (agent loop, reward, storage)
 
 
@@ -37,6 +40,7 @@ OVERRIDES: dict[str, Any] = {
     "+ray_kwargs.ray_init.include_dashboard": False,
     "transfer_queue.backend.SimpleStorage.num_data_storage_units": 1,  # 8 by default, a Ray CPU each
     "actor_rollout_ref.rollout.agent.num_workers": 1,
+    "actor_rollout_ref.rollout.agent.default_agent_loop": AGENT_LOOP,  # seeds by sample: reproducible
     "data.dataloader_num_workers": 0,  # no loader processes on a few cores
     "reward.num_workers": 1,
 }

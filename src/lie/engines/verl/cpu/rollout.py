@@ -2,7 +2,10 @@
 
 verl's agent loop sends one token-in/token-out ``generate`` call per sample to a rollout server
 (a Ray actor); on GPUs that server is vLLM. Here :class:`TransformersServer` plays it: concurrent
-calls are gathered into one batch (``lie.engines.verl.cpu.sampling``) and answered together.
+calls are gathered into one batch (``lie.engines.sampling``) and answered together. A run is
+reproducible: each request is seeded by the sample it is (``lie.engines.verl.cpu.agent_loop`` tags
+it), and a batch is ordered by seed and left-padded to the run's prompt length, so neither arrival
+order nor which requests arrived together changes a sample's tokens or log-probs.
 :class:`TransformersReplica` starts the server through verl's ``RolloutReplicaRegistry``, and
 :class:`TransformersAdapter`, the rollout object inside verl's FSDP worker, pushes the actor's
 weights to the server on every weight sync (verl's "naive" hybrid sync).
@@ -26,6 +29,7 @@ from verl.workers.rollout.replica import RolloutReplica, RolloutReplicaRegistry,
 
 from lie.engines.generation import sample_seed
 from lie.engines.sampling import TokenRequest, sample_batch
+from lie.engines.verl.cpu.agent_loop import SAMPLE_KEY
 
 log = logging.getLogger(__name__)
 
@@ -114,8 +118,9 @@ class TransformersServer:
         )
 
     def _sample(self, requests: list[TokenRequest]):
+        width = int(getattr(self.config, "prompt_length", 0) or 0)  # one padded width for every batch
         with self.lock:
-            return sample_batch(self.model, requests, self.eos_ids, self.pad_id, self.generator)
+            return sample_batch(self.model, requests, self.eos_ids, self.pad_id, self.generator, width=width)
 
     async def _serve(self) -> None:
         assert self.queue is not None
@@ -124,6 +129,7 @@ class TransformersServer:
             await asyncio.sleep(BATCH_WINDOW_S)
             while not self.queue.empty():
                 batch.append(self.queue.get_nowait())
+            batch.sort(key=lambda item: item[0].seed)  # rows in an order of their own, not of arrival
             try:
                 samples = await asyncio.to_thread(self._sample, [request for request, _, _ in batch])
             except Exception as exc:  # every waiting caller sees the failure
@@ -147,31 +153,34 @@ class TransformersServer:
             self.queue = asyncio.Queue()
             self.batcher = asyncio.get_running_loop().create_task(self._serve())
         params = dict(sampling_params)
+        sample = params.pop(SAMPLE_KEY, None)
         request = self._request(list(prompt_ids), params)
         if request.seed is None:
-            request = replace(request, seed=self.request_seed(request))
+            request = replace(request, seed=self.request_seed(request, sample))
         future = asyncio.get_running_loop().create_future()
         self.queue.put_nowait((request, bool(params.get("logprobs")), future))
         return await future
 
-    def request_seed(self, request: TokenRequest) -> int:
-        """A seed of the request's own: (rollout seed, step, prompt and settings, k-th such request).
+    def request_seed(self, request: TokenRequest, sample: list[int] | None = None) -> int:
+        """A seed of the request's own: (rollout seed, step, prompt and settings, sample, k-th such).
 
-        verl sends no seed and a random request id; drawn from one generator, a sample's tokens would
-        depend on which requests arrived together. The step is that of the last weight sync (step k's
-        rollouts follow the sync of step k - 1, in a clean run as after a resume); the n samples of a
-        prompt are its 1st..n-th arrivals, so their responses are fixed and only their order within
-        the group can follow arrival. Seeded rows draw the same tokens whatever their batch.
+        verl sends no seed; drawn from one generator, a sample's tokens would depend on which
+        requests arrived together. The step is that of the last weight sync (step k's rollouts follow
+        the sync of step k - 1, in a clean run as after a resume). ``sample`` is the (dataset index,
+        session id) pair our agent loop adds, so sample j of a prompt gets the same seed in every run;
+        k counts this step's earlier requests with the same key (0 unless a prompt repeats with one
+        index; untagged requests are numbered by arrival alone, so a group's order may follow it).
         """
         step = int(self.global_steps or 0)
         if step != self.arrivals_step:
             self.arrivals, self.arrivals_step = {}, step
         key = (tuple(request.prompt_ids), request.max_tokens, request.temperature, request.top_p,
                request.top_k, request.ignore_eos)  # fmt: skip
-        count = self.arrivals.get(key, 0)
-        self.arrivals[key] = count + 1
+        tag = tuple(int(v) for v in sample) if sample is not None else ()
+        count = self.arrivals.get((key, tag), 0)
+        self.arrivals[(key, tag)] = count + 1
         digest = int.from_bytes(hashlib.blake2b(repr(key).encode(), digest_size=8).digest(), "big") >> 1
-        return sample_seed(int(getattr(self.config, "seed", 0) or 0), step, digest, count)
+        return sample_seed(int(getattr(self.config, "seed", 0) or 0), step, digest, *tag, count)
 
     # verl's lifecycle calls: nothing to free or restore on a CPU
     async def wake_up(self):
