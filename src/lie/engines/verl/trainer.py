@@ -42,7 +42,8 @@ ENTROPY = "actor/entropy"
 
 
 def prompt_uid(step: int, fetch: int, row: int) -> str:
-    """A prompt's name in verl's TransferQueue: no ``_`` (verl splits sample keys ``{uid}_{session}_{i}``)."""
+    """A prompt's name in verl's TransferQueue, without ``_``: verl splits its sample keys,
+    ``{uid}_{session}_{i}``, at the first one."""
     return f"s{step:06d}c{fetch}r{row:04d}"
 
 

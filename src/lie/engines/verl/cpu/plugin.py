@@ -3,8 +3,9 @@
 Importing it registers the CPU platform, verl's FSDP engines for device ``cpu``, the
 sample-tagging agent loop and the transformers rollout (each module registers itself on import,
 the idiom of verl's own registries, so that a Ray worker that imports one of them first still gets
-all), and applies the two patches of ``patches.py``. ``lie train`` sets that variable only when no GPU is visible; on a GPU machine
-nothing of ``lie.engines.verl.cpu`` loads, and importing this module there is refused.
+all), and applies the two patches of ``patches.py``. ``lie train`` sets that variable only when no
+GPU is visible; on a GPU machine nothing of ``lie.engines.verl.cpu`` loads, and importing this
+module there is refused.
 """
 
 from __future__ import annotations
