@@ -221,28 +221,3 @@ def test_verl_managers_share_a_nodes_cores_when_grade_workers_is_zero(setup, nno
         assert worker.reward_manager.rewarder.grader.workers == max(1, default_workers() // managers)
     finally:
         worker.reward_manager.rewarder.close()
-
-
-def test_a_steps_rollouts_are_rewritten_in_the_order_of_their_ids(tmp_path):
-    """verl's reward worker logs samples as they are scored; LIETrainer sorts the step's file by group
-    and sample id (digit runs as numbers), leaves other steps alone, and keeps every record."""
-    import json
-
-    from lie.formats.runs import append_rollouts, read_rollouts, sort_rollouts
-
-    def record(step: int, group: str, session: int) -> dict:
-        return {"step": step, "group": group, "uid": f"{group}_{session}_0", "response": f"{group}/{session}"}
-
-    arrival = [record(1, "s000001c0r0001", 10), record(1, "s000001c0r0000", 2), record(1, "s000001c0r0001", 2),
-               record(1, "s000001c0r0000", 0)]  # fmt: skip
-    later = [record(2, "s000002c0r0000", 1), record(2, "s000002c0r0000", 0)]
-    folder = tmp_path / "rollouts"
-    append_rollouts(folder, 1, "host-1", arrival)
-    append_rollouts(folder, 2, "host-1", later)
-    step2 = (folder / "step-000002.host-1.jsonl").read_bytes()
-    sort_rollouts(folder, 1)
-    assert [r["response"] for r in read_rollouts(tmp_path, 1)] == [
-        "s000001c0r0000/0", "s000001c0r0000/2", "s000001c0r0001/2", "s000001c0r0001/10"]  # fmt: skip
-    assert (folder / "step-000002.host-1.jsonl").read_bytes() == step2
-    assert sorted(json.dumps(r) for r in read_rollouts(tmp_path, 1)) == sorted(json.dumps(r) for r in arrival)
-    sort_rollouts(folder, 3)  # no file of that step: nothing to do

@@ -1,6 +1,7 @@
-"""One reader per file that passes between stages: training rows (``lie.formats.rows.read_rows``)
-and grade lines (``lie.formats.graded.read_graded_lines``). The same bad file is refused by every
-stage and engine that reads it, in one line naming the file, the row (or line) and the key."""
+"""One reader per file that passes between stages: training rows (``lie.formats.rows.read_rows``),
+grade lines (``lie.formats.graded.read_graded_lines``), a run's metrics and rollout files
+(``lie.formats.runs``). The same bad file is refused by every stage and engine that reads it, in one
+line naming the file, the row (or line) and the key."""
 
 from __future__ import annotations
 
@@ -206,6 +207,31 @@ def test_metrics_appends_are_read_by_one_reader_that_names_a_bad_line(tmp_path):
     path.write_text(path.read_text().replace('"step": "3", "data": {}', '"step": 3, "data": [1]'))
     with pytest.raises(LieError, match=re.escape(f"{path} line 3: field 'data' must be a mapping")):
         read_metrics(rundir)
+
+
+def test_a_steps_rollouts_are_rewritten_in_the_order_of_their_ids(tmp_path):
+    """verl's reward worker logs samples as they are scored; LIETrainer sorts the step's file by group
+    and sample id (digit runs as numbers), leaves other steps alone, and keeps every record."""
+    import json
+
+    from lie.formats.runs import append_rollouts, read_rollouts, sort_rollouts
+
+    def record(step: int, group: str, session: int) -> dict:
+        return {"step": step, "group": group, "uid": f"{group}_{session}_0", "response": f"{group}/{session}"}
+
+    arrival = [record(1, "s000001c0r0001", 10), record(1, "s000001c0r0000", 2), record(1, "s000001c0r0001", 2),
+               record(1, "s000001c0r0000", 0)]  # fmt: skip
+    later = [record(2, "s000002c0r0000", 1), record(2, "s000002c0r0000", 0)]
+    folder = tmp_path / "rollouts"
+    append_rollouts(folder, 1, "host-1", arrival)
+    append_rollouts(folder, 2, "host-1", later)
+    step2 = (folder / "step-000002.host-1.jsonl").read_bytes()
+    sort_rollouts(folder, 1)
+    assert [r["response"] for r in read_rollouts(tmp_path, 1)] == [
+        "s000001c0r0000/0", "s000001c0r0000/2", "s000001c0r0001/2", "s000001c0r0001/10"]  # fmt: skip
+    assert (folder / "step-000002.host-1.jsonl").read_bytes() == step2
+    assert sorted(json.dumps(r) for r in read_rollouts(tmp_path, 1)) == sorted(json.dumps(r) for r in arrival)
+    sort_rollouts(folder, 3)  # no file of that step: nothing to do
 
 
 def test_lie_plan_reads_the_reference_lengths_through_the_same_reader(tmp_path):
