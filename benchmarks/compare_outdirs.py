@@ -1,0 +1,188 @@
+"""Two output folders of the same config, file by file: what is identical, and where the rest differ.
+
+Run: ``.venv/bin/python benchmarks/compare_outdirs.py BEFORE AFTER [--ignore GLOB ...]``, e.g. a
+``make smoke`` at an older commit's clone against the same at main (docs/benchmarks.md). Not a speed
+benchmark: the check behind "the outputs are unchanged" claims, so that anyone can repeat it.
+
+Every file under both folders is read; the two folders' own paths are replaced by one placeholder
+first, so a path that only names the folder does not count as a difference. A file that differs is
+described by what it holds:
+
+- JSON and JSON-lines files: the keys (flattened, ``a.b[0].c``) whose values differ, with the number
+  of lines that differ (lines are compared in order);
+- parquet tables: the columns that differ, and the row count where it changed;
+- safetensors weights: the tensors that differ and the largest absolute difference;
+- other text: the number of lines that differ and the first pair;
+- anything else: its sizes.
+
+Prints one line per differing or one-sided file, then the counts. Exit status 0 in every case.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+PLACEHOLDER = "<OUTDIR>"
+
+
+def _files(root: Path, ignore: list[str]) -> dict[str, Path]:
+    found = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_file() and not any(fnmatch.fnmatch(rel, g) for g in ignore):
+            found[rel] = path
+    return found
+
+
+def _text(path: Path, root: Path) -> str:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    for name in (str(root.resolve()), str(root)):
+        text = text.replace(name, PLACEHOLDER)
+    return text
+
+
+def _flat(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _flat(item, f"{prefix}.{key}" if prefix else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _flat(item, f"{prefix}[{i}]")
+    else:
+        yield prefix, value
+
+
+def _key_diff(a: Any, b: Any) -> set[str]:
+    left, right = dict(_flat(a)), dict(_flat(b))
+    return {k for k in left.keys() | right.keys() if left.get(k, PLACEHOLDER) != right.get(k, PLACEHOLDER)}
+
+
+def _short(keys: set[str], limit: int = 8) -> str:
+    import re
+
+    # numbered entries (lists) read as one key: losses[3].loss and losses[9].loss are losses[].loss
+    names = sorted({re.sub(r"\[\d+\]", "[]", k) for k in keys})
+    more = f" (+{len(names) - limit} more)" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def _describe_json(a: str, b: str) -> str:
+    try:
+        return "keys " + _short(_key_diff(json.loads(a), json.loads(b)))
+    except json.JSONDecodeError:
+        return _describe_lines(a, b)
+
+
+def _describe_jsonl(a: str, b: str) -> str:
+    left, right = a.splitlines(), b.splitlines()
+    keys: set[str] = set()
+    differing = 0
+    for x, y in zip(left, right):
+        if x != y:
+            differing += 1
+            try:
+                keys |= _key_diff(json.loads(x), json.loads(y))
+            except json.JSONDecodeError:
+                keys.add("<not JSON>")
+    count = f"{len(left)} vs {len(right)} lines, " if len(left) != len(right) else ""
+    return f"{count}{differing} of {min(len(left), len(right))} lines differ; keys {_short(keys)}"
+
+
+def _describe_lines(a: str, b: str) -> str:
+    left, right = a.splitlines(), b.splitlines()
+    pairs = [(x, y) for x, y in zip(left, right) if x != y]
+    count = f"{len(left)} vs {len(right)} lines, " if len(left) != len(right) else ""
+    first = f"; first: {pairs[0][0][:70]!r} -> {pairs[0][1][:70]!r}" if pairs else ""
+    return f"{count}{len(pairs)} lines differ{first}"
+
+
+def _describe_parquet(a: Path, b: Path) -> str:
+    import pyarrow.parquet as pq
+
+    left, right = pq.read_table(a), pq.read_table(b)
+    if left.num_rows != right.num_rows:
+        return f"{left.num_rows} vs {right.num_rows} rows"
+    columns = sorted(set(left.column_names) | set(right.column_names))
+    differing = [
+        c
+        for c in columns
+        if c not in left.column_names or c not in right.column_names or not left[c].equals(right[c])
+    ]
+    return f"columns {', '.join(differing)}" if differing else "same rows (file bytes differ)"
+
+
+def _describe_safetensors(a: Path, b: Path) -> str:
+    from safetensors.torch import load_file
+
+    left, right = load_file(a), load_file(b)
+    names = sorted(left.keys() | right.keys())
+    differing = [n for n in names if n not in left or n not in right or not left[n].equal(right[n])]
+    if not differing:
+        return "same tensors (file bytes differ)"
+    worst = max(
+        float((left[n].float() - right[n].float()).abs().max())
+        for n in differing
+        if n in left and n in right and left[n].shape == right[n].shape
+    )
+    return f"{len(differing)} of {len(names)} tensors differ, largest |diff| {worst:.3g}"
+
+
+def describe(a: Path, b: Path, root_a: Path, root_b: Path) -> str | None:
+    """None when the two files are equal (after the folder names are replaced), else how they differ."""
+    if a.read_bytes() == b.read_bytes():
+        return None
+    suffix = a.suffix
+    if suffix == ".parquet":
+        return _describe_parquet(a, b)
+    if suffix == ".safetensors":
+        return _describe_safetensors(a, b)
+    try:
+        left, right = _text(a, root_a), _text(b, root_b)
+    except OSError as exc:
+        return f"unreadable: {exc}"
+    if left == right:
+        return None
+    if "\x00" in left or "\x00" in right:
+        return f"binary, {a.stat().st_size} vs {b.stat().st_size} bytes"
+    if suffix == ".json":
+        return _describe_json(left, right)
+    if suffix == ".jsonl":
+        return _describe_jsonl(left, right)
+    return _describe_lines(left, right)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("before", type=Path)
+    parser.add_argument("after", type=Path)
+    parser.add_argument("--ignore", action="append", default=[], help="a glob of relative paths to leave out")
+    args = parser.parse_args(argv)
+    left, right = _files(args.before, args.ignore), _files(args.after, args.ignore)
+    same = differ = 0
+    for rel in sorted(left.keys() | right.keys()):
+        if rel not in right:
+            print(f"only before: {rel}")
+        elif rel not in left:
+            print(f"only after:  {rel}")
+        else:
+            what = describe(left[rel], right[rel], args.before, args.after)
+            if what is None:
+                same += 1
+            else:
+                differ += 1
+                print(f"differs:     {rel}: {what}")
+    only_before, only_after = len(left.keys() - right.keys()), len(right.keys() - left.keys())
+    print(
+        f"{same} identical, {differ} differ, {only_before} only before, {only_after} only after "
+        f"({len(left)} files before, {len(right)} after)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

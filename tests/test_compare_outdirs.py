@@ -1,0 +1,58 @@
+"""benchmarks/compare_outdirs.py: the check behind "outputs unchanged" claims names what differs."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+from safetensors.torch import save_file
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "compare_outdirs.py"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("compare_outdirs", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _tree(root: Path, variant: int) -> None:
+    (root / "runs" / "r").mkdir(parents=True)
+    (root / "same.txt").write_text("one\ntwo\n")
+    (root / "path.json").write_text(json.dumps({"out": f"{root}/runs/r", "n": 1}))
+    (root / "run.json").write_text(json.dumps({"seed": 0, "seconds": 10 + variant, "steps": [{"loss": 1.0}]}))
+    lines = [{"step": 1, "acc": 0.5}, {"step": 2, "acc": 0.5 + variant}]
+    (root / "runs" / "r" / "m.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    pq.write_table(pa.table({"a": [1, 2], "b": [3, 4 + variant]}), root / "t.parquet")
+    save_file({"w": torch.ones(2) * (1 + variant), "v": torch.zeros(2)}, str(root / "model.safetensors"))
+    (root / f"only{variant}.csv").write_text("x\n")
+
+
+def test_equal_files_and_folder_paths_count_as_identical_and_differences_are_named(tmp_path, capsys):
+    before, after = tmp_path / "before", tmp_path / "after"
+    _tree(before, 0)
+    _tree(after, 1)
+    assert _load().main([str(before), str(after)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "differs:     run.json: keys seconds" in out
+    assert "differs:     runs/r/m.jsonl: 1 of 2 lines differ; keys acc" in out
+    assert "differs:     t.parquet: columns b" in out
+    assert "differs:     model.safetensors: 1 of 2 tensors differ, largest |diff| 1" in out
+    assert "only before: only0.csv" in out and "only after:  only1.csv" in out
+    assert out[-1] == "2 identical, 4 differ, 1 only before, 1 only after (7 files before, 7 after)"
+
+
+def test_ignored_globs_are_left_out(tmp_path, capsys):
+    before, after = tmp_path / "before", tmp_path / "after"
+    _tree(before, 0)
+    _tree(after, 0)
+    (after / "run.json").write_text("{}")
+    _load().main([str(before), str(after), "--ignore", "run.json", "--ignore", "only*"])
+    assert capsys.readouterr().out.splitlines() == [
+        "5 identical, 0 differ, 0 only before, 0 only after (5 files before, 5 after)"
+    ]
