@@ -4,8 +4,9 @@ Run: ``.venv/bin/python benchmarks/compare_outdirs.py BEFORE AFTER [--ignore GLO
 ``make smoke`` at an older commit's clone against the same at main (docs/benchmarks.md). Not a speed
 benchmark: the check behind "the outputs are unchanged" claims, so that anyone can repeat it.
 
-Every file under both folders is read; the two folders' own paths are replaced by one placeholder
-first, so a path that only names the folder does not count as a difference. A file that differs is
+Every file under both folders is read; the two folders' own paths (absolute, and the tail of them
+both share, as a config names its outdir: ``results/smoke``) are replaced by one placeholder first,
+so a path that only names the folder does not count as a difference. A file that differs is
 described by what it holds:
 
 - JSON and JSON-lines files: the keys (flattened, ``a.b[0].c``) whose values differ, with the number
@@ -39,9 +40,20 @@ def _files(root: Path, ignore: list[str]) -> dict[str, Path]:
     return found
 
 
-def _text(path: Path, root: Path) -> str:
+def _names(root: Path, other: Path) -> list[str]:
+    """How files may name their folder: its absolute path, then the tail of it both folders share
+    (the outdir as the config writes it, ``results/smoke``), when that tail has two parts or more."""
+    mine, theirs = root.resolve().parts, other.resolve().parts
+    shared = 0
+    while shared < min(len(mine), len(theirs)) - 1 and mine[-1 - shared] == theirs[-1 - shared]:
+        shared += 1
+    tail = [str(Path(*mine[len(mine) - shared :]))] if shared >= 2 else []
+    return [str(root.resolve()), *tail]
+
+
+def _text(path: Path, names: list[str]) -> str:
     text = path.read_text(encoding="utf-8", errors="replace")
-    for name in (str(root.resolve()), str(root)):
+    for name in names:
         text = text.replace(name, PLACEHOLDER)
     return text
 
@@ -142,7 +154,7 @@ def describe(a: Path, b: Path, root_a: Path, root_b: Path) -> str | None:
     if suffix == ".safetensors":
         return _describe_safetensors(a, b)
     try:
-        left, right = _text(a, root_a), _text(b, root_b)
+        left, right = _text(a, _names(root_a, root_b)), _text(b, _names(root_b, root_a))
     except OSError as exc:
         return f"unreadable: {exc}"
     if left == right:

@@ -24,7 +24,8 @@ def _load():
 def _tree(root: Path, variant: int) -> None:
     (root / "runs" / "r").mkdir(parents=True)
     (root / "same.txt").write_text("one\ntwo\n")
-    (root / "path.json").write_text(json.dumps({"out": f"{root}/runs/r", "n": 1}))
+    relative = "/".join(root.parts[-2:])  # the outdir as a config names it
+    (root / "path.json").write_text(json.dumps({"out": f"{root}/runs/r", "model": f"{relative}/m", "n": 1}))
     (root / "run.json").write_text(json.dumps({"seed": 0, "seconds": 10 + variant, "steps": [{"loss": 1.0}]}))
     lines = [{"step": 1, "acc": 0.5}, {"step": 2, "acc": 0.5 + variant}]
     (root / "runs" / "r" / "m.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
@@ -34,7 +35,7 @@ def _tree(root: Path, variant: int) -> None:
 
 
 def test_equal_files_and_folder_paths_count_as_identical_and_differences_are_named(tmp_path, capsys):
-    before, after = tmp_path / "before", tmp_path / "after"
+    before, after = tmp_path / "before" / "results" / "out", tmp_path / "after" / "results" / "out"
     _tree(before, 0)
     _tree(after, 1)
     assert _load().main([str(before), str(after)]) == 0
@@ -48,7 +49,7 @@ def test_equal_files_and_folder_paths_count_as_identical_and_differences_are_nam
 
 
 def test_ignored_globs_are_left_out(tmp_path, capsys):
-    before, after = tmp_path / "before", tmp_path / "after"
+    before, after = tmp_path / "before" / "results" / "out", tmp_path / "after" / "results" / "out"
     _tree(before, 0)
     _tree(after, 0)
     (after / "run.json").write_text("{}")
