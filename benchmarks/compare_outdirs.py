@@ -16,7 +16,9 @@ described by what it holds:
 - other text: the number of lines that differ and the first pair;
 - anything else: its sizes.
 
-Prints one line per differing or one-sided file, then the counts. Exit status 0 in every case.
+Files whose paths differ only in numbers (a metrics file named by its launch time, a rollout file by
+its process id) are paired in name order when both sides hold as many. Prints one line per
+differing or one-sided file, then the counts. Exit status 0 in every case.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -75,8 +78,6 @@ def _key_diff(a: Any, b: Any) -> set[str]:
 
 
 def _short(keys: set[str], limit: int = 8) -> str:
-    import re
-
     # numbered entries (lists) read as one key: losses[3].loss and losses[9].loss are losses[].loss
     names = sorted({re.sub(r"\[\d+\]", "[]", k) for k in keys})
     more = f" (+{len(names) - limit} more)" if len(names) > limit else ""
@@ -168,6 +169,20 @@ def describe(a: Path, b: Path, root_a: Path, root_b: Path) -> str | None:
     return _describe_lines(left, right)
 
 
+def pair_renamed(left: dict[str, Path], right: dict[str, Path]) -> list[tuple[str, str]]:
+    """One-sided files whose paths differ only in numbers (a launch time, a process id), paired in
+    name order where both sides hold as many of the pattern: ``metrics/launch-<time>.jsonl``."""
+    groups: dict[str, tuple[list[str], list[str]]] = {}
+    for side, files, other in ((0, left, right), (1, right, left)):
+        for rel in files.keys() - other.keys():
+            groups.setdefault(re.sub(r"\d+", "#", rel), ([], []))[side].append(rel)
+    pairs = []
+    for before, after in groups.values():
+        if len(before) == len(after):
+            pairs += zip(sorted(before), sorted(after))
+    return sorted(pairs)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("before", type=Path)
@@ -175,23 +190,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ignore", action="append", default=[], help="a glob of relative paths to leave out")
     args = parser.parse_args(argv)
     left, right = _files(args.before, args.ignore), _files(args.after, args.ignore)
+    pairs = [(rel, rel) for rel in left.keys() & right.keys()] + pair_renamed(left, right)
+    paired_left, paired_right = {a for a, _ in pairs}, {b for _, b in pairs}
     same = differ = 0
-    for rel in sorted(left.keys() | right.keys()):
-        if rel not in right:
-            print(f"only before: {rel}")
-        elif rel not in left:
-            print(f"only after:  {rel}")
+    for a, b in sorted(pairs):
+        what = describe(left[a], right[b], args.before, args.after)
+        name = a if a == b else f"{a} -> {b}"
+        if what is None:
+            same += 1
         else:
-            what = describe(left[rel], right[rel], args.before, args.after)
-            if what is None:
-                same += 1
-            else:
-                differ += 1
-                print(f"differs:     {rel}: {what}")
-    only_before, only_after = len(left.keys() - right.keys()), len(right.keys() - left.keys())
+            differ += 1
+            print(f"differs:     {name}: {what}")
+    for rel in sorted(left.keys() - paired_left):
+        print(f"only before: {rel}")
+    for rel in sorted(right.keys() - paired_right):
+        print(f"only after:  {rel}")
+    renamed = sum(a != b for a, b in pairs)
     print(
-        f"{same} identical, {differ} differ, {only_before} only before, {only_after} only after "
-        f"({len(left)} files before, {len(right)} after)"
+        f"{same} identical, {differ} differ, {len(left) - len(paired_left)} only before, "
+        f"{len(right) - len(paired_right)} only after ({renamed} pairs matched by name pattern; "
+        f"{len(left)} files before, {len(right)} after)"
     )
     return 0
 
