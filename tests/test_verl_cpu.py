@@ -427,7 +427,8 @@ def _comparable_metrics(rundir: RunDir) -> list[dict]:
 def test_two_clean_runs_train_identically(trained, tiny, tmp_path):
     """The same config twice: the same rollouts (every sample's response and reward, under the same
     group and sample id, in the same order), the same metrics (but wall times and the diagnostics of
-    the rollout server's log-probs), bit-identical weights at every step."""
+    the rollout server's log-probs), the same validation file (prompts named by step and row, not
+    verl's uuid4), bit-identical weights at every step."""
     _setup(tmp_path, tiny)
     probe = {"VERL_USE_EXTERNAL_MODULES": "verl_probe",  # as the first run: verl loads the same modules
              "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), os.environ.get("PYTHONPATH", "")]),
@@ -437,6 +438,10 @@ def test_two_clean_runs_train_identically(trained, tiny, tmp_path):
     first, second = RunDir(trained / "out", "tiny_gspo_lie"), RunDir(tmp_path / "out", "tiny_gspo_lie")
     assert read_rollouts(second) == read_rollouts(first)  # group ids included: named by step and row
     assert _comparable_metrics(second) == _comparable_metrics(first)
+    dumps = [(run.root / "validation" / "2.jsonl").read_bytes() for run in (first, second)]
+    assert dumps[1] == dumps[0]
+    uids = [json.loads(line)["uid"] for line in dumps[0].splitlines()]
+    assert uids == [f"v000002r{row:04d}_0_0" for row in range(4)]  # the 4 rows of val.parquet, n = 1
     for step in (1, 2):
         name = f"global_step_{step}/actor/model_world_size_1_rank_0.pt"
         a, b = (torch.load(run.checkpoints / name, weights_only=False) for run in (first, second))

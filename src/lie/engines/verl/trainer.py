@@ -14,7 +14,10 @@ in the order they finished, so two runs of one config differed in their last dig
 every sample seeded (``lie.engines.verl.cpu``). :class:`LIETrainer` names the prompts by step and
 position (``s000003c0r0005``: step 3, first fetch of the step, row 5), puts the step's samples in
 the order of those names and their session (sample) numbers before verl balances them, and writes
-the step's rollout file in that order too (``lie.formats.runs.sort_rollouts``).
+the step's rollout file in that order too (``lie.formats.runs.sort_rollouts``). verl's
+``_validate`` names each validation prompt by ``uuid.uuid4()`` too and writes
+``validation/<step>.jsonl`` sorted by those names; for its duration the trainer gives that call names
+by step and row (``v000004r0011``), so the file holds the same samples in the same order each run.
 
 verl takes its trainer from a registry (``TRAINER_REGISTRY`` in trainer_base.py) by
 ``trainer.v1.trainer_mode``; the mode's name also selects verl's behaviour (``self.trainer_mode ==
@@ -30,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import transfer_queue as tq
-from verl.trainer.ppo.v1 import PPOTrainerSync
+from verl.trainer.ppo.v1 import PPOTrainerSync, trainer_base
 from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY
 from verl.utils import tensordict_utils as tu
 from verl.utils.torch_functional import masked_mean
@@ -45,6 +48,24 @@ def prompt_uid(step: int, fetch: int, row: int) -> str:
     """A prompt's name in verl's TransferQueue, without ``_``: verl splits its sample keys,
     ``{uid}_{session}_{i}``, at the first one."""
     return f"s{step:06d}c{fetch}r{row:04d}"
+
+
+def val_prompt_uid(step: int, row: int) -> str:
+    """A validation prompt's name: the step it validates and its row in the validation set."""
+    return f"v{step:06d}r{row:04d}"
+
+
+class ValidationNames:
+    """Stands in for the ``uuid`` module of verl's ``trainer_base`` during ``_validate``, whose one
+    use of it, ``str(uuid.uuid4())`` for each validation prompt in the loader's order, then gives
+    :func:`val_prompt_uid` names."""
+
+    def __init__(self, step: int) -> None:
+        self.step, self.rows = step, 0
+
+    def uuid4(self) -> str:
+        self.rows += 1
+        return val_prompt_uid(self.step, self.rows - 1)
 
 
 class LIETrainer(PPOTrainerSync):
@@ -70,6 +91,14 @@ class LIETrainer(PPOTrainerSync):
             if log_dir:  # every sample of the step is scored (and logged) before it is sampled here
                 sort_rollouts(Path(log_dir), self.global_steps)
         return super()._balance_batch(batch, metrics, *args, **kwargs)
+
+    def _validate(self, *args: Any, **kwargs: Any) -> Any:
+        module = trainer_base.uuid
+        trainer_base.uuid = ValidationNames(self.global_steps)
+        try:
+            return super()._validate(*args, **kwargs)
+        finally:
+            trainer_base.uuid = module
 
     def _compute_old_log_prob(self, batch: Any, metrics: dict) -> Any:
         batch = super()._compute_old_log_prob(batch, metrics)
