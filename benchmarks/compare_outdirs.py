@@ -137,12 +137,12 @@ def _describe_safetensors(a: Path, b: Path) -> str:
     differing = [n for n in names if n not in left or n not in right or not left[n].equal(right[n])]
     if not differing:
         return "same tensors (file bytes differ)"
-    worst = max(
-        float((left[n].float() - right[n].float()).abs().max())
-        for n in differing
-        if n in left and n in right and left[n].shape == right[n].shape
-    )
-    return f"{len(differing)} of {len(names)} tensors differ, largest |diff| {worst:.3g}"
+    comparable = [n for n in differing if n in left and n in right and left[n].shape == right[n].shape]
+    worst = max((float((left[n].float() - right[n].float()).abs().max()) for n in comparable), default=None)
+    largest = f", largest |diff| {worst:.3g}" if worst is not None else ""
+    others = len(differing) - len(comparable)
+    apart = f" ({others} missing on one side or of another shape)" if others else ""
+    return f"{len(differing)} of {len(names)} tensors differ{largest}{apart}"
 
 
 def describe(a: Path, b: Path, root_a: Path, root_b: Path) -> str | None:

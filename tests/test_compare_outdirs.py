@@ -31,6 +31,7 @@ def _tree(root: Path, variant: int) -> None:
     (root / "runs" / "r" / "m.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     pq.write_table(pa.table({"a": [1, 2], "b": [3, 4 + variant]}), root / "t.parquet")
     save_file({"w": torch.ones(2) * (1 + variant), "v": torch.zeros(2)}, str(root / "model.safetensors"))
+    save_file({"w": torch.ones(2 + variant)}, str(root / "resized.safetensors"))
     (root / ("gone.csv" if variant == 0 else "new.csv")).write_text("x\n")
     (root / "runs" / "r" / f"launch-{100 + variant}.jsonl").write_text('{"step": 1}\n')  # named by time
     (root / "runs" / "r" / f"rollouts-{7 + 3 * variant}.jsonl").write_text(f'{{"pid": {variant}}}\n')
@@ -47,13 +48,17 @@ def test_equal_files_and_folder_paths_count_as_identical_and_differences_are_nam
     assert "differs:     t.parquet: columns b" in out
     assert "differs:     model.safetensors: 1 of 2 tensors differ, largest |diff| 1" in out
     assert (
+        "differs:     resized.safetensors: 1 of 1 tensors differ (1 missing on one side or of another shape)"
+        in out
+    )
+    assert (
         "differs:     runs/r/rollouts-7.jsonl -> runs/r/rollouts-10.jsonl: 1 of 1 lines differ; keys pid"
         in out
     )
     assert "only before: gone.csv" in out and "only after:  new.csv" in out
     assert out[-1] == (
-        "3 identical, 5 differ, 1 only before, 1 only after (2 pairs matched by name pattern; "
-        "9 files before, 9 after)"
+        "3 identical, 6 differ, 1 only before, 1 only after (2 pairs matched by name pattern; "
+        "10 files before, 10 after)"
     )
 
 
@@ -64,6 +69,6 @@ def test_ignored_globs_are_left_out(tmp_path, capsys):
     (after / "run.json").write_text("{}")
     _load().main([str(before), str(after), "--ignore", "run.json", "--ignore", "*.csv"])
     assert capsys.readouterr().out.splitlines() == [
-        "7 identical, 0 differ, 0 only before, 0 only after (0 pairs matched by name pattern; "
-        "7 files before, 7 after)"
+        "8 identical, 0 differ, 0 only before, 0 only after (0 pairs matched by name pattern; "
+        "8 files before, 8 after)"
     ]
