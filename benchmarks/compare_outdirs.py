@@ -145,8 +145,9 @@ def _describe_safetensors(a: Path, b: Path) -> str:
     return f"{len(differing)} of {len(names)} tensors differ{largest}{apart}"
 
 
-def describe(a: Path, b: Path, root_a: Path, root_b: Path) -> str | None:
-    """None when the two files are equal (after the folder names are replaced), else how they differ."""
+def describe(a: Path, b: Path, names_a: list[str], names_b: list[str]) -> str | None:
+    """None when the two files are equal (after the folder names, :func:`_names`, are replaced),
+    else how they differ."""
     if a.read_bytes() == b.read_bytes():
         return None
     suffix = a.suffix
@@ -155,7 +156,7 @@ def describe(a: Path, b: Path, root_a: Path, root_b: Path) -> str | None:
     if suffix == ".safetensors":
         return _describe_safetensors(a, b)
     try:
-        left, right = _text(a, _names(root_a, root_b)), _text(b, _names(root_b, root_a))
+        left, right = _text(a, names_a), _text(b, names_b)
     except OSError as exc:
         return f"unreadable: {exc}"
     if left == right:
@@ -192,9 +193,10 @@ def main(argv: list[str] | None = None) -> int:
     left, right = _files(args.before, args.ignore), _files(args.after, args.ignore)
     pairs = [(rel, rel) for rel in left.keys() & right.keys()] + pair_renamed(left, right)
     paired_left, paired_right = {a for a, _ in pairs}, {b for _, b in pairs}
+    names_before, names_after = _names(args.before, args.after), _names(args.after, args.before)
     same = differ = 0
     for a, b in sorted(pairs):
-        what = describe(left[a], right[b], args.before, args.after)
+        what = describe(left[a], right[b], names_before, names_after)
         name = a if a == b else f"{a} -> {b}"
         if what is None:
             same += 1
