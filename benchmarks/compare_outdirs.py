@@ -190,6 +190,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("after", type=Path)
     parser.add_argument("--ignore", action="append", default=[], help="a glob of relative paths to leave out")
     args = parser.parse_args(argv)
+    for folder in (args.before, args.after):
+        if not folder.is_dir():
+            parser.error(
+                f"{folder} is not a folder: give the two outdirs to compare (e.g. results/smoke of each)"
+            )
     left, right = _files(args.before, args.ignore), _files(args.after, args.ignore)
     pairs = [(rel, rel) for rel in left.keys() & right.keys()] + pair_renamed(left, right)
     paired_left, paired_right = {a for a, _ in pairs}, {b for _, b in pairs}

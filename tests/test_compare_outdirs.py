@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 import torch
 from safetensors.torch import save_file
 
@@ -72,3 +73,11 @@ def test_ignored_globs_are_left_out(tmp_path, capsys):
         "8 identical, 0 differ, 0 only before, 0 only after (0 pairs matched by name pattern; "
         "8 files before, 8 after)"
     ]
+
+
+def test_a_missing_folder_is_named_not_read_as_empty(tmp_path, capsys):
+    (tmp_path / "before").mkdir()
+    with pytest.raises(SystemExit) as stop:
+        _load().main([str(tmp_path / "before"), str(tmp_path / "typo")])
+    assert stop.value.code == 2
+    assert f"{tmp_path / 'typo'} is not a folder" in capsys.readouterr().err
