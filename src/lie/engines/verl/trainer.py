@@ -17,7 +17,8 @@ the order of those names and their session (sample) numbers before verl balances
 the step's rollout file in that order too (``lie.formats.runs.sort_rollouts``). verl's
 ``_validate`` names each validation prompt by ``uuid.uuid4()`` too and writes
 ``validation/<step>.jsonl`` sorted by those names; for its duration the trainer gives that call names
-by step and row (``v000004r0011``), so the file holds the same samples in the same order each run.
+by step and row (``v000004r0011``), so the file holds the same samples in the same order each run
+(the validation set's up to 9,999 rows: verl sorts the names as text).
 
 verl takes its trainer from a registry (``TRAINER_REGISTRY`` in trainer_base.py) by
 ``trainer.v1.trainer_mode``; the mode's name also selects verl's behaviour (``self.trainer_mode ==
