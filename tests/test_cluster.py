@@ -9,6 +9,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -38,12 +39,12 @@ def _fake_slurm(tmp_path: Path) -> Path:
     return write_tools(tmp_path / "bin", FAKES)
 
 
-def _run_slurm_profile(
+def _start_slurm_profile(
     tmp_path: Path, missing: tuple[str, ...] = (), cluster: dict | None = None, **training
-) -> subprocess.CompletedProcess:
+) -> subprocess.Popen:
     """Snakemake with profiles/slurm and stand-in Slurm tools, asked for the GSPO+LIE run's final.json,
     with every input of its train job present (but ``missing``); ``cluster`` changes config.yaml's
-    site settings."""
+    site settings. Started, not waited for: its output goes to tmp_path/snakemake.{out,err}."""
     bin_dir = _fake_slurm(tmp_path)
     for name in ("Snakefile", "workflow", "profiles"):
         os.symlink(REPO / name, tmp_path / name)
@@ -71,15 +72,45 @@ def _run_slurm_profile(
     cmd = [sys.executable, "-m", "snakemake", "--profile", "profiles/slurm", "--configfile", "c.yaml",
            "--rerun-triggers", "mtime", "--latency-wait", "1", "--slurm-init-seconds-before-status-checks", "1",
            "--seconds-between-status-checks", "1", str(out / "runs" / RUN / "final.json")]  # fmt: skip
-    return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    with open(tmp_path / "snakemake.out", "w") as stdout, open(tmp_path / "snakemake.err", "w") as stderr:
+        return subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=stdout, stderr=stderr, text=True)
 
 
-def _submissions(tmp_path: Path, cluster: dict | None = None, **training) -> list[list[str]]:
+# The Slurm profile's runs the tests below read: each spends most of its time waiting on Snakemake's
+# status checks and shutdown, so all of them run at once, before the first test that reads one.
+SLURM_RUNS = {
+    "two_nodes": {"nnodes": 2},
+    "site": {"nnodes": 2, "cluster": {"account": "proj7", "gpu_partition": "h100", "constraint": "ib&h100",
+             "qos": "long", "sbatch_extra": "--exclusive --signal=B:USR1@300", "mem_mb_per_node": 200000,
+             "cpus_per_gpu": 6}},
+    "retried": {"walltime_min": 600, "retries": 2},
+    "data_missing": {"missing": ("math500",)},
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def slurm_runs(tmp_path_factory) -> dict[str, SimpleNamespace]:
+    """Each of SLURM_RUNS, finished: its folder, exit status, output and sbatch calls."""
+    folders = {name: tmp_path_factory.mktemp(name) for name in SLURM_RUNS}
+    procs = {name: _start_slurm_profile(folders[name], **kwargs) for name, kwargs in SLURM_RUNS.items()}
+    runs = {}
+    for name, proc in procs.items():
+        folder = folders[name]
+        returncode = proc.wait(timeout=300)
+        log = folder / "sbatch.log"
+        runs[name] = SimpleNamespace(
+            folder=folder,
+            returncode=returncode,
+            output=(folder / "snakemake.out").read_text() + (folder / "snakemake.err").read_text(),
+            submitted=log.read_text() if log.exists() else "",
+        )
+    return runs
+
+
+def _submissions(run: SimpleNamespace) -> list[list[str]]:
     """The sbatch arguments of each attempt of the train job."""
-    proc = _run_slurm_profile(tmp_path, cluster=cluster, **training)
-    log = tmp_path / "sbatch.log"
-    assert log.exists(), (proc.stdout + proc.stderr)[-4000:]
-    return [shlex.split(call) for call in log.read_text().splitlines()]
+    assert run.submitted, run.output[-4000:]
+    return [shlex.split(call) for call in run.submitted.splitlines()]
 
 
 def _flag(args: list[str], name: str) -> str | None:
@@ -91,8 +122,8 @@ def _flag(args: list[str], name: str) -> str | None:
     return None
 
 
-def test_the_train_job_gets_its_nodes_gpus_cpus_walltime_and_partition(tmp_path):
-    (args,) = _submissions(tmp_path, nnodes=2)
+def test_the_train_job_gets_its_nodes_gpus_cpus_walltime_and_partition(slurm_runs):
+    (args,) = _submissions(slurm_runs["two_nodes"])
     assert _flag(args, "--nodes") == "2"
     assert _flag(args, "--gres") == "gpu:4"  # per node
     assert _flag(args, "--cpus-per-task") == "32"  # 8 per GPU: Ray, FSDP, vLLM and the graders
@@ -105,10 +136,8 @@ def test_the_train_job_gets_its_nodes_gpus_cpus_walltime_and_partition(tmp_path)
     assert _flag(args, "-C") is None and _flag(args, "--qos") is None
 
 
-def test_the_site_settings_of_the_config_reach_sbatch(tmp_path):
-    site = {"account": "proj7", "gpu_partition": "h100", "constraint": "ib&h100", "qos": "long",
-            "sbatch_extra": "--exclusive --signal=B:USR1@300", "mem_mb_per_node": 200000, "cpus_per_gpu": 6}  # fmt: skip
-    (args,) = _submissions(tmp_path, cluster=site, nnodes=2)
+def test_the_site_settings_of_the_config_reach_sbatch(slurm_runs):
+    (args,) = _submissions(slurm_runs["site"])
     assert (_flag(args, "-A"), _flag(args, "-p")) == ("proj7", "h100")  # the config wins over the environment
     assert (_flag(args, "-C"), _flag(args, "--qos")) == ("ib&h100", "long")
     assert "--exclusive" in args and "--signal=B:USR1@300" in args
@@ -136,9 +165,9 @@ def test_a_bad_site_setting_is_one_line_naming_the_key(tmp_path, key, value, mes
     assert message in line
 
 
-def test_a_failed_or_timed_out_train_job_is_submitted_again_as_configured(tmp_path):
+def test_a_failed_or_timed_out_train_job_is_submitted_again_as_configured(slurm_runs):
     """Slurm does not requeue a TIMEOUT: training.retries more attempts, each resuming from its checkpoint."""
-    attempts = _submissions(tmp_path, walltime_min=600, retries=2)
+    attempts = _submissions(slurm_runs["retried"])
     assert [_flag(a, "-t") for a in attempts] == ["600"] * 3
     assert [next(w for w in a if w.startswith("--wrap")).count("--attempt " + str(i + 1)) for i, a in
             enumerate(attempts)] == [1, 1, 1]  # fmt: skip
@@ -153,12 +182,11 @@ def test_the_slurm_profile_leaves_cpus_to_the_rules_and_binds_the_hub_cache():
     # the image) runs against stand-in srun/apptainer/ray in tests/test_slurm_launcher.py
 
 
-def test_downloads_run_where_snakemake_runs_not_through_sbatch(tmp_path):
+def test_downloads_run_where_snakemake_runs_not_through_sbatch(slurm_runs):
     """`data` (and `base_model`) are local rules: on a login node with network, not a compute node."""
-    proc = _run_slurm_profile(tmp_path, missing=("math500",))
-    assert "localrule data:" in proc.stdout + proc.stderr
-    submitted = (tmp_path / "sbatch.log").read_text() if (tmp_path / "sbatch.log").exists() else ""
-    assert "rule_data" not in submitted
+    run = slurm_runs["data_missing"]
+    assert "localrule data:" in run.output
+    assert "rule_data" not in run.submitted
 
 
 # ---- one GPU box ---------------------------------------------------------------------------------

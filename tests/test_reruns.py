@@ -31,10 +31,20 @@ LIE_ON = {
 }  # fmt: skip
 
 
+# `snakemake --touch` as it is, but for the 0.1 s its touch executor sleeps before each job's files
+# (snakemake/executors/touch.py, Executor.SLEEPING_TIME): 30 s over the paper's DAG, for no check here.
+# Each touch still goes through Snakemake's own scheduler and records the job's metadata.
+TOUCH_WITHOUT_SLEEP = (
+    "import sys, snakemake.executors.touch as touch; touch.Executor.SLEEPING_TIME = 0; "
+    "from snakemake.cli import main; main(sys.argv[1:])"
+)
+
+
 def _snakemake(workdir: Path, config: dict, *args: str, name: str = "c.yaml") -> subprocess.CompletedProcess:
     (workdir / name).write_text(yaml.safe_dump(config, sort_keys=False))
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    cmd = [sys.executable, "-m", "snakemake", "--configfile", name, "--cores", "1", *args]
+    snakemake = ["-c", TOUCH_WITHOUT_SLEEP] if "--touch" in args else ["-m", "snakemake"]
+    cmd = [sys.executable, *snakemake, "--configfile", name, "--cores", "1", *args]
     return subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
 
 
@@ -150,11 +160,8 @@ def test_a_dry_run_never_rewrites_the_config_running_jobs_read(finished):
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory) -> Path:
-    from lie.stages.tiny import build_tiny
-
-    corpus = [r["prompt"][0]["content"] for r in arithmetic_rows(40)] + ["The answer is \\boxed{7}."] * 5
-    return build_tiny(tmp_path_factory.mktemp("tiny") / "model", corpus, seed=0, vocab_size=300)
+def tiny(arith_tiny) -> Path:
+    return arith_tiny  # built once per pytest run (tests/conftest.py)
 
 
 def _trl(cfg: Path, train: Path, *extra: str) -> subprocess.CompletedProcess:

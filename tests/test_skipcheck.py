@@ -25,13 +25,14 @@ def test_needs_a_browser():
 """
 
 
-def run(root: Path, ci: str | None) -> subprocess.CompletedProcess:
+def run(root: Path, ci: str | None, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "CI"}
     if ci is not None:
         env["CI"] = ci
     env["PYTHONPATH"] = os.pathsep.join([str(TESTS), env.get("PYTHONPATH", "")])
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "skipcheck", "-p", "no:cacheprovider", "-q", "tests/test_sample.py"],
+        [sys.executable, "-m", "pytest", "-p", "skipcheck", "-p", "no:cacheprovider", "-q", *args,
+         "tests/test_sample.py"],
         cwd=root, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
 
@@ -75,6 +76,27 @@ def test_without_ci_or_without_a_list(root):
     assert run(root, None).returncode == 0  # a developer's run: skips are reported, not failed
     proc = run(root, "true")  # no allow-list at all: every skip is unexpected
     assert proc.returncode == 1 and proc.stdout.count("unexpected skip") == 2
+
+
+def test_on_two_workers_the_listed_skips_pass_and_an_unlisted_one_is_named(root):
+    """make test's pytest-xdist run: test ids carry their group (``...@group``), the list does not."""
+    marked = "import pytest\npytestmark = pytest.mark.xdist_group('sample')\n" + SAMPLE
+    (root / "tests" / "test_sample.py").write_text(marked, encoding="utf-8")
+    allow(root, "tests/test_sample.py::test_needs_the_network  # offline")
+    proc = run(root, "true", "-n", "2", "--dist", "loadgroup")
+    assert proc.returncode == 1, proc.stdout
+    unexpected = [line for line in proc.stdout.splitlines() if line.startswith("unexpected skip")]
+    assert unexpected == [
+        "unexpected skip (CI=true): tests/test_sample.py::test_needs_a_browser; "
+        f"not in {root / 'tests' / 'skip_allowlist.txt'}"
+    ]
+    allow(
+        root,
+        "tests/test_sample.py::test_needs_the_network  # offline",
+        "tests/test_sample.py::test_needs_a_browser",
+    )
+    proc = run(root, "true", "-n", "2", "--dist", "loadgroup")
+    assert proc.returncode == 0 and "unexpected skip" not in proc.stdout, proc.stdout
 
 
 def test_a_failing_test_keeps_its_own_status(root):

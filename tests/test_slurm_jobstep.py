@@ -16,7 +16,9 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
+import pytest
 import yaml
 from small import paper_config
 from standins import write_tools
@@ -110,24 +112,24 @@ def _tree(tmp_path: Path, retries: int = 0, **cluster) -> tuple[Path, dict]:
     return tree, config
 
 
-def _jobstep(
+def _start_jobstep(
     tmp_path: Path,
     executor: tuple[str, ...] = ("--executor", "slurm-jobstep", "--jobs", "1"),
     env_extra: dict | None = None,
     retries: int = 0,
     **cluster,
-) -> tuple[subprocess.CompletedProcess, list[dict], Path]:
-    """``snakemake TARGET --executor slurm-jobstep --jobs 1`` inside the stand-in allocation."""
+) -> subprocess.Popen:
+    """``snakemake TARGET --executor slurm-jobstep --jobs 1`` inside the stand-in allocation, started;
+    its output goes to tmp_path/snakemake.{out,err}."""
     bin_dir = write_tools(tmp_path / "bin", FAKES)
     tree, _ = _tree(tmp_path, retries, **cluster)
     final = tree / "out" / "runs" / RUN / "final.json"
-    calls = tmp_path / "calls.jsonl"
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
     env.update(ALLOCATION)
     env.update(
         {
             "PATH": f"{bin_dir}:{Path(sys.executable).parent}:{os.environ['PATH']}",
-            "CALLS": str(calls),
+            "CALLS": str(tmp_path / "calls.jsonl"),
             "FINAL": str(final),
             "END_TIME": END_TIME,
             "LIE_RAY_WAIT_S": "5",
@@ -136,9 +138,34 @@ def _jobstep(
     )
     cmd = [sys.executable, "-m", "snakemake", str(final), *executor,
            "--configfile", "c.yaml", "--rerun-triggers", "mtime", "--latency-wait", "1"]  # fmt: skip
-    proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=300)
-    lines = calls.read_text().splitlines() if calls.exists() else []
-    return proc, [json.loads(line) for line in lines], tree
+    with open(tmp_path / "snakemake.out", "w") as stdout, open(tmp_path / "snakemake.err", "w") as stderr:
+        return subprocess.Popen(cmd, cwd=tree, env=env, stdout=stdout, stderr=stderr, text=True)
+
+
+@pytest.fixture(scope="module")
+def jobs(tmp_path_factory) -> dict[str, SimpleNamespace]:
+    """The jobs the tests below read, run at once before the first test (each waits mostly on its
+    stand-ins), finished: exit status, output, the stand-ins' calls and the checkout."""
+    folders = {name: tmp_path_factory.mktemp(name) for name in ("two_nodes", "nccl", "retried")}
+    nccl = {"NCCL_SOCKET_IFNAME": "ib0", "NCCL_IB_HCA": "mlx5", "NCCL_DEBUG": None}
+    fail_first = {"FAIL_FIRST": str(folders["retried"] / "failed")}
+    procs = {
+        "two_nodes": _start_jobstep(folders["two_nodes"]),
+        "nccl": _start_jobstep(folders["nccl"], nccl=nccl),
+        "retried": _start_jobstep(folders["retried"], ("--cores", "1"), fail_first, retries=1),
+    }
+    done = {}
+    for name, proc in procs.items():
+        folder = folders[name]
+        returncode = proc.wait(timeout=300)
+        calls = folder / "calls.jsonl"
+        done[name] = SimpleNamespace(
+            returncode=returncode,
+            log=((folder / "snakemake.out").read_text() + (folder / "snakemake.err").read_text())[-6000:],
+            calls=[json.loads(line) for line in calls.read_text().splitlines()] if calls.exists() else [],
+            tree=folder / "tree",
+        )
+    return done
 
 
 def _opt(args: list[str], *names: str) -> str | None:
@@ -166,10 +193,10 @@ def _srun_options(args: list[str]) -> list[str]:
     return out
 
 
-def test_a_two_node_train_job_starts_ray_on_both_nodes_with_steps_that_fit(tmp_path):
-    proc, calls, _ = _jobstep(tmp_path)
-    log = (proc.stdout + proc.stderr)[-6000:]
-    assert proc.returncode == 0, log
+def test_a_two_node_train_job_starts_ray_on_both_nodes_with_steps_that_fit(jobs):
+    job = jobs["two_nodes"]
+    calls, log = job.calls, job.log
+    assert job.returncode == 0, log
     sruns = [c for c in calls if c["tool"] == "srun"]
     assert sruns, log
     for call in sruns:
@@ -195,22 +222,20 @@ def test_a_two_node_train_job_starts_ray_on_both_nodes_with_steps_that_fit(tmp_p
     assert trainer["env"]["RAY_ADDRESS"] == "10.0.0.7:6621"
 
 
-def test_the_site_nccl_settings_reach_every_ray_node_and_the_trainer(tmp_path):
-    proc, calls, _ = _jobstep(
-        tmp_path, nccl={"NCCL_SOCKET_IFNAME": "ib0", "NCCL_IB_HCA": "mlx5", "NCCL_DEBUG": None}
-    )
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
-    seen = [c["env"] for c in calls if c["tool"] in ("ray", "lie")]
+def test_the_site_nccl_settings_reach_every_ray_node_and_the_trainer(jobs):
+    job = jobs["nccl"]
+    assert job.returncode == 0, job.log
+    seen = [c["env"] for c in job.calls if c["tool"] in ("ray", "lie")]
     assert len(seen) == 3
     assert all(e["NCCL_SOCKET_IFNAME"] == "ib0" and e["NCCL_IB_HCA"] == "mlx5" for e in seen)
     assert not any("NCCL_DEBUG" in e for e in seen)  # null: left to NCCL
 
 
-def test_each_attempt_keeps_its_own_log(tmp_path):
+def test_each_attempt_keeps_its_own_log(jobs):
     """A failed attempt's output survives the retry that follows it (the log is appended to)."""
-    proc, _, tree = _jobstep(tmp_path, ("--cores", "1"), {"FAIL_FIRST": str(tmp_path / "failed")}, retries=1)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
-    logs = tree / "out" / "logs" / "train"
+    job = jobs["retried"]
+    assert job.returncode == 0, job.log
+    logs = job.tree / "out" / "logs" / "train"
     first, second = (logs / f"{RUN}.attempts.log").read_text().split(f"==== train {RUN}, attempt 2: ")
     assert f"==== train {RUN}, attempt 1: " in first and "CUDA out of memory (attempt one)" in first
     assert "training done" in second and "out of memory" not in second
@@ -218,11 +243,12 @@ def test_each_attempt_keeps_its_own_log(tmp_path):
     assert last.startswith(f"==== train {RUN}, attempt 2: ") and "training done" in last
 
 
-def test_the_job_end_reaches_the_trainer_as_verls_expiration_timestamp(tmp_path):
+def test_the_job_end_reaches_the_trainer_as_verls_expiration_timestamp(jobs):
     """verl's should_save_ckpt_esi reads MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP (epoch seconds)
     in the trainer, a Ray actor: every `ray start` and the driver must carry it."""
-    proc, calls, _ = _jobstep(tmp_path)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
+    job = jobs["two_nodes"]  # the same job as the two-node test's
+    calls = job.calls
+    assert job.returncode == 0, job.log
     end = datetime.datetime.fromisoformat(END_TIME).timestamp()  # local time, as `date -d` reads it
     seen = [c for c in calls if c["tool"] in ("ray", "lie")]
     assert len(seen) == 3

@@ -21,12 +21,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    from lie.stages.tiny import build_tiny
-
-    path = tmp_path_factory.mktemp("tiny") / "model"
-    corpus = [r["prompt"][0]["content"] for r in arithmetic_rows(40)] + ["The answer is \\boxed{7}."] * 5
-    return build_tiny(path, corpus, seed=0, vocab_size=300)
+def tiny(arith_tiny):
+    return arith_tiny  # built once per pytest run (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")

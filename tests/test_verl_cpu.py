@@ -8,6 +8,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -23,6 +24,8 @@ import yaml
 pytest.importorskip("verl")
 
 from small import arithmetic_rows, small_config, write_config, write_parquet  # noqa: E402
+from smoke_run import CHILD, PARENT, SMOKE_GROUP, probe_env, smoke_run  # noqa: E402
+from tripwires import run_probes  # noqa: E402
 
 from lie.engines.sampling import TokenRequest, sample_batch  # noqa: E402
 from lie.formats.runs import RunDir, read_metrics, read_rollouts  # noqa: E402
@@ -66,17 +69,17 @@ def _answer_at_varied_lengths(model, tokenizer) -> None:
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory) -> Path:
-    from lie.stages.tiny import build_tiny
+def tiny(tmp_path_factory, arith_tiny) -> Path:
+    """The arithmetic tiny model (tests/conftest.py) after _answer_at_varied_lengths, in a folder of its own."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    corpus = [r["prompt"][0]["content"] for r in arithmetic_rows(40)] + ["The answer is \\boxed{7}."] * 5
-    return build_tiny(
-        tmp_path_factory.mktemp("tiny") / "model",
-        corpus,
-        seed=0,
-        vocab_size=300,
-        train=_answer_at_varied_lengths,
-    )
+    out = tmp_path_factory.mktemp("tiny") / "model"
+    model = AutoModelForCausalLM.from_pretrained(arith_tiny, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(arith_tiny)
+    _answer_at_varied_lengths(model, tokenizer)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -198,68 +201,73 @@ def test_end_of_sequence_stops_a_row_unless_ignored(model):
 # ---- the patches: each exists because a verl line still fails on a CPU ---------------------------
 
 
-def _python(code: str, **env: str) -> subprocess.CompletedProcess:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("VERL_")}
-    return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env={**clean, **env}
-    )
-
-
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def test_verls_default_process_group_backend_still_fails_on_a_cpu():
-    """If this fails, verl builds a valid CPU backend now: remove patches._init_process_group."""
-    code = (
+@pytest.fixture(scope="module")
+def probes(tiny) -> dict:
+    """The upstream lines our patches work around, each probed in a fresh interpreter of this environment
+    (one process, a fork a probe: tests/tripwires.py), without verl settings of the calling process."""
+    process_group = (  # If this changes, verl builds a valid CPU backend now: remove patches._init_process_group
         "import lie.engines.verl.cpu.platform\n"
         "import verl.utils.distributed as d\n"
         "try:\n    d.initialize_global_process_group_ray()\n    print('RAN')\n"
         "except Exception as e:\n    print('FAILED', e)\n"
     )
-    out = _python(
-        code,
-        VERL_PLATFORM="cpu",
-        RANK="0",
-        WORLD_SIZE="1",
-        MASTER_ADDR="127.0.0.1",
-        MASTER_PORT=str(_free_port()),
-    )
-    assert "FAILED" in out.stdout and "Duplicate device type" in out.stdout, out.stdout + out.stderr
-
-
-def test_verls_trl_value_head_import_still_fails(tiny):
-    """If this fails, verl (or TRL) fixed the import: remove patches._no_value_head_patch."""
-    code = (
+    distributed = {"VERL_PLATFORM": "cpu", "RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1",
+                   "MASTER_PORT": str(_free_port())}  # fmt: skip
+    value_head = (  # If this changes, verl (or TRL) fixed the import: remove patches._no_value_head_patch
         "from transformers import AutoModelForCausalLM\n"
         "from verl.models.transformers.monkey_patch import apply_monkey_patch\n"
         f"m = AutoModelForCausalLM.from_pretrained({str(tiny)!r})\n"
         "try:\n    apply_monkey_patch(m, use_remove_padding=True)\n    print('RAN')\n"
         "except ImportError as e:\n    print('FAILED', e)\n"
     )
-    out = _python(code)
-    assert "FAILED" in out.stdout and "AutoModelForCausalLMWithValueHead" in out.stdout, (
-        out.stdout + out.stderr
-    )
-
-
-def test_the_backend_is_refused_where_a_gpu_is_visible():
-    from lie.engines.verl import cpu as verl_cpu
-
-    env = verl_cpu.environment({"CUDA_VISIBLE_DEVICES": "", "VERL_USE_EXTERNAL_MODULES": "other"})
-    assert "CUDA_VISIBLE_DEVICES" not in env and env["VERL_PLATFORM"] == "cpu"
-    assert env["VERL_USE_EXTERNAL_MODULES"] == f"other,{verl_cpu.PLUGIN}"
-    # the plugin itself, imported where torch sees a GPU: refused before any of the backend loads
-    code = (
+    gpu_visible = (  # the plugin itself, imported where torch sees a GPU
         "import sys, torch\n"
         "torch.cuda.is_available = lambda: True\n"
         "try:\n    import lie.engines.verl.cpu.plugin\n"
         "except RuntimeError as e:\n    print('REFUSED', e)\n"
         "print(sorted(m for m in sys.modules if m.startswith('lie.engines.verl.cpu.')))"
     )
-    out = _python(code)
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("VERL_")}
+    return run_probes(
+        sys.executable,
+        {
+            "process_group": {"code": process_group, "env": distributed},
+            "value_head": {"code": value_head},
+            "gpu_visible": {"code": gpu_visible},
+        },
+        preload=("torch", "transformers"),
+        env=clean,
+    )
+
+
+def test_verls_default_process_group_backend_still_fails_on_a_cpu(probes):
+    """If this fails, verl builds a valid CPU backend now: remove patches._init_process_group."""
+    out = probes["process_group"]
+    assert "FAILED" in out.stdout and "Duplicate device type" in out.stdout, out.stdout + out.stderr
+
+
+def test_verls_trl_value_head_import_still_fails(probes):
+    """If this fails, verl (or TRL) fixed the import: remove patches._no_value_head_patch."""
+    out = probes["value_head"]
+    assert "FAILED" in out.stdout and "AutoModelForCausalLMWithValueHead" in out.stdout, (
+        out.stdout + out.stderr
+    )
+
+
+def test_the_backend_is_refused_where_a_gpu_is_visible(probes):
+    from lie.engines.verl import cpu as verl_cpu
+
+    env = verl_cpu.environment({"CUDA_VISIBLE_DEVICES": "", "VERL_USE_EXTERNAL_MODULES": "other"})
+    assert "CUDA_VISIBLE_DEVICES" not in env and env["VERL_PLATFORM"] == "cpu"
+    assert env["VERL_USE_EXTERNAL_MODULES"] == f"other,{verl_cpu.PLUGIN}"
+    # the plugin itself, imported where torch sees a GPU: refused before any of the backend loads
+    out = probes["gpu_visible"]
     assert out.returncode == 0, out.stderr[-3000:]
     assert "REFUSED lie.engines.verl.cpu is verl's CPU backend" in out.stdout, out.stdout
     assert "unset VERL_USE_EXTERNAL_MODULES" in out.stdout
@@ -302,57 +310,93 @@ def _train_args(root: Path, tiny: Path, run: str = "tiny_gspo_lie") -> list[str]
             "--model", str(tiny)]  # fmt: skip
 
 
+# The tests below read the verl runs of the one smoke DAG run (tests/smoke_run.py): GSPO+LIE on the tiny
+# model, 4 steps of 4 prompts x 4 samples, checkpoints at steps 2 and 4, validation at step 4 (accuracy
+# only, 12 rows), then its continual child; verl's processes loaded tests/verl_probe.py.
+
+
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory, tiny) -> Path:
-    """Two GSPO+LIE steps of verl's main_ppo, validation at step 2, checkpoints at steps 1 and 2;
-    verl's processes load tests/verl_probe.py, which records the entropies behind actor/entropy."""
-    root = tmp_path_factory.mktemp("verl")
-    _setup(root, tiny)
-    probe = {
-        "VERL_USE_EXTERNAL_MODULES": "verl_probe",
-        "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), os.environ.get("PYTHONPATH", "")]),
-        "LIE_TEST_ENTROPY_DUMP": str(root / "entropy.jsonl"),
-    }
-    result = _lie(*_train_args(root, tiny), timeout=900, env={**os.environ, **probe})
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
-    return root
+def smoke(tmp_path_factory):
+    return smoke_run(tmp_path_factory)
 
 
-def test_main_ppo_trains_with_our_manager_loaded_by_verl(trained):
-    rundir = RunDir(trained / "out", "tiny_gspo_lie")
+def _smoke_inputs(smoke) -> tuple[Path, Path, list[Path]]:
+    """The smoke verl run's training file, initial model and validation files, as the DAG gave them."""
+    from lie.config import RunSettings, load_config
+    from lie.config.layout import Layout
+
+    config = load_config(smoke.config_file)
+    layout, settings = Layout(config), RunSettings.of(config, PARENT)
+    val = [layout.dataset_file(name) for name in settings.val_sets]
+    return layout.reflen_file(settings.data, settings.model), layout.init_model(PARENT), val
+
+
+def _smoke_train_args(smoke, config_file: Path | None = None) -> list[str]:
+    """The train job's ``lie train`` arguments for the smoke's verl run, its inputs from the smoke's outdir."""
+    train, model, val = _smoke_inputs(smoke)
+    args = ["train", PARENT, "--config", str(config_file or smoke.config_file), "--engine", "verl",
+            "--train-file", str(train), "--model", str(model)]  # fmt: skip
+    for path in val:
+        args += ["--val-file", str(path)]
+    return args
+
+
+def _smoke_copy(smoke, root: Path, **training) -> Path:
+    """The smoke config with ``outdir`` under ``root`` (and ``training`` changed), written to root."""
+    config = copy.deepcopy(smoke.config)
+    config["outdir"] = str(root / "out")
+    config["training"].update(training)
+    path = root / "smoke.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
+@SMOKE_GROUP
+def test_main_ppo_trains_with_our_manager_loaded_by_verl(smoke):
+    import pyarrow.parquet as pq
+
+    rundir = RunDir(smoke.out, PARENT)
     final = json.loads(rundir.final_json.read_text())
-    assert final == {"engine": "verl", "checkpoint": str(rundir.checkpoints / "global_step_2"), "step": 2}
-    assert (rundir.checkpoints / "latest_checkpointed_iteration.txt").read_text().strip() == "2"
-    for step in (1, 2):
+    assert final == {"engine": "verl", "checkpoint": str(rundir.checkpoints / "global_step_4"), "step": 4}
+    assert (rundir.checkpoints / "latest_checkpointed_iteration.txt").read_text().strip() == "4"
+    for step in (2, 4):  # save_freq 2, keep_checkpoints 2
         assert (rundir.checkpoints / f"global_step_{step}" / "actor").is_dir()
     composed = yaml.safe_load(rundir.verl_config.read_text())
     assert composed["reward"]["reward_manager"]["module"]["path"] == "pkg://lie.engines.verl.reward_manager"
     assert composed["actor_rollout_ref"]["rollout"]["name"] == "transformers"
     assert composed["trainer"]["device"] == "cpu"
-    # our manager graded every training sample (2 prompts x 4 samples a step) and scored LIE's terms
+    # our manager graded every training sample (4 prompts x 4 samples a step) and scored LIE's terms,
+    # with each prompt's reference length from the reflen file
     rollouts = read_rollouts(rundir)
-    assert sorted({r["step"] for r in rollouts}) == [1, 2]
-    assert all(sum(r["step"] == s for r in rollouts) == 8 for s in (1, 2))
-    assert all(r["ref_len"] == 40 and r["grade_status"] in ("ok", "no_answer") for r in rollouts)
-    assert all(r["r_len"] < 0 for r in rollouts if r["acc"] == 0)  # wrong and short of L_ref - tolerance
-    for step in (1, 2):  # one id per sample, one group per prompt (verl's uid), 4 samples each
+    assert sorted({r["step"] for r in rollouts}) == [1, 2, 3, 4]
+    assert all(sum(r["step"] == s for r in rollouts) == 16 for s in (1, 2, 3, 4))
+    reflen = pq.read_table(_smoke_inputs(smoke)[0]).to_pylist()
+    ref_len = {row["extra_info"]["index"]: row["reward_model"]["num_tokens"] for row in reflen}
+    assert all(r["ref_len"] == ref_len[r["prompt_index"]] for r in rollouts)
+    assert all(r["grade_status"] in ("ok", "no_answer") for r in rollouts)
+    tolerance = smoke.config["reward"]["tolerance"]
+    short = [r for r in rollouts if r["acc"] == 0 and r["num_tokens"] < r["ref_len"] - tolerance]
+    assert short and all(r["r_len"] < 0 for r in short)  # wrong and short of L_ref - tolerance
+    assert all(r["r_len"] == 0 for r in rollouts if r not in short)
+    for step in (1, 2, 3, 4):  # one id per sample, one group per prompt (verl's uid), 4 samples each
         samples = [r for r in rollouts if r["step"] == step]
-        assert len({r["uid"] for r in samples}) == 8 and all(
+        assert len({r["uid"] for r in samples}) == 16 and all(
             r["uid"].startswith(r["group"] + "_") for r in samples
         )
-        assert sorted(Counter(r["group"] for r in samples).values()) == [4, 4]
+        assert sorted(Counter(r["group"] for r in samples).values()) == [4, 4, 4, 4]
     assert not (rundir.root / "verl_rollouts").exists()  # no second copy of the samples
     metrics = read_metrics(rundir)
-    assert [m["step"] for m in metrics] == [1, 2]
+    assert [m["step"] for m in metrics] == [1, 2, 3, 4]
     assert "actor/pg_loss" in metrics[0] and "critic/score/mean" in metrics[0]
 
 
-def test_the_logged_entropy_is_a_token_mean_in_a_gspo_run(trained):
+@SMOKE_GROUP
+def test_the_logged_entropy_is_a_token_mean_in_a_gspo_run(smoke):
     """verl aggregates actor/entropy with the run's loss_agg_mode (GSPO: a mean of per-response
     means); lie.engines.verl.trainer logs the token mean of the same entropies, as the authors' logs."""
-    calls = [json.loads(line) for line in (trained / "entropy.jsonl").read_text().splitlines()]
-    metrics = read_metrics(RunDir(trained / "out", "tiny_gspo_lie"))
-    assert len(calls) == len(metrics) == 2
+    calls = [json.loads(line) for line in smoke.entropy.read_text().splitlines()]
+    metrics = [*read_metrics(RunDir(smoke.out, PARENT)), *read_metrics(RunDir(smoke.out, CHILD))]
+    assert len(calls) == len(metrics) == 8  # the parent's 4 steps, then its child's
     gaps = []
     for call, step in zip(calls, metrics):
         assert call["mode"] == "seq-mean-token-mean"  # what verl itself would have logged
@@ -363,51 +407,56 @@ def test_the_logged_entropy_is_a_token_mean_in_a_gspo_run(trained):
     assert max(gaps) > 1e-4  # responses of different lengths: the two means differ here
 
 
-def test_the_thinking_flag_reaches_verls_prompts(trained):
-    dump = trained / "out/runs/tiny_gspo_lie/validation/2.jsonl"
+@SMOKE_GROUP
+def test_the_thinking_flag_reaches_verls_prompts(smoke):
+    dump = smoke.out / "runs" / PARENT / "validation" / "4.jsonl"
     inputs = [json.loads(line)["input"] for line in dump.read_text().splitlines()]
     assert inputs and all(text.endswith("assistant\n<think>\n\n</think>\n\n") for text in inputs)
 
 
-def test_validation_rows_are_scored_by_accuracy_only(trained):
-    rundir = RunDir(trained / "out", "tiny_gspo_lie")
-    rows = [json.loads(line) for line in (rundir.root / "validation" / "2.jsonl").read_text().splitlines()]
-    assert len(rows) == 4
+@SMOKE_GROUP
+def test_validation_rows_are_scored_by_accuracy_only(smoke):
+    rundir = RunDir(smoke.out, PARENT)
+    rows = [json.loads(line) for line in (rundir.root / "validation" / "4.jsonl").read_text().splitlines()]
+    assert len(rows) == 12  # arith-test
     assert all(r["r_len"] == 0 and r["r_red"] == 0 and r["score"] == r["acc"] for r in rows)
     assert all(r["num_tokens"] > 0 for r in rows)
     metrics = read_metrics(rundir)[-1]
-    assert "val-core/arith-val/acc/mean@1" in metrics
+    assert "val-core/arith-test/acc/mean@1" in metrics
 
 
-def test_the_merged_checkpoint_is_a_hugging_face_model_that_generates(trained):
+@SMOKE_GROUP
+def test_the_merged_checkpoint_is_a_hugging_face_model_that_generates(smoke):
+    """The DAG's merge job (``lie merge``) wrote the final checkpoint's weights as a Hugging Face model."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    result = _lie("merge", "tiny_gspo_lie", "--config", str(trained / "config.yaml"), timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    merged = trained / "out/models/tiny_gspo_lie"
+    merged = smoke.out / "models" / PARENT
     model = AutoModelForCausalLM.from_pretrained(merged)
     tokenizer = AutoTokenizer.from_pretrained(merged)
     ids = tokenizer("What is 2 + 3?", return_tensors="pt").input_ids
-    out = model.generate(ids, min_new_tokens=4, max_new_tokens=4, do_sample=False)  # it has learnt to stop
+    out = model.generate(ids, min_new_tokens=4, max_new_tokens=4, do_sample=False)
     assert out.shape[1] == ids.shape[1] + 4
     # the weights are the trained ones, not the initial model's
-    state = torch.load(trained / "out/runs/tiny_gspo_lie/checkpoints/global_step_2/actor/model_world_size_1_rank_0.pt",
-                       weights_only=False)  # fmt: skip
+    actor = smoke.out / "runs" / PARENT / "checkpoints/global_step_4/actor"
+    state = torch.load(actor / "model_world_size_1_rank_0.pt", weights_only=False)
+    initial = AutoModelForCausalLM.from_pretrained(smoke.out / "base" / "tiny").state_dict()
     name = "model.embed_tokens.weight"
     trained_weight = state[name].full_tensor() if hasattr(state[name], "full_tensor") else state[name]
     assert torch.allclose(model.state_dict()[name].float(), trained_weight.float(), atol=1e-2)
+    assert not torch.equal(initial[name].float(), trained_weight.float())
 
 
-def test_a_rerun_with_the_same_settings_does_not_train_again(trained, tiny):
-    run = trained / "out/runs/tiny_gspo_lie"
-    weights = run / "checkpoints/global_step_2/actor/model_world_size_1_rank_0.pt"
+@SMOKE_GROUP
+def test_a_rerun_with_the_same_settings_does_not_train_again(smoke):
+    run = smoke.out / "runs" / PARENT
+    weights = run / "checkpoints/global_step_4/actor/model_world_size_1_rank_0.pt"
     files = lambda: sorted(str(p.relative_to(run)) for p in run.rglob("*"))  # noqa: E731
     before = (files(), weights.stat().st_mtime_ns)
-    result = _lie(*_train_args(trained, tiny), timeout=300)
+    result = _lie(*_smoke_train_args(smoke), timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "running verl" not in result.stderr
     assert (files(), weights.stat().st_mtime_ns) == before  # no new file, the weights not rewritten
-    assert json.loads((trained / "out/runs/tiny_gspo_lie/final.json").read_text())["step"] == 2
+    assert json.loads((run / "final.json").read_text())["step"] == 4
 
 
 # What compares the rollout server's log-probs with the actor's: the server's come from a batch whose
@@ -424,25 +473,28 @@ def _comparable_metrics(rundir: RunDir) -> list[dict]:
     ]
 
 
-def test_two_clean_runs_train_identically(trained, tiny, tmp_path):
-    """The same config twice: the same rollouts (every sample's response and reward, under the same
-    group and sample id, in the same order), the same metrics (but wall times and the diagnostics of
-    the rollout server's log-probs), the same validation file (prompts named by step and row, not
-    verl's uuid4), bit-identical weights at every step."""
-    _setup(tmp_path, tiny)
-    probe = {"VERL_USE_EXTERNAL_MODULES": "verl_probe",  # as the first run: verl loads the same modules
-             "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), os.environ.get("PYTHONPATH", "")]),
-             "LIE_TEST_ENTROPY_DUMP": str(tmp_path / "entropy.jsonl")}  # fmt: skip
-    result = _lie(*_train_args(tmp_path, tiny), timeout=900, env={**os.environ, **probe})
+@SMOKE_GROUP
+def test_two_clean_runs_train_identically(smoke, tmp_path):
+    """The smoke's verl run again, alone, from the same inputs: the same rollouts (every sample's
+    response and reward, under the same group and sample id, in the same order), the same metrics (but
+    wall times and the diagnostics of the rollout server's log-probs), the same validation file (prompts
+    named by step and row, not verl's uuid4), bit-identical weights at every saved step."""
+    args = _smoke_train_args(smoke, _smoke_copy(smoke, tmp_path))
+    env = {
+        **probe_env(tmp_path / "entropy.jsonl"),
+        "OMP_NUM_THREADS": "1",
+        "HF_HUB_OFFLINE": "1",
+    }  # as the DAG's
+    result = _lie(*args, timeout=900, env=env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
-    first, second = RunDir(trained / "out", "tiny_gspo_lie"), RunDir(tmp_path / "out", "tiny_gspo_lie")
+    first, second = RunDir(smoke.out, PARENT), RunDir(tmp_path / "out", PARENT)
     assert read_rollouts(second) == read_rollouts(first)  # group ids included: named by step and row
     assert _comparable_metrics(second) == _comparable_metrics(first)
-    dumps = [(run.root / "validation" / "2.jsonl").read_bytes() for run in (first, second)]
+    dumps = [(run.root / "validation" / "4.jsonl").read_bytes() for run in (first, second)]
     assert dumps[1] == dumps[0]
     uids = [json.loads(line)["uid"] for line in dumps[0].splitlines()]
-    assert uids == [f"v000002r{row:04d}_0_0" for row in range(4)]  # the 4 rows of val.parquet, n = 1
-    for step in (1, 2):
+    assert uids == [f"v000004r{row:04d}_0_0" for row in range(12)]  # the 12 rows of arith-test, n = 1
+    for step in (2, 4):
         name = f"global_step_{step}/actor/model_world_size_1_rank_0.pt"
         a, b = (torch.load(run.checkpoints / name, weights_only=False) for run in (first, second))
         assert a.keys() == b.keys()
@@ -481,23 +533,20 @@ def test_a_killed_run_resumes_from_its_last_complete_checkpoint(tmp_path, tiny):
     assert [m["step"] for m in read_metrics(rundir)] == [1, 2, 3]
 
 
-def test_best_val_picks_the_validated_checkpoint_without_training_again(trained, tiny):
-    """training.eval_step best_val (the authors' choice): final.json names the best validated checkpoint."""
+@SMOKE_GROUP
+def test_best_val_picks_the_validated_checkpoint_without_training_again(smoke, tmp_path):
+    """training.eval_step best_val (the authors' choice): final.json names the best validated checkpoint.
+    On a copy of the smoke's verl run, so that the DAG's own outputs stay as the DAG wrote them."""
     from lie.stages.checkpoint import validation_average
 
-    config = yaml.safe_load((trained / "config.yaml").read_text(encoding="utf-8"))
-    config["training"]["eval_step"] = "best_val"
-    best = trained / "config-best-val.yaml"
-    best.write_text(yaml.safe_dump(config), encoding="utf-8")
-    rundir = RunDir(trained / "out", "tiny_gspo_lie")
+    shutil.copytree(smoke.out / "runs" / PARENT, tmp_path / "out" / "runs" / PARENT)
+    rundir = RunDir(tmp_path / "out", PARENT)
     validated = [m["step"] for m in read_metrics(rundir) if validation_average(m) is not None]
-    assert validated == [2]  # test_freq 2 of 2 steps; checkpoints at 1 and 2
-    args = _train_args(trained, tiny)
-    args[args.index("--config") + 1] = str(best)
-    result = _lie(*args, timeout=300)
+    assert validated == [4]  # test_freq 4 of 4 steps; checkpoints at 2 and 4
+    result = _lie(*_smoke_train_args(smoke, _smoke_copy(smoke, tmp_path, eval_step="best_val")), timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     final = json.loads(rundir.final_json.read_text(encoding="utf-8"))
-    assert final["step"] == 2 and final["checkpoint"].endswith("global_step_2")
+    assert final["step"] == 4 and final["checkpoint"] == str(rundir.checkpoints / "global_step_4")
     assert "best validation average" in result.stderr and "running verl" not in result.stderr
 
 

@@ -15,18 +15,11 @@ from pathlib import Path
 
 import pytest
 from test_vllm_cpu import VLLM_VENV, cpu_env, vllm_lie
+from tripwires import run_probes
 from vllm_tiny import shaped_tiny
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
-
-
-def vllm_python(code: str, **env: str) -> subprocess.CompletedProcess:
-    vllm_lie()  # fails with the fix when .venv-vllm is missing
-    python = VLLM_VENV / "bin" / "python"
-    return subprocess.run(
-        [str(python), "-c", code], env={**cpu_env(), **env}, capture_output=True, text=True, timeout=600
-    )
 
 
 def test_verl_weight_sync_reaches_vllm_async_engine(tmp_path):
@@ -45,14 +38,12 @@ def test_verl_weight_sync_reaches_vllm_async_engine(tmp_path):
     assert out["after"] == out["transformers"] and out["after"] != out["before"]
 
 
-def test_verl_still_refuses_the_cpu_build_by_its_distribution_name():
-    """verl/third_party/vllm/__init__.py:30-31 and verl/workers/rollout/vllm_rollout/__init__.py:26-27:
-    once either accepts ``vllm-cpu``, drop ``vllm_cpu_version`` (lie.engines.verl.cpu.vllm_worker)."""
-    refused = vllm_python("import verl.third_party.vllm")
-    assert refused.returncode != 0 and "vllm version None not supported" in refused.stderr, refused.stderr[
-        -2000:
-    ]
-    code = (  # the first module accepted as the shim does it, the second imported as it is
+@pytest.fixture(scope="module")
+def probes() -> dict:
+    """The upstream lines our patches work around, each probed in a fresh interpreter of .venv-vllm
+    (one process importing torch and vLLM once, a fork a probe: tests/tripwires.py)."""
+    vllm_lie()  # fails with the fix when .venv-vllm is missing
+    shimmed = (  # the first module accepted as the shim does it, the second imported as it is
         "import importlib.metadata as m\n"
         "original = m.version\n"
         "m.version = lambda name: original('vllm-cpu') + '+cpu' if name == 'vllm' else original(name)\n"
@@ -60,31 +51,52 @@ def test_verl_still_refuses_the_cpu_build_by_its_distribution_name():
         "m.version = original\n"
         "import verl.workers.rollout.vllm_rollout\n"
     )
-    refused = vllm_python(code, VERL_PLATFORM="cpu")
-    assert refused.returncode != 0, refused.stderr[-2000:]
-    assert "please ensure the 'vllm' package is properly installed" in refused.stderr, refused.stderr[-2000:]
-
-
-def test_vllm_cpu_still_drops_linear_weights_after_packing():
-    """vllm/model_executor/layers/linear.py:215: once vLLM keeps the weights on the CPU (or reloads
-    them), drop ``keep_linear_weights`` (lie.engines.verl.cpu.vllm_worker)."""
-    code = (
+    packing = (
         "import inspect\n"
         "from vllm.model_executor.layers.linear import UnquantizedLinearMethod as m\n"
         "print(inspect.getsource(m.process_weights_after_loading))\n"
     )
-    result = vllm_python(code)
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert "dispatch_cpu_unquantized_gemm(layer, remove_weight=True)" in result.stdout
-
-
-def test_the_worker_extension_is_verls_own_class():
-    code = (
+    extension = (
         "import lie.engines.verl.cpu.vllm_worker as w\n"
         "from verl.workers.rollout.vllm_rollout.utils import vLLMColocateWorkerExtension as v\n"
         "import verl.utils.device as d\n"
         "print(w.vLLMColocateWorkerExtension is v, d.is_support_ipc(), d.get_device_name())\n"
     )
-    result = vllm_python(code, VERL_PLATFORM="cpu")
+    cpu = {"VERL_PLATFORM": "cpu"}
+    return run_probes(
+        VLLM_VENV / "bin" / "python",
+        {
+            "refused": {"code": "import verl.third_party.vllm"},
+            "shimmed": {"code": shimmed, "env": cpu},
+            "packing": {"code": packing},
+            "extension": {"code": extension, "env": cpu},
+        },
+        preload=("torch", "transformers", "vllm"),
+        env=cpu_env(),
+    )
+
+
+def test_verl_still_refuses_the_cpu_build_by_its_distribution_name(probes):
+    """verl/third_party/vllm/__init__.py:30-31 and verl/workers/rollout/vllm_rollout/__init__.py:26-27:
+    once either accepts ``vllm-cpu``, drop ``vllm_cpu_version`` (lie.engines.verl.cpu.vllm_worker)."""
+    refused = probes["refused"]
+    assert refused.returncode != 0 and "vllm version None not supported" in refused.stderr, refused.stderr[
+        -2000:
+    ]
+    refused = probes["shimmed"]
+    assert refused.returncode != 0, refused.stderr[-2000:]
+    assert "please ensure the 'vllm' package is properly installed" in refused.stderr, refused.stderr[-2000:]
+
+
+def test_vllm_cpu_still_drops_linear_weights_after_packing(probes):
+    """vllm/model_executor/layers/linear.py:215: once vLLM keeps the weights on the CPU (or reloads
+    them), drop ``keep_linear_weights`` (lie.engines.verl.cpu.vllm_worker)."""
+    result = probes["packing"]
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "dispatch_cpu_unquantized_gemm(layer, remove_weight=True)" in result.stdout
+
+
+def test_the_worker_extension_is_verls_own_class(probes):
+    result = probes["extension"]
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.splitlines()[-1].split() == ["True", "False", "cpu"]  # shared memory, not CUDA IPC

@@ -1,0 +1,87 @@
+"""The smoke DAG (workflow/configs/smoke.yaml), run once per pytest run for every test that reads it.
+
+``snakemake --configfile smoke.yaml --cores 2`` as ``make smoke`` runs it, asked for the continual run
+(``runs: [smoke_gspo_lie_long]``: its verl parent comes along) in a temporary outdir, with three test
+settings: the tiny model's ``enable_thinking: false`` (so that verl's prompts show the flag); a short
+supervised stage of that model on the arithmetic task (``models.tiny.sft``, 80 steps, ~3 s: a random
+tiny model's next-token distribution is so flat that every per-token entropy rounds to the same bf16
+value, and a test of how verl aggregates entropies needs them uneven; its samples then also stop at
+different lengths); and verl's processes loading tests/verl_probe.py (which records the entropies behind
+``actor/entropy``, parent run first, then its child). tests/test_smoke_e2e.py checks the DAG's outputs; the verl tests
+in tests/test_verl_cpu.py read the two verl runs (``main_ppo`` with our reward manager, validation,
+checkpoints, the merged model) and train the parent once more to compare two clean runs.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+from once import built_once
+
+REPO = Path(__file__).resolve().parents[1]
+SMOKE = REPO / "workflow" / "configs" / "smoke.yaml"
+PARENT, CHILD = "smoke_gspo_lie", "smoke_gspo_lie_long"
+SMOKE_GROUP = pytest.mark.xdist_group("smoke")  # the tests that read the run share its worker
+
+
+def probe_env(dump: Path) -> dict[str, str]:
+    """This environment, with verl's processes loading tests/verl_probe.py (entropies to ``dump``)."""
+    return {
+        **os.environ,
+        "VERL_USE_EXTERNAL_MODULES": "verl_probe",
+        "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), os.environ.get("PYTHONPATH", "")]),
+        "LIE_TEST_ENTROPY_DUMP": str(dump),
+    }
+
+
+def smoke_config(outdir: Path) -> dict:
+    config = yaml.safe_load(SMOKE.read_text(encoding="utf-8"))
+    config["outdir"] = str(outdir)
+    config["runs"] = [CHILD]  # the continual stage: its parent comes along
+    config["models"]["tiny"]["enable_thinking"] = False
+    config["models"]["tiny"]["sft"] = {
+        "task": "arithmetic", "seed": 0, "problems": 200, "min_depth": 1, "max_depth": 3, "stop_prob": 0.5,
+        "pad_prob": 0.2, "pad_repeats": 3, "steps": 80, "full_steps": 50, "batch_size": 8, "lr": 3.0e-3,
+        "warmup_steps": 5,
+    }  # fmt: skip
+    return config
+
+
+def snakemake(workdir: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    env = {
+        **(env or os.environ),
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        "OMP_NUM_THREADS": "1",
+        "HF_HUB_OFFLINE": "1",
+    }
+    cmd = [sys.executable, "-m", "snakemake", "--configfile", "smoke.yaml", "--cores", "2", *args]
+    return subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=1500)
+
+
+def _build(workdir: Path) -> None:
+    for name in ("Snakefile", "workflow"):
+        os.symlink(REPO / name, workdir / name)
+    config = smoke_config(workdir / "out")
+    (workdir / "smoke.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    first = snakemake(workdir, env=probe_env(workdir / "entropy.jsonl"))
+    (workdir / "first.log").write_text(first.stdout + first.stderr, encoding="utf-8")
+    assert first.returncode == 0, (first.stdout + first.stderr)[-4000:]
+
+
+def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
+    """The finished smoke DAG: its workdir, outdir, config file and the first run's log."""
+    workdir = built_once(tmp_path_factory, "smoke", _build)
+    return SimpleNamespace(
+        workdir=workdir,
+        out=workdir / "out",
+        config_file=workdir / "smoke.yaml",
+        config=yaml.safe_load((workdir / "smoke.yaml").read_text(encoding="utf-8")),
+        log=(workdir / "first.log").read_text(encoding="utf-8"),
+        entropy=workdir / "entropy.jsonl",
+    )
