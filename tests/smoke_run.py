@@ -8,7 +8,7 @@ tiny model's next-token distribution is so flat that every per-token entropy rou
 value, and a test of how verl aggregates entropies needs them uneven; its samples then also stop at
 different lengths); and verl's processes loading tests/verl_probe.py (which records the entropies behind
 ``actor/entropy``, parent run first, then its child). tests/test_smoke_e2e.py checks the DAG's outputs; the verl tests
-in tests/test_verl_cpu.py read the two verl runs (``main_ppo`` with our reward manager, validation,
+in tests/test_verl_main_ppo.py read the two verl runs (``main_ppo`` with our reward manager, validation,
 checkpoints, the merged model) and train the parent once more to compare two clean runs.
 """
 
@@ -27,7 +27,6 @@ from once import built_once
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "workflow" / "configs" / "smoke.yaml"
 PARENT, CHILD = "smoke_gspo_lie", "smoke_gspo_lie_long"
-SMOKE_GROUP = pytest.mark.xdist_group("smoke")  # the tests that read the run share its worker
 
 
 def probe_env(dump: Path) -> dict[str, str]:

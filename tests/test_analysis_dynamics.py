@@ -12,7 +12,7 @@ from lie.analysis.dynamics import ENTROPY, run_dynamics
 from lie.core.errors import LieError
 from lie.formats.runs import read_metrics, read_rollouts
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("report")]  # one report_pipeline run
+pytestmark = pytest.mark.slow
 GRPO, GSPO_LIE, LOOP = RUNS
 
 

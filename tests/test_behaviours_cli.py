@@ -9,7 +9,7 @@ from report_pipeline import BASE, RUNS, pipeline
 
 from lie.cli import main
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("report")]  # one report_pipeline run
+pytestmark = pytest.mark.slow
 LOOP = RUNS[2]
 
 

@@ -130,6 +130,12 @@ def _workers_of_the_forkserver() -> list:
     return psutil.Process(pid).children() if pid else []
 
 
+def _workers_since(before: set[int]) -> list:
+    """The fork server's workers not in ``before``: an executor's own, whatever other executors of this
+    test process (an earlier test's, under pytest-xdist another module's) still run beside it."""
+    return [p for p in _workers_of_the_forkserver() if p.pid not in before]
+
+
 def test_slow_items_cost_only_themselves_and_the_limit_counts_running_time():
     """Guards of 1 s, a 4 s limit: pathological items end as math-verify timeouts, the rest stay right,
     and queueing behind them (one worker, items waiting far longer than the limit) costs nothing."""
@@ -152,11 +158,12 @@ def test_slow_items_cost_only_themselves_and_the_limit_counts_running_time():
 
 def test_an_item_past_the_hard_limit_kills_only_its_worker():
     """A worker that stops making progress mid-item (as in a long call into C) is killed at the limit."""
+    before = {p.pid for p in _workers_of_the_forkserver()}
     with GradingExecutor(timeout_s=4, workers=1, guard_s=1) as executor:
         assert executor.grade_many([{"response": "\\boxed{1}", "gold": "1", "kind": "math"}], progress=False)[
             0
         ].correct
-        (worker,) = _workers_of_the_forkserver()
+        (worker,) = _workers_since(before)
         future = executor.submit({"response": f"\\boxed{{{TOWER}}}", "gold": "5", "kind": "math"})
         time.sleep(0.3)  # the worker has the item and is parsing it
         worker.suspend()
@@ -171,9 +178,10 @@ def test_an_item_past_the_hard_limit_kills_only_its_worker():
 
 
 def test_a_worker_that_dies_costs_only_its_item():
+    before = {p.pid for p in _workers_of_the_forkserver()}
     with GradingExecutor(timeout_s=30, workers=1) as executor:
         executor.grade_many([{"response": "1", "gold": "1", "kind": "math"}], progress=False)
-        (worker,) = _workers_of_the_forkserver()
+        (worker,) = _workers_since(before)
         future = executor.submit({"response": f"\\boxed{{{TOWER}}}", "gold": "5", "kind": "math"})
         time.sleep(0.5)  # busy with the tower (math-verify gives up on it at 5 s)
         worker.kill()

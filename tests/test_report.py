@@ -17,7 +17,7 @@ from lie.core.errors import LieError
 from lie.report import build
 from lie.report.build import build_report, report_paths
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("report")]  # one report_pipeline run
+pytestmark = pytest.mark.slow
 GRPO, GSPO_LIE, LOOP = RUNS
 KEYS = [*RUNS, BASE]
 

@@ -22,7 +22,7 @@ from small import REPO
 
 from lie.report.build import report_paths
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("report")]  # one report_pipeline run
+pytestmark = pytest.mark.slow
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
 
 # Run in the page once it has loaded: show each image result as the report's own menu does

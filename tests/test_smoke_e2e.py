@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from smoke_run import CHILD, PARENT, SMOKE_GROUP, smoke_run, snakemake
+from smoke_run import CHILD, PARENT, smoke_run, snakemake
 
 from lie.formats.runs import ROLLOUT_FIELDS, read_metrics, read_rollouts
 
-pytestmark = [pytest.mark.slow, SMOKE_GROUP]
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

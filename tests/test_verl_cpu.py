@@ -1,5 +1,6 @@
-"""verl's real trainer on the CPU backend (lie.engines.verl.cpu): the sampler, the patches, and
-``python -m verl.trainer.main_ppo`` end to end through ``lie train --engine verl``, ``lie merge``."""
+"""verl's real trainer on the CPU backend (lie.engines.verl.cpu): the sampler, the patches, and (make
+test-all) ``python -m verl.trainer.main_ppo`` killed and resumed, and resumed at another world size.
+tests/test_verl_main_ppo.py reads the smoke DAG's verl runs."""
 
 from __future__ import annotations
 
@@ -8,13 +9,11 @@ import json
 import os
 import random
 import re
-import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,6 @@ import yaml
 pytest.importorskip("verl")
 
 from small import arithmetic_rows, small_config, write_config, write_parquet  # noqa: E402
-from smoke_run import CHILD, PARENT, SMOKE_GROUP, probe_env, smoke_run  # noqa: E402
 from tripwires import run_probes  # noqa: E402
 
 from lie.engines.sampling import TokenRequest, sample_batch  # noqa: E402
@@ -310,199 +308,6 @@ def _train_args(root: Path, tiny: Path, run: str = "tiny_gspo_lie") -> list[str]
             "--model", str(tiny)]  # fmt: skip
 
 
-# The tests below read the verl runs of the one smoke DAG run (tests/smoke_run.py): GSPO+LIE on the tiny
-# model, 4 steps of 4 prompts x 4 samples, checkpoints at steps 2 and 4, validation at step 4 (accuracy
-# only, 12 rows), then its continual child; verl's processes loaded tests/verl_probe.py.
-
-
-@pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
-    return smoke_run(tmp_path_factory)
-
-
-def _smoke_inputs(smoke) -> tuple[Path, Path, list[Path]]:
-    """The smoke verl run's training file, initial model and validation files, as the DAG gave them."""
-    from lie.config import RunSettings, load_config
-    from lie.config.layout import Layout
-
-    config = load_config(smoke.config_file)
-    layout, settings = Layout(config), RunSettings.of(config, PARENT)
-    val = [layout.dataset_file(name) for name in settings.val_sets]
-    return layout.reflen_file(settings.data, settings.model), layout.init_model(PARENT), val
-
-
-def _smoke_train_args(smoke, config_file: Path | None = None) -> list[str]:
-    """The train job's ``lie train`` arguments for the smoke's verl run, its inputs from the smoke's outdir."""
-    train, model, val = _smoke_inputs(smoke)
-    args = ["train", PARENT, "--config", str(config_file or smoke.config_file), "--engine", "verl",
-            "--train-file", str(train), "--model", str(model)]  # fmt: skip
-    for path in val:
-        args += ["--val-file", str(path)]
-    return args
-
-
-def _smoke_copy(smoke, root: Path, **training) -> Path:
-    """The smoke config with ``outdir`` under ``root`` (and ``training`` changed), written to root."""
-    config = copy.deepcopy(smoke.config)
-    config["outdir"] = str(root / "out")
-    config["training"].update(training)
-    path = root / "smoke.yaml"
-    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    return path
-
-
-@SMOKE_GROUP
-def test_main_ppo_trains_with_our_manager_loaded_by_verl(smoke):
-    import pyarrow.parquet as pq
-
-    rundir = RunDir(smoke.out, PARENT)
-    final = json.loads(rundir.final_json.read_text())
-    assert final == {"engine": "verl", "checkpoint": str(rundir.checkpoints / "global_step_4"), "step": 4}
-    assert (rundir.checkpoints / "latest_checkpointed_iteration.txt").read_text().strip() == "4"
-    for step in (2, 4):  # save_freq 2, keep_checkpoints 2
-        assert (rundir.checkpoints / f"global_step_{step}" / "actor").is_dir()
-    composed = yaml.safe_load(rundir.verl_config.read_text())
-    assert composed["reward"]["reward_manager"]["module"]["path"] == "pkg://lie.engines.verl.reward_manager"
-    assert composed["actor_rollout_ref"]["rollout"]["name"] == "transformers"
-    assert composed["trainer"]["device"] == "cpu"
-    # our manager graded every training sample (4 prompts x 4 samples a step) and scored LIE's terms,
-    # with each prompt's reference length from the reflen file
-    rollouts = read_rollouts(rundir)
-    assert sorted({r["step"] for r in rollouts}) == [1, 2, 3, 4]
-    assert all(sum(r["step"] == s for r in rollouts) == 16 for s in (1, 2, 3, 4))
-    reflen = pq.read_table(_smoke_inputs(smoke)[0]).to_pylist()
-    ref_len = {row["extra_info"]["index"]: row["reward_model"]["num_tokens"] for row in reflen}
-    assert all(r["ref_len"] == ref_len[r["prompt_index"]] for r in rollouts)
-    assert all(r["grade_status"] in ("ok", "no_answer") for r in rollouts)
-    tolerance = smoke.config["reward"]["tolerance"]
-    short = [r for r in rollouts if r["acc"] == 0 and r["num_tokens"] < r["ref_len"] - tolerance]
-    assert short and all(r["r_len"] < 0 for r in short)  # wrong and short of L_ref - tolerance
-    assert all(r["r_len"] == 0 for r in rollouts if r not in short)
-    for step in (1, 2, 3, 4):  # one id per sample, one group per prompt (verl's uid), 4 samples each
-        samples = [r for r in rollouts if r["step"] == step]
-        assert len({r["uid"] for r in samples}) == 16 and all(
-            r["uid"].startswith(r["group"] + "_") for r in samples
-        )
-        assert sorted(Counter(r["group"] for r in samples).values()) == [4, 4, 4, 4]
-    assert not (rundir.root / "verl_rollouts").exists()  # no second copy of the samples
-    metrics = read_metrics(rundir)
-    assert [m["step"] for m in metrics] == [1, 2, 3, 4]
-    assert "actor/pg_loss" in metrics[0] and "critic/score/mean" in metrics[0]
-
-
-@SMOKE_GROUP
-def test_the_logged_entropy_is_a_token_mean_in_a_gspo_run(smoke):
-    """verl aggregates actor/entropy with the run's loss_agg_mode (GSPO: a mean of per-response
-    means); lie.engines.verl.trainer logs the token mean of the same entropies, as the authors' logs."""
-    calls = [json.loads(line) for line in smoke.entropy.read_text().splitlines()]
-    metrics = [*read_metrics(RunDir(smoke.out, PARENT)), *read_metrics(RunDir(smoke.out, CHILD))]
-    assert len(calls) == len(metrics) == 8  # the parent's 4 steps, then its child's
-    gaps = []
-    for call, step in zip(calls, metrics):
-        assert call["mode"] == "seq-mean-token-mean"  # what verl itself would have logged
-        rows = call["rows"]
-        token_mean = sum(map(sum, rows)) / sum(map(len, rows))
-        gaps.append(abs(token_mean - sum(sum(r) / len(r) for r in rows) / len(rows)))
-        assert step["actor/entropy"] == pytest.approx(token_mean, abs=1e-6)
-    assert max(gaps) > 1e-4  # responses of different lengths: the two means differ here
-
-
-@SMOKE_GROUP
-def test_the_thinking_flag_reaches_verls_prompts(smoke):
-    dump = smoke.out / "runs" / PARENT / "validation" / "4.jsonl"
-    inputs = [json.loads(line)["input"] for line in dump.read_text().splitlines()]
-    assert inputs and all(text.endswith("assistant\n<think>\n\n</think>\n\n") for text in inputs)
-
-
-@SMOKE_GROUP
-def test_validation_rows_are_scored_by_accuracy_only(smoke):
-    rundir = RunDir(smoke.out, PARENT)
-    rows = [json.loads(line) for line in (rundir.root / "validation" / "4.jsonl").read_text().splitlines()]
-    assert len(rows) == 12  # arith-test
-    assert all(r["r_len"] == 0 and r["r_red"] == 0 and r["score"] == r["acc"] for r in rows)
-    assert all(r["num_tokens"] > 0 for r in rows)
-    metrics = read_metrics(rundir)[-1]
-    assert "val-core/arith-test/acc/mean@1" in metrics
-
-
-@SMOKE_GROUP
-def test_the_merged_checkpoint_is_a_hugging_face_model_that_generates(smoke):
-    """The DAG's merge job (``lie merge``) wrote the final checkpoint's weights as a Hugging Face model."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    merged = smoke.out / "models" / PARENT
-    model = AutoModelForCausalLM.from_pretrained(merged)
-    tokenizer = AutoTokenizer.from_pretrained(merged)
-    ids = tokenizer("What is 2 + 3?", return_tensors="pt").input_ids
-    out = model.generate(ids, min_new_tokens=4, max_new_tokens=4, do_sample=False)
-    assert out.shape[1] == ids.shape[1] + 4
-    # the weights are the trained ones, not the initial model's
-    actor = smoke.out / "runs" / PARENT / "checkpoints/global_step_4/actor"
-    state = torch.load(actor / "model_world_size_1_rank_0.pt", weights_only=False)
-    initial = AutoModelForCausalLM.from_pretrained(smoke.out / "base" / "tiny").state_dict()
-    name = "model.embed_tokens.weight"
-    trained_weight = state[name].full_tensor() if hasattr(state[name], "full_tensor") else state[name]
-    assert torch.allclose(model.state_dict()[name].float(), trained_weight.float(), atol=1e-2)
-    assert not torch.equal(initial[name].float(), trained_weight.float())
-
-
-@SMOKE_GROUP
-def test_a_rerun_with_the_same_settings_does_not_train_again(smoke):
-    run = smoke.out / "runs" / PARENT
-    weights = run / "checkpoints/global_step_4/actor/model_world_size_1_rank_0.pt"
-    files = lambda: sorted(str(p.relative_to(run)) for p in run.rglob("*"))  # noqa: E731
-    before = (files(), weights.stat().st_mtime_ns)
-    result = _lie(*_smoke_train_args(smoke), timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "running verl" not in result.stderr
-    assert (files(), weights.stat().st_mtime_ns) == before  # no new file, the weights not rewritten
-    assert json.loads((run / "final.json").read_text())["step"] == 4
-
-
-# What compares the rollout server's log-probs with the actor's: the server's come from a batch whose
-# size follows arrival timing, and a row's last digits follow the batch size (docs/training.md).
-SERVER_LOG_PROBS = ("training/rollout_probs_diff", "training/rollout_actor_probs", "rollout_corr/")
-
-
-def _comparable_metrics(rundir: RunDir) -> list[dict]:
-    """Every logged metric but wall times, throughputs and the server log-probs' diagnostics."""
-    timing = ("timing", "perf/", "time", "throughput")
-    return [
-        {k: v for k, v in m.items() if not any(t in k for t in timing) and not k.startswith(SERVER_LOG_PROBS)}
-        for m in read_metrics(rundir)
-    ]
-
-
-@SMOKE_GROUP
-def test_two_clean_runs_train_identically(smoke, tmp_path):
-    """The smoke's verl run again, alone, from the same inputs: the same rollouts (every sample's
-    response and reward, under the same group and sample id, in the same order), the same metrics (but
-    wall times and the diagnostics of the rollout server's log-probs), the same validation file (prompts
-    named by step and row, not verl's uuid4), bit-identical weights at every saved step."""
-    args = _smoke_train_args(smoke, _smoke_copy(smoke, tmp_path))
-    env = {
-        **probe_env(tmp_path / "entropy.jsonl"),
-        "OMP_NUM_THREADS": "1",
-        "HF_HUB_OFFLINE": "1",
-    }  # as the DAG's
-    result = _lie(*args, timeout=900, env=env)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
-    first, second = RunDir(smoke.out, PARENT), RunDir(tmp_path / "out", PARENT)
-    assert read_rollouts(second) == read_rollouts(first)  # group ids included: named by step and row
-    assert _comparable_metrics(second) == _comparable_metrics(first)
-    dumps = [(run.root / "validation" / "4.jsonl").read_bytes() for run in (first, second)]
-    assert dumps[1] == dumps[0]
-    uids = [json.loads(line)["uid"] for line in dumps[0].splitlines()]
-    assert uids == [f"v000004r{row:04d}_0_0" for row in range(12)]  # the 12 rows of arith-test, n = 1
-    for step in (2, 4):
-        name = f"global_step_{step}/actor/model_world_size_1_rank_0.pt"
-        a, b = (torch.load(run.checkpoints / name, weights_only=False) for run in (first, second))
-        assert a.keys() == b.keys()
-        for key in a:
-            x, y = (t.full_tensor() if hasattr(t, "full_tensor") else t for t in (a[key], b[key]))
-            assert torch.equal(x, y), (step, key)
-
-
 @pytest.mark.heavy
 def test_a_killed_run_resumes_from_its_last_complete_checkpoint(tmp_path, tiny):
     """SIGKILL of the whole process group after step 1's checkpoint; the rerun finishes step 2 once."""
@@ -531,23 +336,6 @@ def test_a_killed_run_resumes_from_its_last_complete_checkpoint(tmp_path, tiny):
     assert [sum(r["step"] == s for r in rollouts) for s in (1, 2, 3)] == [8, 8, 8]  # nothing doubled
     assert json.loads(rundir.final_json.read_text())["step"] == 3
     assert [m["step"] for m in read_metrics(rundir)] == [1, 2, 3]
-
-
-@SMOKE_GROUP
-def test_best_val_picks_the_validated_checkpoint_without_training_again(smoke, tmp_path):
-    """training.eval_step best_val (the authors' choice): final.json names the best validated checkpoint.
-    On a copy of the smoke's verl run, so that the DAG's own outputs stay as the DAG wrote them."""
-    from lie.stages.checkpoint import validation_average
-
-    shutil.copytree(smoke.out / "runs" / PARENT, tmp_path / "out" / "runs" / PARENT)
-    rundir = RunDir(tmp_path / "out", PARENT)
-    validated = [m["step"] for m in read_metrics(rundir) if validation_average(m) is not None]
-    assert validated == [4]  # test_freq 4 of 4 steps; checkpoints at 2 and 4
-    result = _lie(*_smoke_train_args(smoke, _smoke_copy(smoke, tmp_path, eval_step="best_val")), timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    final = json.loads(rundir.final_json.read_text(encoding="utf-8"))
-    assert final["step"] == 4 and final["checkpoint"] == str(rundir.checkpoints / "global_step_4")
-    assert "best validation average" in result.stderr and "running verl" not in result.stderr
 
 
 @pytest.mark.heavy
