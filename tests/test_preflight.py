@@ -21,11 +21,12 @@ def test_the_preflight_runs_on_a_cpu_with_its_gpu_checks_skipped(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = {line.split("  ")[0].strip(): line for line in proc.stdout.splitlines() if "  " in line}
-    for gpu_only in ("NVIDIA driver >= 580", "NCCL all-reduce across the node's GPUs",
-                     "flash-attn against torch's attention", "peak GPU memory of a step"):  # fmt: skip
+    for gpu_only in ("NVIDIA driver >= 580", "flash-attn against torch's attention",
+                     "peak GPU memory of a step"):  # fmt: skip
         assert "skipped: no GPU" in rows[gpu_only]
     executed = [name for name, line in rows.items() if "  pass" in line]
     assert any(name.startswith("image self-test (native imports)") for name in executed)
+    assert any(name.startswith("all-reduce across 2 CPU processes") for name in executed)
     assert any(name.startswith("2-step verl run (small CPU shape") for name in executed)
     assert any(name.startswith("throughput, projected to the runs") for name in executed)
     assert any(name.startswith("reward manager's share of a step") for name in executed)
@@ -49,3 +50,20 @@ def test_a_trial_folder_the_user_made_is_refused_and_kept(tmp_path):
     with pytest.raises(LieError, match="lie did not make"):
         Trial({}, None, mine, gpu=False)  # the check comes before anything reads the config
     assert (mine / "notes.txt").read_text() == "keep me"
+
+
+def test_the_all_reduce_row_runs_its_gpu_code_on_a_cpu_with_gloo():
+    """The NCCL row's module across two spawned CPU processes (a worker of a ``python -c`` script
+    could not be unpickled by spawned processes: the row failed on every node)."""
+    from lie.stages.preflight import GLOO_ROW, Check, check_nccl
+
+    assert check_nccl(gpu=False) == Check(GLOO_ROW, "pass", "2 processes")
+
+
+def test_a_broken_all_reduce_fails_its_row_with_the_error():
+    from lie.stages.preflight import NCCL_ROW, all_reduce_row, check_nccl
+
+    no_nccl = all_reduce_row(NCCL_ROW, "nccl", "cpu", 2)  # torch's CPU build has no NCCL
+    assert no_nccl.status == "fail" and "NCCL" in no_nccl.detail, no_nccl
+    no_gpu = check_nccl(gpu=True)  # the GPU row where torch sees no GPU
+    assert no_gpu.status == "fail" and "no GPU visible" in no_gpu.detail, no_gpu

@@ -124,20 +124,6 @@ def check_driver(gpu: bool) -> Check:
     return _guarded(name, lambda: Check(name, "pass", ".".join(map(str, driver()))))
 
 
-NCCL_SCRIPT = """
-import os, sys, torch, torch.distributed as dist, torch.multiprocessing as mp
-def work(rank, world, port):
-    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
-    torch.cuda.set_device(rank)
-    x = torch.ones(1 << 20, device="cuda") * (rank + 1)
-    dist.all_reduce(x)
-    assert float(x[0]) == world * (world + 1) / 2, float(x[0])
-    dist.destroy_process_group()
-world = torch.cuda.device_count()
-mp.spawn(work, args=(world, int(sys.argv[1])), nprocs=world)
-print(world)
-"""
-
 FLASH_SCRIPT = """
 import torch
 from flash_attn import flash_attn_func
@@ -149,32 +135,37 @@ print(float((out - ref).abs().max()))
 """
 
 
-def _python(script: str, *args: str, timeout: int = 300) -> str:
-    proc = subprocess.run(
-        [sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=timeout
-    )
+def _python(*args: str, timeout: int = 300) -> str:
+    """The last line ``python ARGS`` prints; its last line of stderr as the error when it fails."""
+    proc = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         raise LieError((proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1])
     return proc.stdout.strip().splitlines()[-1]
 
 
-def check_nccl(gpu: bool) -> Check:
-    name = "NCCL all-reduce across the node's GPUs"
-    if not gpu:
-        return Check(name, NO_GPU)
-    import socket
+NCCL_ROW = "NCCL all-reduce across the node's GPUs"
+GLOO_ROW = "all-reduce across 2 CPU processes (the NCCL row's code, gloo)"
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return _guarded(name, lambda: Check(name, "pass", f"{_python(NCCL_SCRIPT, str(port))} GPUs"))
+
+def all_reduce_row(name: str, backend: str, device: str, world: int = 0) -> Check:
+    """One all-reduce of lie.engines.allreduce in its own processes, as a row of the table."""
+    args = ["--backend", backend, "--device", device, "--world", str(world)]
+    return _guarded(
+        name, lambda: Check(name, "pass", f"{_python('-m', 'lie.engines.allreduce', *args)} processes")
+    )
+
+
+def check_nccl(gpu: bool) -> Check:
+    """NCCL across the node's GPUs; on a CPU the same code with gloo across two processes, so that every
+    line of the row but CUDA's runs there too."""
+    return all_reduce_row(NCCL_ROW, "nccl", "cuda") if gpu else all_reduce_row(GLOO_ROW, "gloo", "cpu", 2)
 
 
 def check_flash_attn(gpu: bool) -> Check:
     name = "flash-attn against torch's attention"
 
     def run() -> Check:
-        diff = float(_python(FLASH_SCRIPT))
+        diff = float(_python("-c", FLASH_SCRIPT))
         return Check(name, "pass" if diff < 5e-2 else "fail", f"max |difference| {diff:.2g}")
 
     return _guarded(name, run) if gpu else Check(name, NO_GPU)
