@@ -21,12 +21,12 @@ def test_the_preflight_runs_on_a_cpu_with_its_gpu_checks_skipped(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = {line.split("  ")[0].strip(): line for line in proc.stdout.splitlines() if "  " in line}
-    for gpu_only in ("NVIDIA driver >= 580", "flash-attn against torch's attention",
-                     "peak GPU memory of a step"):  # fmt: skip
+    for gpu_only in ("NVIDIA driver >= 580", "flash-attn against torch's attention"):
         assert "skipped: no GPU" in rows[gpu_only]
     executed = [name for name, line in rows.items() if "  pass" in line]
     assert any(name.startswith("image self-test (native imports)") for name in executed)
     assert any(name.startswith("all-reduce across 2 CPU processes") for name in executed)
+    assert "actor's host memory in a step (CPU)" in executed
     assert any(name.startswith("2-step verl run (small CPU shape") for name in executed)
     assert any(name.startswith("throughput, projected to the runs") for name in executed)
     assert any(name.startswith("reward manager's share of a step") for name in executed)
@@ -67,3 +67,17 @@ def test_a_broken_all_reduce_fails_its_row_with_the_error():
     assert no_nccl.status == "fail" and "NCCL" in no_nccl.detail, no_nccl
     no_gpu = check_nccl(gpu=True)  # the GPU row where torch sees no GPU
     assert no_gpu.status == "fail" and "no GPU visible" in no_gpu.detail, no_gpu
+
+
+def test_the_memory_row_reads_the_actors_metric_and_fails_without_it():
+    """verl logs the actor's memory under actor/perf/ (tests/test_verl_main_ppo.py checks the keys in a
+    real run); the row read perf/max_memory_allocated_gb, absent, as 0 GiB and always passed."""
+    from types import SimpleNamespace
+
+    from lie.stages.preflight_trial import CPU_MEMORY_KEY, memory
+
+    trial = SimpleNamespace(gpu=False, params_b=0.0001)
+    assert memory(trial, {CPU_MEMORY_KEY: 1.5}).status == "pass"
+    missing = memory(trial, {"perf/max_memory_allocated_gb": 0.0})
+    assert missing.status == "fail" and missing.detail == f"verl logged no {CPU_MEMORY_KEY}"
+    assert memory(trial, {CPU_MEMORY_KEY: 1e6}).status == "fail"  # more than the machine has

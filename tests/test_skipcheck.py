@@ -78,25 +78,17 @@ def test_without_ci_or_without_a_list(root):
     assert proc.returncode == 1 and proc.stdout.count("unexpected skip") == 2
 
 
-def test_on_two_workers_the_listed_skips_pass_and_an_unlisted_one_is_named(root):
-    """make test's pytest-xdist run: test ids carry their group (``...@group``), the list does not."""
-    marked = "import pytest\npytestmark = pytest.mark.xdist_group('sample')\n" + SAMPLE
-    (root / "tests" / "test_sample.py").write_text(marked, encoding="utf-8")
+def test_on_two_workers_a_listed_skip_passes_and_an_unlisted_one_is_named(root):
+    """make test's pytest-xdist run: the controller checks the skips its workers report."""
     allow(root, "tests/test_sample.py::test_needs_the_network  # offline")
     proc = run(root, "true", "-n", "2", "--dist", "loadgroup")
     assert proc.returncode == 1, proc.stdout
     unexpected = [line for line in proc.stdout.splitlines() if line.startswith("unexpected skip")]
-    assert unexpected == [
+    assert unexpected == [  # the listed skip is not named: one run checks both
         "unexpected skip (CI=true): tests/test_sample.py::test_needs_a_browser; "
         f"not in {root / 'tests' / 'skip_allowlist.txt'}"
     ]
-    allow(
-        root,
-        "tests/test_sample.py::test_needs_the_network  # offline",
-        "tests/test_sample.py::test_needs_a_browser",
-    )
-    proc = run(root, "true", "-n", "2", "--dist", "loadgroup")
-    assert proc.returncode == 0 and "unexpected skip" not in proc.stdout, proc.stdout
+    assert "1 passed, 2 skipped" in proc.stdout
 
 
 def test_a_failing_test_keeps_its_own_status(root):

@@ -272,6 +272,28 @@ def test_the_backend_is_refused_where_a_gpu_is_visible(probes):
     assert out.stdout.strip().endswith("\n[]")  # no platform, engine or rollout module was loaded
 
 
+def test_the_replay_buffer_polls_fast_on_the_cpu_only(monkeypatch):
+    """LIETrainer polls verl's replay buffer every CPU_POLL_S on the CPU backend, verl's 2 s on GPUs;
+    verl's poll still sleeps for the buffer's ``poll_interval`` (else the setting does nothing)."""
+    import inspect
+    from types import SimpleNamespace
+
+    from verl.trainer.ppo.v1 import PPOTrainerSync
+    from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
+
+    from lie.engines.verl.trainer import CPU_POLL_S, LIETrainer
+
+    assert "time.sleep(self.poll_interval)" in inspect.getsource(ReplayBuffer._wait_for_next_poll)
+    assert inspect.signature(ReplayBuffer).parameters["poll_interval"].default == 2.0
+    monkeypatch.setattr(
+        PPOTrainerSync, "_build_replay_buffer", lambda self: SimpleNamespace(poll_interval=2.0)
+    )
+    for device, poll in (("cpu", CPU_POLL_S), ("cuda", 2.0)):
+        trainer = LIETrainer.__new__(LIETrainer)  # the method alone: no Ray, no workers
+        trainer.config = SimpleNamespace(trainer=SimpleNamespace(device=device))
+        assert trainer._build_replay_buffer().poll_interval == poll
+
+
 # ---- verl's main_ppo, end to end on the CPU -----------------------------------------------------
 
 

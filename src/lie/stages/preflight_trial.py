@@ -27,7 +27,7 @@ from lie.config.layout import Layout
 from lie.core.errors import LieError
 from lie.formats.outputs import OWNER, check_output_folder
 from lie.stages import plan as planmod
-from lie.stages.preflight import NO_GPU, REWARD_SHARE_MAX, TRIAL_STEPS, Check, Shape
+from lie.stages.preflight import REWARD_SHARE_MAX, TRIAL_STEPS, Check, Shape
 
 log = logging.getLogger(__name__)
 
@@ -216,14 +216,28 @@ def projection(config: dict[str, Any], shape: Shape, trial: Trial, last: dict) -
     return Check(name, "pass", "; ".join(parts))
 
 
-def memory(trial: Trial, last: dict) -> Check:
-    name = "peak GPU memory of a step"
-    if not trial.gpu:
-        return Check(name, NO_GPU)
-    import torch
+# The actor's memory as verl 0.9.1 logs it: verl/workers/engine_workers.py:219 (``perf/...``), renamed
+# under ``actor/`` by verl/trainer/ppo/v1/trainer_base.py:1861.
+GPU_MEMORY_KEY = "actor/perf/max_memory_allocated_gb"
+CPU_MEMORY_KEY = "actor/perf/cpu_memory_used_gb"
 
-    peak = float(last.get("perf/max_memory_allocated_gb") or 0)
-    total = torch.cuda.get_device_properties(0).total_memory / 1024**3
+
+def memory(trial: Trial, last: dict) -> Check:
+    """The actor's peak GPU memory in a step against the GPU's; on a CPU its host memory against the
+    machine's. A metric verl did not log fails the row (it used to read as 0 GiB and pass)."""
+    if trial.gpu:
+        import torch
+
+        name, key = "peak GPU memory of a step", GPU_MEMORY_KEY
+        total = torch.cuda.get_device_properties(0).total_memory / 1024**3
+    else:
+        import psutil
+
+        name, key = "actor's host memory in a step (CPU)", CPU_MEMORY_KEY
+        total = psutil.virtual_memory().total / 1024**3
+    if key not in last:
+        return Check(name, "fail", f"verl logged no {key}")
+    peak = float(last[key])
     status = "pass" if peak < 0.9 * total else "fail"
     return Check(name, status, f"{peak:.1f} of {total:.0f} GiB at {trial.params_b:g}B (grows with the model)")
 

@@ -23,7 +23,12 @@ by step and row (``v000004r0011``), so the file holds the same samples in the sa
 verl takes its trainer from a registry (``TRAINER_REGISTRY`` in trainer_base.py) by
 ``trainer.v1.trainer_mode``; the mode's name also selects verl's behaviour (``self.trainer_mode ==
 "sync"`` picks the replay buffer and skips the asynchronous paths), so :class:`LIETrainer` takes
-the place of ``sync`` rather than a name of its own. This module is a ``verl.plugins`` entry point
+the place of ``sync`` rather than a name of its own.
+
+On the CPU backend (``trainer.device: cpu``) the trainer polls verl's replay buffer every
+:data:`CPU_POLL_S` instead of verl's 2 s: a tiny model's rollout takes a fraction of a second, and each
+step waited out the rest of the 2 s poll (half a smoke step). On GPUs, where a rollout takes minutes,
+verl's interval stays. This module is a ``verl.plugins`` entry point
 (pyproject.toml): ``import verl`` loads it in every verl process, on GPUs and on the CPU backend
 alike; ``lie.engines.verl.overrides.check_composed`` stops a launch where it is not installed.
 """
@@ -43,6 +48,7 @@ from lie.formats.runs import natural_key, sort_rollouts
 
 TRAINER_MODE = "sync"  # lie_trainer.yaml's trainer.v1.trainer_mode (verl's default)
 ENTROPY = "actor/entropy"
+CPU_POLL_S = 0.1  # the replay buffer's poll on the CPU backend (verl's ReplayBuffer default: 2.0)
 
 
 def prompt_uid(step: int, fetch: int, row: int) -> str:
@@ -74,6 +80,12 @@ class LIETrainer(PPOTrainerSync):
     ``loss_agg_mode`` is."""
 
     _fetches: tuple[int, int] = (-1, 0)  # (step, batches fetched in it)
+
+    def _build_replay_buffer(self) -> Any:
+        buffer = super()._build_replay_buffer()
+        if self.config.trainer.device == "cpu":
+            buffer.poll_interval = CPU_POLL_S
+        return buffer
 
     def _next_train_batch(self, num_prompts: int | None = None) -> Any:
         batch = super()._next_train_batch(num_prompts)
