@@ -244,6 +244,38 @@ def test_verl_checkpoints_after_a_kill_are_repaired_before_a_relaunch(tmp_path):
     assert sorted(verl_checkpoints.steps(folder)) == [20, 60]
 
 
+@pytest.mark.parametrize("eval_step", ["best_val", "final"])
+def test_a_relaunch_keeps_every_validated_checkpoint_of_a_best_val_run(tmp_path, tiny, eval_step):
+    """16 checkpoints, validation every 100 steps with its best at step 100: a relaunch of a best_val run
+    keeps the validated ones (best_val chooses among them) beside the newest keep_checkpoints; a run that
+    evaluates its final checkpoint keeps only the newest (it left 350-800 of a best_val run, and
+    best_val_step then returned 350)."""
+    from lie.engines.verl import overrides as verl_overrides
+    from lie.stages.checkpoint import best_val_step
+
+    config = small_config(tmp_path / "out", tiny, keep_checkpoints=2, eval_step=eval_step)
+    settings = RunSettings.of(config, "tiny_gspo_lie")
+    rundir = RunDir(tmp_path / "out", "tiny_gspo_lie")
+    assert verl_overrides.prepare_resume(config, settings, rundir, 1) is False  # claims the folder
+    steps = range(50, 850, 50)
+    lines = []
+    for step in steps:
+        _verl_checkpoint(rundir.checkpoints, step)
+        data = {"actor/pg_loss": 0.1}
+        if step % 100 == 0:
+            data["val-core/arith-val/acc/mean@1"] = 0.9 if step == 100 else 0.5
+        lines.append(json.dumps({"step": step, "data": data}))
+    (rundir.checkpoints / "latest_checkpointed_iteration.txt").write_text("800")
+    rundir.new_metrics_file().write_text("\n".join(lines) + "\n")
+    assert verl_overrides.prepare_resume(config, settings, rundir, 1) is False
+    kept = sorted(int(p.name.split("_")[-1]) for p in rundir.checkpoints.glob("global_step_*"))
+    if eval_step == "best_val":
+        assert kept == [100, 200, 300, 400, 500, 600, 700, 750, 800]
+        assert best_val_step(rundir) == 100
+    else:
+        assert kept == [750, 800]
+
+
 def test_a_verl_run_with_other_settings_starts_afresh_and_keeps_the_old_one(tmp_path, tiny):
     from lie.engines.verl import overrides as verl_overrides
 

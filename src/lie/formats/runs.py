@@ -184,6 +184,16 @@ def append_metrics(path: Path, step: int, data: dict[str, Any]) -> None:
         out.write(metrics_line(step, data))
 
 
+def validation_average(metrics: dict[str, Any]) -> float | None:
+    """The mean of a step's validation accuracies (``val-core/<set>/acc/mean@<n>``), or None."""
+    values = [
+        float(v)
+        for k, v in metrics.items()
+        if k.startswith("val-core/") and "/acc/mean@" in k and isinstance(v, (int, float))
+    ]
+    return sum(values) / len(values) if values else None
+
+
 def read_metrics(run_dir: RunDir | Path) -> list[dict[str, Any]]:
     """Per-step metrics of a run, ``[{"step": N, **metrics}]`` sorted by step; later launches win.
     A line without an integer ``step`` or a ``data`` mapping is one LieError naming file, line, key."""

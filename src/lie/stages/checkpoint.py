@@ -17,19 +17,9 @@ from typing import Any
 from lie.config.settings import BEST_VAL
 from lie.core.errors import LieError
 from lie.engines.verl import checkpoints as verl_checkpoints
-from lie.formats.runs import RunDir, read_metrics
+from lie.formats.runs import RunDir, read_metrics, validation_average
 
 log = logging.getLogger(__name__)
-
-
-def validation_average(metrics: dict[str, Any]) -> float | None:
-    """The mean of a step's validation accuracies (``val-core/<set>/acc/mean@<n>``), or None."""
-    values = [
-        float(v)
-        for k, v in metrics.items()
-        if k.startswith("val-core/") and "/acc/mean@" in k and isinstance(v, (int, float))
-    ]
-    return sum(values) / len(values) if values else None
 
 
 def best_val_step(rundir: RunDir) -> int:

@@ -16,9 +16,9 @@ from typing import Any
 
 from lie import config as cfgmod
 from lie.config.layout import Layout
-from lie.config.settings import FINAL, RunSettings
+from lie.config.settings import BEST_VAL, FINAL, RunSettings
 from lie.engines.rewarding import grading_limits
-from lie.formats.runs import RunDir, read_metrics
+from lie.formats.runs import RunDir, read_metrics, validation_average
 
 RECIPE_DIR = Path(__file__).parent
 RECIPE = "lie_trainer"  # lie_trainer.yaml: defaults [ppo_trainer, _self_]
@@ -170,10 +170,18 @@ def prepare_resume(config: dict[str, Any], s: RunSettings, rundir: RunDir, ranks
     rundir.claim(digest)
     if verl_checkpoints.completed(rundir.checkpoints / COMPLETED, digest):
         return True
-    # a fixed eval_step is kept; best_val: nothing is pruned
-    protect = frozenset({s.fixed_step}) if s.fixed_step is not None else frozenset()
-    logged = {m["step"] for m in read_metrics(rundir)} if "file" in s.logger else None
-    latest = verl_checkpoints.repair(rundir, s.keep_checkpoints, protect, logged)
+    # what a relaunch prunes beyond the newest keep_checkpoints: never a fixed eval_step, nor for
+    # best_val a checkpoint that validated (its choice is among them; unknown without the file logger:
+    # then nothing is pruned)
+    metrics = read_metrics(rundir) if "file" in s.logger else None
+    logged = {m["step"] for m in metrics} if metrics is not None else None
+    keep, protect = s.keep_checkpoints, frozenset({s.fixed_step} if s.fixed_step is not None else ())
+    if s.eval_step == BEST_VAL:
+        validated = (
+            {m["step"] for m in metrics if validation_average(m) is not None} if metrics is not None else None
+        )
+        keep, protect = (keep, frozenset(validated)) if validated is not None else (None, protect)
+    latest = verl_checkpoints.repair(rundir, keep, protect, logged)
     if latest is not None and not _same_world_size(s, rundir, latest, ranks):
         latest = None
     rundir.trim_rollouts_after(latest or 0)
