@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from standins import write_tools
 
-LAUNCHER = Path(__file__).resolve().parents[1] / "workflow" / "scripts" / "ray_on_slurm.sh"
+REPO = Path(__file__).resolve().parents[1]
+LAUNCHER = REPO / "workflow" / "scripts" / "ray_on_slurm.sh"
 
 FAKES = {
     # scontrol: the job's record (its nodes, as Slurm's compact list), and that list expanded
@@ -18,8 +19,14 @@ FAKES = {
 if [[ "$1 $2" == "show job" ]]; then
   echo "JobId=4242 ReqNodeList=(null) NodeList=gpu-a[01-02],gpu-b17 NumNodes=3 EndTime=Unknown"
 else printf "gpu-a01\\ngpu-a02\\ngpu-b17\\n"; fi""",
-    # srun: record the node and the command, answer hostname (HEAD_IP), run everything else
+    # srun: record the node and the command, answer hostname (HEAD_IP), run everything else; refuse a
+    # GPU request by --gres beside --gpus-per-node, which SLURM_GPUS_PER_NODE (exported by sbatch for a
+    # job that asked --gpus-per-node) also sets, as Slurm >= 26.05 does (src/srun/opt.c)
     "srun": """echo "srun $*" >> "$LOG"
+if [[ " $* " == *" --gres=gpu"* || " $* " == *" --gres gpu"* ]] && \\
+   [[ -n "${SLURM_GPUS_PER_NODE:-}" || " $* " == *" --gpus-per-node"* ]]; then
+  echo "srun: fatal: --gpus-per-node and --gres=gpu are mutually exclusive" >&2; exit 1
+fi
 while [[ "$1" == -* ]]; do case "$1" in -w) shift 2;; *) shift;; esac; done
 if [[ "$1" == hostname ]]; then echo "fe80::1 ${HEAD_IP:-10.0.0.7}"; exit 0; fi
 exec "$@\"""",
@@ -47,6 +54,7 @@ def fake_slurm(tmp_path):
         "SLURM_CPUS_PER_TASK": "32",
         "HF_HOME": "/shared/hf",
     }
+    env["BIN"] = str(bin_dir)
     return env, log
 
 
@@ -108,3 +116,22 @@ def test_refuses_to_run_outside_an_allocation(fake_slurm):
     del env["SLURM_JOB_ID"]
     proc = _launch(env, "true")
     assert proc.returncode == 2 and "not inside a Slurm allocation" in proc.stderr
+
+
+def test_train_sbatch_asks_its_ray_steps_for_gpus_as_the_job_did(fake_slurm):
+    """train.sbatch asks --gpus-per-node=4, so sbatch exports SLURM_GPUS_PER_NODE=4, which srun reads as
+    that option: a step asking --gres=gpu:4 beside it is refused (Slurm >= 26.05), the Ray nodes never
+    start and the launcher waits for them in vain. Its steps ask --gpus-per-node instead."""
+    env, log = fake_slurm
+    write_tools(Path(env["BIN"]), {"lie": 'echo "lie $*" >> "$LOG"; echo "TRAIN at $RAY_ADDRESS"'})
+    env.update({"SLURM_GPUS_PER_NODE": "4", "SLURM_JOB_NUM_NODES": "3", "SLURM_SUBMIT_DIR": str(REPO)})
+    proc = subprocess.run(
+        ["bash", str(REPO / "workflow/scripts/train.sbatch"), "qwen3-4b-base_dapo_gspo_lie"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "TRAIN at 10.0.0.7:6621" in proc.stdout
+    steps = [c for c in log.read_text().splitlines() if c.startswith("srun") and " ray start" in c]
+    assert len(steps) == 3 and all("--gpus-per-node=4" in c and "--gres" not in c for c in steps), steps
+    trainer = [c for c in log.read_text().splitlines() if c.startswith("lie train")]
+    assert trainer == ["lie train qwen3-4b-base_dapo_gspo_lie --config config.yaml --nnodes 3"]

@@ -52,7 +52,13 @@ image_commands
 step=(srun --nodes=1 --ntasks=1 --overlap)
 ray_step=("${step[@]}" --cpus-per-task="$cpus")
 if ((gpus > 0)); then
-  ray_step+=(--gres="gpu:$gpus")
+  # A job that asked --gpus-per-node (train.sbatch) exports SLURM_GPUS_PER_NODE, which srun reads as
+  # that option; srun refuses it beside --gres=gpu (Slurm >= 26.05, src/srun/opt.c): ask the same way.
+  if [[ -n "${SLURM_GPUS_PER_NODE:-}" ]]; then
+    ray_step+=(--gpus-per-node="$gpus")
+  else
+    ray_step+=(--gres="gpu:$gpus")
+  fi
 fi
 
 # First IPv4 address of the head node (hostname --ip-address may list IPv6 ones too).
