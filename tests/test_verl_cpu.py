@@ -294,6 +294,41 @@ def test_the_replay_buffer_polls_fast_on_the_cpu_only(monkeypatch):
         assert trainer._build_replay_buffer().poll_interval == poll
 
 
+def test_the_trainer_saves_ahead_of_the_jobs_end_where_verl_would_not(monkeypatch):
+    """verl's v1 trainer saves on save_freq and at the last step only; LIETrainer also saves when the
+    job's end (verl's MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP) leaves no room for another step
+    and a save, by verl's own should_save_ckpt_esi; through main_ppo: the heavy test below."""
+    from types import SimpleNamespace
+
+    from verl.trainer.ppo.v1 import PPOTrainerSync
+
+    from lie.engines.verl.trainer import LIETrainer
+
+    monkeypatch.setattr(PPOTrainerSync, "on_step_end", lambda self: None)  # verl's weight sync
+    saved = []
+
+    def trainer(step: int, save_freq: int = 10) -> LIETrainer:
+        t = LIETrainer.__new__(LIETrainer)  # the methods alone: no Ray, no workers
+        t.config = SimpleNamespace(trainer=SimpleNamespace(save_freq=save_freq, esi_redundant_time=300.0))
+        t.global_steps, t.total_training_steps, t._longest_step_s = step, 100, 120.0
+        t._save_checkpoint = lambda: saved.append(step)
+        t.on_step_begin()
+        return t
+
+    monkeypatch.delenv("SAGEMAKER_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP", raising=False)
+    monkeypatch.setenv("MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP", str(time.time() + 3600))
+    trainer(7).on_step_end()  # an hour left: 60 s save + 120 s step + 300 s margin fit
+    assert saved == []
+    monkeypatch.setenv("MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP", str(time.time() + 400))
+    trainer(7).on_step_end()
+    trainer(10).on_step_end()  # verl saved this step itself (save_freq)
+    trainer(99, save_freq=0).on_step_end()  # saving off
+    assert saved == [7]
+    monkeypatch.delenv("MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP")
+    trainer(8).on_step_end()  # no end known
+    assert saved == [7]
+
+
 # ---- verl's main_ppo, end to end on the CPU -----------------------------------------------------
 
 
@@ -392,3 +427,34 @@ def test_a_resume_at_another_world_size_stops_with_one_line_or_restarts(tmp_path
     assert (moved / "checkpoints/global_step_1/actor/model_world_size_2_rank_0.pt").is_file()
     assert len(read_rollouts(moved)) == 8 and len(read_rollouts(rundir)) == 8
     assert json.loads(rundir.final_json.read_text())["step"] == 1
+
+
+@pytest.mark.heavy
+def test_the_jobs_end_forces_a_save_and_a_kill_after_it_resumes_from_that_step(tmp_path, tiny):
+    """save_freq 10 of 3 steps saves at step 3 only; a job that ends within esi_redundant_time saves
+    step 1 (LIETrainer, verl's should_save_ckpt_esi), and a kill after it resumes from step 1."""
+    config_file = _setup(tmp_path, tiny, max_steps=3, save_freq=10, test_freq=3)
+    config = yaml.safe_load(config_file.read_text())
+    config["cluster"]["esi_redundant_time_s"] = 3600
+    config_file.write_text(yaml.safe_dump(config, sort_keys=False))
+    rundir = RunDir(tmp_path / "out", "tiny_gspo_lie")
+    tracker = rundir.checkpoints / "latest_checkpointed_iteration.txt"
+    end = {"MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP": str(time.time() + 1800)}  # as ray_on_slurm.sh
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lie", *_train_args(tmp_path, tiny)], env={**os.environ, **end},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 600
+    while not (tracker.exists() and tracker.read_text().strip() == "1"):
+        assert proc.poll() is None and time.monotonic() < deadline, "no save at step 1 before the run ended"
+        time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert (rundir.checkpoints / "global_step_1" / "actor").is_dir() and not rundir.final_json.exists()
+    result = _lie(*_train_args(tmp_path, tiny), timeout=900)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert re.search(r"Resuming from \S*global_step_1\b", result.stdout + result.stderr), result.stdout[
+        -3000:
+    ]
+    assert json.loads(rundir.final_json.read_text())["step"] == 3
+    assert [m["step"] for m in read_metrics(rundir)] == [1, 2, 3]

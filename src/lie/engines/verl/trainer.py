@@ -25,6 +25,14 @@ verl takes its trainer from a registry (``TRAINER_REGISTRY`` in trainer_base.py)
 "sync"`` picks the replay buffer and skips the asynchronous paths), so :class:`LIETrainer` takes
 the place of ``sync`` rather than a name of its own.
 
+A save ahead of the job's end: verl 0.9.1's v1 trainer saves only on ``save_freq`` and at the last
+step (trainer_base.py ``fit``); only its legacy trainer (ray_trainer.py) asks
+``should_save_ckpt_esi`` whether the capacity block, the Slurm job here (``ray_on_slurm.sh`` exports
+its end as ``MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP``), ends before another step and a save
+could. :class:`LIETrainer` asks it after every step that verl did not save, with the longest step so
+far and ``trainer.esi_redundant_time``, and saves then, as the legacy trainer does: a job killed at its
+walltime loses at most the step it was in.
+
 On the CPU backend (``trainer.device: cpu``) the trainer polls verl's replay buffer every
 :data:`CPU_POLL_S` instead of verl's 2 s: a tiny model's rollout takes a fraction of a second, and each
 step waited out the rest of the 2 s poll (half a smoke step). On GPUs, where a rollout takes minutes,
@@ -35,6 +43,8 @@ alike; ``lie.engines.verl.overrides.check_composed`` stops a launch where it is 
 
 from __future__ import annotations
 
+import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +52,12 @@ import transfer_queue as tq
 from verl.trainer.ppo.v1 import PPOTrainerSync, trainer_base
 from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY
 from verl.utils import tensordict_utils as tu
+from verl.utils.checkpoint.checkpoint_manager import should_save_ckpt_esi
 from verl.utils.torch_functional import masked_mean
 
 from lie.formats.runs import natural_key, sort_rollouts
+
+log = logging.getLogger(__name__)
 
 TRAINER_MODE = "sync"  # lie_trainer.yaml's trainer.v1.trainer_mode (verl's default)
 ENTROPY = "actor/entropy"
@@ -80,6 +93,30 @@ class LIETrainer(PPOTrainerSync):
     ``loss_agg_mode`` is."""
 
     _fetches: tuple[int, int] = (-1, 0)  # (step, batches fetched in it)
+    _step_started: float = 0.0
+    _longest_step_s: float = 0.0
+
+    def on_step_begin(self) -> None:
+        super().on_step_begin()
+        self._step_started = time.monotonic()
+
+    def on_step_end(self) -> None:
+        self._longest_step_s = max(self._longest_step_s, time.monotonic() - self._step_started)
+        if self._saves_ahead_of_the_end():
+            log.warning("saving step %d ahead of the job's end (no room for another step)", self.global_steps)
+            self._save_checkpoint()
+        super().on_step_end()
+
+    def _saves_ahead_of_the_end(self) -> bool:
+        """True when verl did not save this step and the job's end leaves no room for another step
+        and a save (verl's ``should_save_ckpt_esi``, the legacy trainer's rule)."""
+        trainer = self.config.trainer
+        if trainer.save_freq <= 0:
+            return False
+        saved = self.global_steps >= self.total_training_steps or self.global_steps % trainer.save_freq == 0
+        return not saved and should_save_ckpt_esi(
+            max_steps_duration=self._longest_step_s, redundant_time=trainer.esi_redundant_time
+        )
 
     def _build_replay_buffer(self) -> Any:
         buffer = super()._build_replay_buffer()
