@@ -60,7 +60,7 @@ def snakemake(workdir: Path, *args: str, env: dict[str, str] | None = None) -> s
         "HF_HUB_OFFLINE": "1",
     }
     cmd = [sys.executable, "-m", "snakemake", "--configfile", "smoke.yaml", "--cores", "2", *args]
-    return subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=1500)
+    return subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=1700)
 
 
 def _build(workdir: Path) -> None:

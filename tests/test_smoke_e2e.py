@@ -9,7 +9,10 @@ from smoke_run import CHILD, PARENT, smoke_run, snakemake
 
 from lie.formats.runs import ROLLOUT_FIELDS, read_metrics, read_rollouts
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(1800),
+]  # the first test builds the smoke DAG: ~6-8 min on 2 busy cores
 
 
 @pytest.fixture(scope="module")

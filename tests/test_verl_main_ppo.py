@@ -24,7 +24,10 @@ from smoke_run import CHILD, PARENT, probe_env, smoke_run  # noqa: E402
 from lie.formats.runs import RunDir, read_metrics, read_rollouts  # noqa: E402
 from lie.stages.preflight_trial import CPU_MEMORY_KEY, GPU_MEMORY_KEY  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(1800),
+]  # the first test builds the smoke DAG: ~6-8 min on 2 busy cores
 
 
 def _lie(*args: str, **kwargs) -> subprocess.CompletedProcess:
