@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 from small import paper_config
-from standins import write_tools
+from standins import finish, start, write_tools
 
 from lie.core.errors import LieError
 
@@ -44,7 +44,7 @@ def _start_slurm_profile(
 ) -> subprocess.Popen:
     """Snakemake with profiles/slurm and stand-in Slurm tools, asked for the GSPO+LIE run's final.json,
     with every input of its train job present (but ``missing``); ``cluster`` changes config.yaml's
-    site settings. Started, not waited for: its output goes to tmp_path/snakemake.{out,err}."""
+    site settings. Started, not waited for (tests/standins.py's start)."""
     bin_dir = _fake_slurm(tmp_path)
     for name in ("Snakefile", "workflow", "profiles"):
         os.symlink(REPO / name, tmp_path / name)
@@ -72,8 +72,7 @@ def _start_slurm_profile(
     cmd = [sys.executable, "-m", "snakemake", "--profile", "profiles/slurm", "--configfile", "c.yaml",
            "--rerun-triggers", "mtime", "--latency-wait", "1", "--slurm-init-seconds-before-status-checks", "1",
            "--seconds-between-status-checks", "1", str(out / "runs" / RUN / "final.json")]  # fmt: skip
-    with open(tmp_path / "snakemake.out", "w") as stdout, open(tmp_path / "snakemake.err", "w") as stderr:
-        return subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=stdout, stderr=stderr, text=True)
+    return start(cmd, tmp_path, cwd=tmp_path, env=env)
 
 
 # The Slurm profile's runs the tests below read: each spends most of its time waiting on Snakemake's
@@ -96,14 +95,10 @@ def slurm_runs(tmp_path_factory) -> dict[str, SimpleNamespace]:
     runs = {}
     for name, proc in procs.items():
         folder = folders[name]
-        returncode = proc.wait(timeout=300)
+        returncode, output = finish(proc, folder)
         log = folder / "sbatch.log"
-        runs[name] = SimpleNamespace(
-            folder=folder,
-            returncode=returncode,
-            output=(folder / "snakemake.out").read_text() + (folder / "snakemake.err").read_text(),
-            submitted=log.read_text() if log.exists() else "",
-        )
+        submitted = log.read_text() if log.exists() else ""
+        runs[name] = SimpleNamespace(folder=folder, returncode=returncode, output=output, submitted=submitted)
     return runs
 
 

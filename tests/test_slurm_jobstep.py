@@ -21,7 +21,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 from small import paper_config
-from standins import write_tools
+from standins import finish, start, write_tools
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = "qwen3-4b-base_dapo_gspo_lie"
@@ -119,8 +119,8 @@ def _start_jobstep(
     retries: int = 0,
     **cluster,
 ) -> subprocess.Popen:
-    """``snakemake TARGET --executor slurm-jobstep --jobs 1`` inside the stand-in allocation, started;
-    its output goes to tmp_path/snakemake.{out,err}."""
+    """``snakemake TARGET --executor slurm-jobstep --jobs 1`` inside the stand-in allocation, started
+    (tests/standins.py's start)."""
     bin_dir = write_tools(tmp_path / "bin", FAKES)
     tree, _ = _tree(tmp_path, retries, **cluster)
     final = tree / "out" / "runs" / RUN / "final.json"
@@ -138,8 +138,7 @@ def _start_jobstep(
     )
     cmd = [sys.executable, "-m", "snakemake", str(final), *executor,
            "--configfile", "c.yaml", "--rerun-triggers", "mtime", "--latency-wait", "1"]  # fmt: skip
-    with open(tmp_path / "snakemake.out", "w") as stdout, open(tmp_path / "snakemake.err", "w") as stderr:
-        return subprocess.Popen(cmd, cwd=tree, env=env, stdout=stdout, stderr=stderr, text=True)
+    return start(cmd, tmp_path, cwd=tree, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -157,11 +156,11 @@ def jobs(tmp_path_factory) -> dict[str, SimpleNamespace]:
     done = {}
     for name, proc in procs.items():
         folder = folders[name]
-        returncode = proc.wait(timeout=300)
+        returncode, output = finish(proc, folder)
         calls = folder / "calls.jsonl"
         done[name] = SimpleNamespace(
             returncode=returncode,
-            log=((folder / "snakemake.out").read_text() + (folder / "snakemake.err").read_text())[-6000:],
+            log=output[-6000:],
             calls=[json.loads(line) for line in calls.read_text().splitlines()] if calls.exists() else [],
             tree=folder / "tree",
         )
