@@ -167,12 +167,13 @@ class GradingExecutor:
     async def grade(self, item: dict[str, Any]) -> GradeResult:
         """The async face: grade one item without blocking the event loop."""
         future = self.submit(item)
+        waiting = asyncio.wrap_future(future)
+        # the outcome is read from `future` below; the wrapper's is marked read whenever it comes, so that
+        # a wrapper left behind (a LieError or a cancelled task) is not logged as "never retrieved"
+        waiting.add_done_callback(lambda done: done.cancelled() or done.exception())
         try:
-            waiting = asyncio.wrap_future(future)
             while not (await asyncio.wait([waiting], timeout=POLL_S))[0]:
                 self._check_alive()
-            if not waiting.cancelled():
-                waiting.exception()  # marked as read: the outcome is taken from `future` below
         except asyncio.CancelledError:
             future.cancel()  # pebble stops the worker if the item was running
             raise
