@@ -176,3 +176,32 @@ def test_plan_counts_steps_from_the_data(tmp_path):
     assert [p.jobs for p in plans] == [math.ceil(p.gpu_hours / 4 / 48) for p in plans]
     config["training"]["walltime_min"] = 600
     assert "!" in render(plan(config), 8000, 0.35)  # more jobs than retries + 1
+
+
+def test_plan_counts_every_run_of_the_matrix_and_each_fits_its_jobs(tmp_path):
+    """Issue 31 defect 8: a run with an unknown prompt count fell out of the totals, and the Polaris and
+    8B runs needed more jobs than ``training.retries + 1`` allows."""
+    from lie.stages.plan import plan, render
+
+    config = paper_config()
+    config["outdir"] = str(tmp_path)  # no data built: counts come from the config alone
+    plans = plan(config)
+    assert [p.run for p in plans if not p.prompts] == []
+    assert [p.run for p in plans if p.jobs > p.attempts] == []
+    polaris = [p for p in plans if "polaris" in p.run]
+    assert polaris and all(
+        p.prompts == config["datasets"]["train"]["polaris"]["expected_rows"] for p in polaris
+    )
+    table = render(plans, 8000, 0.35)
+    total = table.split("\ntotal")[1].split("\n")[0].split()
+    assert float(total[-2]) == pytest.approx(sum(p.gpu_hours for p in plans), abs=1)
+
+
+def test_plan_says_which_runs_its_total_leaves_out(tmp_path):
+    from lie.stages.plan import plan, render
+
+    config = paper_config()
+    config["outdir"] = str(tmp_path)
+    config["datasets"]["train"]["polaris"]["expected_rows"] = None
+    table = render(plan(config), 8000, 0.35)
+    assert "left out of the total: qwen3-4b_polaris_gspo, qwen3-4b_polaris_gspo_lie" in table

@@ -141,6 +141,7 @@ def render(plans: list[RunPlan], gen_tps_4b: float, mfu: float) -> str:
             + ("!" if p.jobs > p.attempts else " ")
         )
     total = sum(p.gpu_hours for p in plans if p.prompts)
+    unknown = [p.run for p in plans if not p.prompts]
     lines.append("-" * len(header))
     lines.append(f"{'total':44} {'':>6} {'':>8} {sum(p.steps for p in plans):>6} {'':>7} "
                  f"{sum(p.rollout_tokens for p in plans):>15.3e} {'':>5} {total:>8.0f} "
@@ -156,6 +157,11 @@ def render(plans: list[RunPlan], gen_tps_4b: float, mfu: float) -> str:
             "; ! marks runs that need more than training.retries + 1 jobs: raise retries or walltime_min."
             if any(p.jobs > p.attempts for p in plans if p.prompts)
             else "."
+        )
+        + (
+            f"\nThe prompt count of {len(unknown)} run(s) is unknown; left out of the total: {', '.join(unknown)}."
+            if unknown
+            else ""
         )
     )
     return "\n".join(lines)
