@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 from small import paper_config
-from standins import finish, start, write_tools
+from standins import APPTAINER_EXEC, finish, start, write_tools
 
 from lie.core.errors import LieError
 
@@ -207,6 +207,38 @@ def test_the_local_gpu_profile_plans_the_paper_matrix_in_the_image(tmp_path):
         cmd.startswith("workflow/scripts/gpu_slots.sh 1 lie generate") for cmd in generate
     )
     assert "resources: " in proc.stdout and "gpus=1" in proc.stdout
+
+
+def test_a_container_job_sees_an_outdir_on_scratch(tmp_path):
+    """Issue 31 defect 9: a rule in the image through the local GPU profile, with ``out`` a link to a
+    folder outside the checkout; the stand-in apptainer (tests/standins.py) fails any path argument
+    that no --bind makes visible, as the image would. Both profiles bind alike."""
+    import shutil
+
+    profiles = [
+        yaml.safe_load((REPO / f"profiles/{p}/config.yaml").read_text()) for p in ("slurm", "local-gpu")
+    ]
+    assert profiles[0]["apptainer-args"] == profiles[1]["apptainer-args"]
+    tree, scratch = tmp_path / "tree", tmp_path / "scratch"
+    tree.mkdir(), scratch.mkdir()
+    shutil.copy(REPO / "Snakefile", tree)  # copies: the stand-in follows links to their real paths
+    for name in ("workflow", "profiles"):
+        shutil.copytree(REPO / name, tree / name)
+    os.symlink(scratch, tree / "out")
+    (tree / "img.sif").write_text("")
+    config = yaml.safe_load((REPO / "workflow/configs/smoke.yaml").read_text())
+    config.update(image="img.sif", outdir="out")
+    (tree / "c.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    bin_dir = write_tools(tmp_path / "bin", {"apptainer": APPTAINER_EXEC})
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "out/data/arith-train.parquet", "--profile", "profiles/local-gpu",
+         "--configfile", "c.yaml", "--cores", "1"],
+        cwd=tree, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PATH": f"{bin_dir}:{Path(sys.executable).parent}:{os.environ['PATH']}"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Activating singularity image img.sif" in proc.stderr + proc.stdout
+    assert (scratch / "data" / "arith-train.parquet").stat().st_size > 0
 
 
 def _slots(tmp_path: Path, want: int, command: str, **env) -> subprocess.Popen:

@@ -268,3 +268,18 @@ def test_a_missing_required_setting_is_named_not_defaulted():
     del config["engines"]["train"]  # required: no engine is assumed
     with pytest.raises(LieError, match="key 'engines.train' is missing"):
         RunSettings.of(config, "smoke_grpo")
+
+
+def test_container_binds_refuse_what_apptainer_cannot_bind(workdir, tmp_path, capsys):
+    """cluster.binds: absolute folders apptainer's --bind can name; an image run's outdir likewise."""
+    config = smoke(tmp_path / "results")
+    config["cluster"]["binds"] = ["models"]
+    assert main(["plan", "--config", str(write(tmp_path / "relative.yaml", config))]) == 2
+    assert "key 'cluster.binds.0'" in capsys.readouterr().err
+    config = smoke(workdir / "out,1")
+    config["image"] = "img.sif"
+    write(workdir / "config.yaml", config)
+    lie_first(snakemake(workdir, "-n"), "outdir: ")
+    config["image"] = None  # no image, no container: nothing to bind
+    write(workdir / "config.yaml", config)
+    assert snakemake(workdir, "-n").returncode == 0

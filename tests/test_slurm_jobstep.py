@@ -13,6 +13,7 @@ import datetime
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +22,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 from small import paper_config
-from standins import finish, start, write_tools
+from standins import APPTAINER_EXEC, finish, start, write_tools
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = "qwen3-4b-base_dapo_gspo_lie"
@@ -54,16 +55,8 @@ elif [[ "$1 $2" == "show hostnames" ]]; then printf "gpu-a01\\ngpu-a02\\n"; fi""
 done
 if [[ "$1" == hostname ]]; then echo "fe80::1 10.0.0.7"; exit 0; fi
 exec "$@\"""",
-    # apptainer exec [--opt [value]]... IMAGE CMD...: --env K=V set, the rest run as they are
-    "apptainer": RECORD
-    + """[[ "$1" == exec ]] || { echo "apptainer version 1.3.4"; exit 0; }
-shift
-while [[ "$1" == --* ]]; do
-  case "$1" in --env) export "$2"; shift 2;; --bind) shift 2;; *) shift;; esac
-done
-shift
-if [[ "$*" == *"ray.nodes"* ]]; then grep -c '"tool": "ray"' "$CALLS"; exit 0; fi
-exec "$@\"""",
+    # apptainer exec ...: run on the host, only the bound folders visible (tests/standins.py)
+    "apptainer": RECORD + APPTAINER_EXEC,
     "ray": RECORD,
     # the trainer: record, then finish the run as `lie train` does (or, with FAIL_FIRST, fail once)
     "lie": RECORD
@@ -90,12 +83,18 @@ ALLOCATION = {
 }
 
 
-def _tree(tmp_path: Path, retries: int = 0, **cluster) -> tuple[Path, dict]:
-    """A checkout (links to this one) with the config and every input of the 2-node train job."""
+def _tree(tmp_path: Path, retries: int = 0, scratch: bool = False, **cluster) -> tuple[Path, dict]:
+    """A checkout (links to this one) with the config and every input of the 2-node train job;
+    ``scratch``: its ``out`` a link to a folder outside the checkout, as on a cluster with a small home."""
     tree = tmp_path / "tree"
     tree.mkdir()
-    for name in ("Snakefile", "workflow", "profiles", "src"):
-        os.symlink(REPO / name, tree / name)
+    shutil.copy(REPO / "Snakefile", tree)  # copies: the stand-in apptainer follows links to their real paths
+    for name in ("workflow", "profiles"):
+        shutil.copytree(REPO / name, tree / name)
+    os.symlink(REPO / "src", tree / "src")
+    if scratch:
+        (tmp_path / "scratch" / "out").mkdir(parents=True)
+        os.symlink(tmp_path / "scratch" / "out", tree / "out")
     config = paper_config()
     config["outdir"] = str(tree / "out")
     config["runs"] = [RUN]
@@ -104,7 +103,7 @@ def _tree(tmp_path: Path, retries: int = 0, **cluster) -> tuple[Path, dict]:
         config["cluster"].update(cluster)
     (tree / "c.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     out = tree / "out"
-    (out / "base" / "qwen3-4b-base").mkdir(parents=True)
+    (out / "base" / "qwen3-4b-base").mkdir(parents=True, exist_ok=True)
     (out / "base" / "qwen3-4b-base" / "config.json").write_text("{}")
     (out / "data").mkdir()
     for name in ["dapo.qwen3-4b-base.reflen", *config["training"]["val_sets"]]:
@@ -117,12 +116,13 @@ def _start_jobstep(
     executor: tuple[str, ...] = ("--executor", "slurm-jobstep", "--jobs", "1"),
     env_extra: dict | None = None,
     retries: int = 0,
+    scratch: bool = False,
     **cluster,
 ) -> subprocess.Popen:
     """``snakemake TARGET --executor slurm-jobstep --jobs 1`` inside the stand-in allocation, started
     (tests/standins.py's start)."""
     bin_dir = write_tools(tmp_path / "bin", FAKES)
-    tree, _ = _tree(tmp_path, retries, **cluster)
+    tree, _ = _tree(tmp_path, retries, scratch, **cluster)
     final = tree / "out" / "runs" / RUN / "final.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
     env.update(ALLOCATION)
@@ -145,13 +145,14 @@ def _start_jobstep(
 def jobs(tmp_path_factory) -> dict[str, SimpleNamespace]:
     """The jobs the tests below read, run at once before the first test (each waits mostly on its
     stand-ins), finished: exit status, output, the stand-ins' calls and the checkout."""
-    folders = {name: tmp_path_factory.mktemp(name) for name in ("two_nodes", "nccl", "retried")}
+    folders = {name: tmp_path_factory.mktemp(name) for name in ("two_nodes", "nccl", "retried", "scratch")}
     nccl = {"NCCL_SOCKET_IFNAME": "ib0", "NCCL_IB_HCA": "mlx5", "NCCL_DEBUG": None}
     fail_first = {"FAIL_FIRST": str(folders["retried"] / "failed")}
     procs = {
         "two_nodes": _start_jobstep(folders["two_nodes"]),
         "nccl": _start_jobstep(folders["nccl"], nccl=nccl),
         "retried": _start_jobstep(folders["retried"], ("--cores", "1"), fail_first, retries=1),
+        "scratch": _start_jobstep(folders["scratch"], scratch=True, binds=[str(REPO / "tests")]),
     }
     done = {}
     for name, proc in procs.items():
@@ -267,3 +268,19 @@ def test_the_save_ahead_margin_is_verls_esi_redundant_time():
         overrides(config, RunSettings.of(config, RUN), VerlInputs("train.parquet", (), "model"))
     )
     assert composed.trainer.esi_redundant_time == 1200
+
+
+def test_an_outdir_on_scratch_and_the_site_binds_are_visible_inside_the_image(jobs):
+    """Issue 31 defect 9: with ``out`` a link to scratch, the image saw only the checkout and the hub
+    cache; the stand-in apptainer fails a path argument that no --bind makes visible."""
+    job = jobs["scratch"]
+    assert job.returncode == 0, job.log
+    execs = [c for c in job.calls if c["tool"] == "apptainer" and c["args"][:1] == ["exec"]]
+    assert execs, job.log
+    scratch = str((job.tree.parent / "scratch" / "out").resolve())
+    for call in execs:
+        binds = [b for i, b in enumerate(call["args"]) if call["args"][i - 1] == "--bind"]
+        bound = ",".join(binds).split(",")
+        assert scratch in bound and str(REPO / "tests") in bound, binds
+    (trainer,) = [c for c in job.calls if c["tool"] == "lie"]
+    assert _opt(trainer["args"], "--config") == str(job.tree / "out" / "config.yaml")

@@ -8,6 +8,7 @@ from snakemake.utils import validate
 
 from lie import config as lie_config
 from lie.config import identity
+from lie.config import binds as container_binds
 from lie.config.layout import Layout
 from lie.config.settings import RunSettings
 
@@ -30,6 +31,13 @@ BASE_MODELS = list(config["evaluation"]["base_models"])
 BENCHMARKS = list(config["evaluation"]["benchmarks"])
 EVALUATED = RUNS + BASE_MODELS
 IMAGE = config.get("image") or ""
+# What every container binds besides the checkout and the hub cache (the profiles' apptainer-args and
+# workflow/scripts/launch_lib.sh read it): the outdir, its real path and cluster.binds.
+if IMAGE:
+    try:
+        container_binds.export(config)
+    except lie_config.LieError as exc:
+        sys.exit(f"lie: {exc}")
 
 
 # Downloads run where Snakemake runs (a login node with network), not on compute nodes.

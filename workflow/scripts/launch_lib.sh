@@ -35,13 +35,14 @@ slurm_job_end_epoch() {
 # image_commands: two arrays for running in the image LIE_IMAGE (both empty without one).
 #   image_exec  apptainer exec with LIE_APPTAINER_ARGS (default: the GPUs, the working tree, the hub
 #               cache, and the tree's src/ first on PYTHONPATH, so that the image runs this
-#               checkout's code rather than the copy it was built with)
+#               checkout's code rather than the copy it was built with), then LIE_APPTAINER_BINDS
+#               (the Snakefile's: the outdir, its real path and cluster.binds; lie.config.binds)
 #   in_image    the same through workflow/scripts/in_image.sh, which checks that first
 image_commands() {
   image_exec=() in_image=()
   if [[ -n "${LIE_IMAGE:-}" ]]; then
     local args
-    read -r -a args <<< "${LIE_APPTAINER_ARGS:---nv --bind $PWD --bind ${HF_HOME:-$HOME} --env PYTHONPATH=$PWD/src}"
+    read -r -a args <<< "${LIE_APPTAINER_ARGS:---nv --bind $PWD --bind ${HF_HOME:-$HOME} --env PYTHONPATH=$PWD/src} ${LIE_APPTAINER_BINDS:-}"
     image_exec=(apptainer exec "${args[@]}" "$LIE_IMAGE")
     in_image=("${image_exec[@]}" "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/in_image.sh")
   fi
