@@ -90,3 +90,24 @@ def test_builds_a_tiny_model_from_its_corpus(tmp_path):
     text = "What is 3 + 4? Answer within \\boxed{}."
     assert tok.decode(tok(text)["input_ids"]) == text  # byte-level: any text round-trips
     assert len(tok(text)["input_ids"]) < len(text) / 2  # trained on the corpus: compact
+
+
+def test_the_preflight_fetches_the_largest_model_of_each_shape_offline(tmp_path, tiny_files):
+    """Issue 31 defect 7: on a fresh checkout every GPU trial stopped at "no downloaded model";
+    ``lie preflight --fetch`` downloads them as the DAG's base_model rule does."""
+    from small import paper_config, write_config
+
+    cache = tmp_path / "hub"
+    add_dataset(cache, "Qwen/Qwen3-8B-Base", tiny_files, repo_type="models")
+    config = paper_config()
+    config["outdir"] = str(tmp_path / "out")
+    path = write_config(tmp_path / "c.yaml", config)
+    env = {"HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1"}
+    runs = ["--runs", "qwen3-1.7b-base_dapo_gspo", "qwen3-8b-base_dapo_gspo_lie"]
+    proc = _run(["preflight", "--fetch", "--config", str(path), *runs], env, os.getcwd())
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "preflight --fetch: qwen3-8b-base;" in proc.stdout
+    assert (tmp_path / "out" / "base" / "qwen3-8b-base" / "config.json").exists()
+    assert not (tmp_path / "out" / "base" / "qwen3-1.7b-base").exists()  # one shape: its largest model
+    again = _run(["preflight", "--fetch", "--config", str(path), *runs], env, os.getcwd())
+    assert again.returncode == 0 and "nothing to fetch" in again.stdout

@@ -27,14 +27,14 @@ def test_the_preflight_runs_on_a_cpu_with_its_gpu_checks_skipped(tmp_path):
     assert any(name.startswith("image self-test (native imports)") for name in executed)
     assert any(name.startswith("all-reduce across 2 CPU processes") for name in executed)
     assert "actor's host memory in a step (CPU)" in executed
-    assert any(name.startswith("2-step verl run (small CPU shape") for name in executed)
+    assert any(name.startswith("4-step verl run (small CPU shape") for name in executed)
     assert any(name.startswith("throughput, projected to the runs") for name in executed)
     assert any(name.startswith("reward manager's share of a step") for name in executed)
     assert "save + resume + merge" in executed
     vllm = next(line for name, line in rows.items() if name.startswith("vLLM generation"))
     assert "  pass" in vllm or "skipped: no GPU and no .venv-vllm/" in vllm
     assert proc.stdout.strip().splitlines()[-1].startswith("preflight: ") and " 0 failed" in proc.stdout
-    # the trial's run resumed from step 1's checkpoint and was merged into a Hugging Face model
+    # the trial's run resumed from step 2's checkpoint and was merged into a Hugging Face model
     assert (work / "cpu" / "merged" / "config.json").exists()
     assert len(list((work / "cpu" / "out" / "runs" / "preflight" / "metrics").glob("*.jsonl"))) == 2
 
@@ -77,7 +77,66 @@ def test_the_memory_row_reads_the_actors_metric_and_fails_without_it():
     from lie.stages.preflight_trial import CPU_MEMORY_KEY, memory
 
     trial = SimpleNamespace(gpu=False, params_b=0.0001)
-    assert memory(trial, {CPU_MEMORY_KEY: 1.5}).status == "pass"
-    missing = memory(trial, {"perf/max_memory_allocated_gb": 0.0})
+    assert memory(trial, _timed_step(**{CPU_MEMORY_KEY: 1.5})).status == "pass"
+    missing = memory(trial, _timed_step(**{"perf/max_memory_allocated_gb": 0.0}))
     assert missing.status == "fail" and missing.detail == f"verl logged no {CPU_MEMORY_KEY}"
-    assert memory(trial, {CPU_MEMORY_KEY: 1e6}).status == "fail"  # more than the machine has
+    assert memory(trial, _timed_step(**{CPU_MEMORY_KEY: 1e6})).status == "fail"  # more than the machine has
+    short = memory(trial, _timed_step(**{CPU_MEMORY_KEY: 1.5, "response_length/clip_ratio": 0.5}))
+    assert short.status == "fail" and "responses reached the response limit" in short.detail
+
+
+def _timed_step(**metrics) -> dict:
+    """A step's metrics as verl logs them: step 3 of the trial, every response at the limit."""
+    return {"step": 3, "perf/throughput": 500.0, "timing_s/step": 2.0, "response_length/clip_ratio": 1.0,
+            **metrics}  # fmt: skip
+
+
+def test_the_throughput_row_fails_on_a_step_with_a_save_or_short_responses():
+    """Issue 31 defect 4: every trial step used to include a checkpoint save (save_freq 1, inside
+    verl's step timer) and answers far shorter than the shape's limit."""
+    from types import SimpleNamespace
+
+    from small import paper_config
+
+    from lie.stages.preflight import shapes
+    from lie.stages.preflight_trial import projection
+
+    config = paper_config()
+    shape = shapes(config, ["qwen3-4b-base_dapo_gspo_lie"])[0]
+    trial = SimpleNamespace(gpu=True, params_b=8.0)
+    assert projection(config, shape, trial, _timed_step()).status == "pass"
+    saved = projection(config, shape, trial, _timed_step(**{"timing_s/save_checkpoint": 4.5}))
+    assert saved.status == "fail" and "includes a checkpoint save (4.5 s)" in saved.detail
+    short = projection(config, shape, trial, _timed_step(**{"response_length/clip_ratio": 0.25}))
+    assert short.status == "fail" and "only 25% of step 3's responses" in short.detail
+
+
+def test_the_trial_loads_the_shape_with_the_largest_model_and_saves_outside_its_timed_step(tmp_path):
+    """The trial's config: every rollout to the limit, saves at steps other than the timed one, and on
+    a GPU the largest model the shape's runs train, fetched by `lie preflight --fetch`."""
+    from small import paper_config
+
+    from lie.config import RunSettings
+    from lie.stages.preflight import TIMED_STEP, TRIAL_SAVE_FREQ, TRIAL_STEPS, shapes, trial_models
+    from lie.stages.preflight_trial import RUN, trial_config
+
+    config = paper_config()
+    runs = ["qwen3-1.7b-base_dapo_gspo", "qwen3-4b-base_dapo_gspo_lie", "qwen3-8b-base_dapo_gspo_lie"]
+    assert len(shapes(config, runs)) == 1 and trial_models(config, runs) == ["qwen3-8b-base"]
+    trial = trial_config(config, shapes(config, runs)[0], tmp_path, "m", None, gpu=True)
+    s = RunSettings.of(trial, RUN)
+    assert s.rollout_ignore_eos and s.max_steps == TRIAL_STEPS and s.save_freq == TRIAL_SAVE_FREQ
+    saves = [step for step in range(1, TRIAL_STEPS + 1) if step % s.save_freq == 0 or step == TRIAL_STEPS]
+    assert TIMED_STEP not in saves and TIMED_STEP > 1 and saves[-2] < TRIAL_STEPS  # a save to resume from
+
+
+def test_each_shape_trials_the_largest_model_its_own_runs_train():
+    """The 8k Qwen3-Base shape holds 1.7B, 4B and 8B runs: 8B; the 12k continual stage is 4B only."""
+    from small import paper_config
+
+    from lie.stages.preflight import shapes, trial_model
+
+    config = paper_config()
+    models = {(s.family, s.response_len): trial_model(config, s) for s in shapes(config, list(config["experiments"]))}
+    assert models[("Qwen/Qwen3-*-Base", 8192)] == "qwen3-8b-base"
+    assert models[("Qwen/Qwen3-*-Base", 12288)] == "qwen3-4b-base"

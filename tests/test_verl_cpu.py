@@ -169,6 +169,22 @@ def test_each_rollout_request_gets_a_seed_of_its_own_whatever_the_arrival_timing
     assert len(set(tagged(server(), tags).values())) == 4
 
 
+def test_the_rollout_configs_ignore_eos_reaches_every_request_as_in_verls_vllm_server():
+    """verl's vLLM server defaults a request's ignore_eos to rollout.ignore_eos
+    (vllm_async_server.py:624); the preflight's trial sets it so that every sample runs to the limit."""
+    from types import SimpleNamespace
+
+    from lie.engines.verl.cpu.rollout import TransformersServer
+
+    def request(params, **config):
+        cfg = SimpleNamespace(max_model_len=64, response_length=16, prompt_length=48, **config)
+        return TransformersServer._request(SimpleNamespace(config=cfg), [1, 2, 3], params)
+
+    assert request({}, ignore_eos=True).ignore_eos is True
+    assert request({"ignore_eos": False}, ignore_eos=True).ignore_eos is False  # the request's own wins
+    assert request({}).ignore_eos is False and request({}, ignore_eos=False).ignore_eos is False
+
+
 def test_top_k_one_and_a_tiny_top_p_are_greedy_and_temperature_matters(model):
     greedy = sample_batch(model, [TokenRequest(PROMPTS[0], 10, temperature=0.0)], [], 0)[0].token_ids
     for request in (TokenRequest(PROMPTS[0], 10, temperature=1.5, top_k=1, seed=3),
@@ -311,6 +327,7 @@ def test_the_trainer_saves_ahead_of_the_jobs_end_where_verl_would_not(monkeypatc
         t = LIETrainer.__new__(LIETrainer)  # the methods alone: no Ray, no workers
         t.config = SimpleNamespace(trainer=SimpleNamespace(save_freq=save_freq, esi_redundant_time=300.0))
         t.global_steps, t.total_training_steps, t._longest_step_s = step, 100, 120.0
+        t.timing_raw = {}
         t._save_checkpoint = lambda: saved.append(step)
         t.on_step_begin()
         return t
@@ -320,7 +337,9 @@ def test_the_trainer_saves_ahead_of_the_jobs_end_where_verl_would_not(monkeypatc
     trainer(7).on_step_end()  # an hour left: 60 s save + 120 s step + 300 s margin fit
     assert saved == []
     monkeypatch.setenv("MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP", str(time.time() + 400))
-    trainer(7).on_step_end()
+    ahead = trainer(7)
+    ahead.on_step_end()
+    assert "save_checkpoint" in ahead.timing_raw  # timed as verl's own saves: the preflight sees it
     trainer(10).on_step_end()  # verl saved this step itself (save_freq)
     trainer(99, save_freq=0).on_step_end()  # saving off
     assert saved == [7]

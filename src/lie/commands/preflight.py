@@ -1,6 +1,7 @@
 """``lie preflight``: check a GPU node before any long job is booked (the checks: ``lie.stages.preflight``).
 
 Examples:
+  lie preflight --fetch --config config.yaml      # first, where the network is: the trials' models
   apptainer exec --nv containers/lie-gpu.sif lie preflight --config config.yaml   # on a GPU node
   lie preflight --config config.yaml --runs qwen3-4b-base_dapo_gspo_lie           # one shape
   make preflight                                                                  # on this machine
@@ -21,11 +22,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--device", choices=["auto", "gpu", "cpu"], default="auto", help="auto: gpu when one is visible"
     )
+    parser.add_argument(
+        "--fetch",
+        action="store_true",
+        help="only download the models the GPU trials train (lie base-model), on a node with network",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.stages.preflight import run_preflight
+    from lie import config as cfgmod
+    from lie.stages.preflight import fetch_models, run_preflight
 
-    table, passed = run_preflight(load_config_option(args), args.runs, args.workdir, args.device)
+    config = load_config_option(args)
+    if args.fetch:
+        fetched = fetch_models(config, list(args.runs or cfgmod.selected_runs(config)))
+        print(
+            f"preflight --fetch: {', '.join(fetched) or 'nothing to fetch'}; next: lie preflight on a GPU node"
+        )
+        return 0
+    table, passed = run_preflight(config, args.runs, args.workdir, args.device)
     print(table)
     return 0 if passed else 1

@@ -6,8 +6,8 @@ shared ones), its engine, its parent and its reward knobs (``lie.core.reward.Rew
 engines (``lie.engines.verl.overrides``, ``lie.engines.trl.train``), ``lie train``, ``lie plan``,
 ``lie preflight`` and the Snakemake rules read a run's settings here and nowhere else, so that each
 key has one type and no second default in code: the schema requires every key this object reads
-except the optional ``seed``, ``threads``, ``world_size_change`` (below) and a run's ``engine``,
-``group`` and ``reward``. A changed value for one launch (``lie train --nnodes``) is a
+except the optional ``seed``, ``threads``, ``world_size_change``, ``rollout_ignore_eos`` (below) and a
+run's ``engine``, ``group`` and ``reward``. A changed value for one launch (``lie train --nnodes``) is a
 ``dataclasses.replace`` of the object, never an edit of the loaded config.
 
 :func:`written_settings` is the same merge as the config writes it (a dict, every value as
@@ -122,8 +122,10 @@ class _Reader:
             raise self.bad(key, "a number")
         return float(value)
 
-    def flag(self, key: str) -> bool:
-        value = self.raw(key)
+    def flag(self, key: str, optional: bool = False) -> bool:
+        value = self.raw(key, optional)
+        if value is None and optional:
+            return False
         if not isinstance(value, bool):
             raise self.bad(key, "true or false")
         return value
@@ -195,6 +197,9 @@ class RunSettings:
     retries: int
     world_size_change: str  # stop | restart (optional key; stop when absent)
     threads: int | None  # optional
+    # optional (false): every rollout runs to max_response_length, EOS or not (verl's rollout.ignore_eos);
+    # the preflight's trial sets it, so that it loads a step as the shape's longest responses do
+    rollout_ignore_eos: bool
     # the algorithm's loss (algorithms.<name>)
     loss_mode: str
     clip_ratio_low: float
@@ -251,6 +256,7 @@ class RunSettings:
             retries=r.integer("retries"),
             world_size_change=world,
             threads=r.integer("threads", optional=True),
+            rollout_ignore_eos=r.flag("rollout_ignore_eos", optional=True),
             loss_mode=r.text("loss_mode"),
             clip_ratio_low=r.number("clip_ratio_low"),
             clip_ratio_high=r.number("clip_ratio_high"),

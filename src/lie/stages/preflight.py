@@ -3,10 +3,13 @@
 The first minutes on a GPU node check what the matrix needs, each check a row of a pass/fail table:
 the image's self-test, the NVIDIA driver, NCCL across the node's GPUs, flash-attn; then, for each
 distinct training shape of the selected runs (model family, prompt and response limits, GPUs per
-node), a 2-step verl run (``lie train``) with the smallest model of the family at the shape's real
-lengths: its throughput projected to each run of the shape as ``lie plan`` projects (the measured
+node), a 4-step verl run (``lie train``) with the largest model the shape's runs train, at its real
+response length (every rollout runs to the limit, so the micro-batches are full): its throughput at
+a step that saves nothing, projected to each run of the shape as ``lie plan`` projects (the measured
 tokens/s in place of the assumed ones), its GPU memory, the reward manager's share of a step, one
 checkpoint save + resume + merge (``lie merge``), and one short vLLM generation (``lie generate``).
+The models come from ``lie base-model`` as the DAG fetches them: ``lie preflight --fetch`` on a node
+with network (the login node) fetches what the trials need.
 
 On a CPU the same code runs: the GPU-only checks report "skipped: no GPU", and one trial runs at a
 small shape (a tiny model built here) on verl's CPU backend; the vLLM generation runs with the vLLM
@@ -32,7 +35,11 @@ log = logging.getLogger(__name__)
 
 NO_GPU = "skipped: no GPU"
 REWARD_SHARE_MAX = 0.25  # the reward manager above this share of a step holds the GPUs up
-TRIAL_STEPS = 2
+# A trial's steps: verl saves at steps 2 (the resume's start) and 4 (the last); step 3, past the first
+# step's warm-up, saves nothing and is the step the throughput, memory and reward rows read.
+TRIAL_STEPS = 4
+TRIAL_SAVE_FREQ = 2
+TIMED_STEP = 3
 
 
 @dataclass(frozen=True)
@@ -70,10 +77,36 @@ def shapes(config: dict[str, Any], runs: list[str]) -> list[Shape]:
     return [Shape(*key, runs=tuple(members)) for key, members in found.items()]
 
 
-def smallest_of_family(config: dict[str, Any], family: str) -> str:
-    """The smallest model of config.yaml's ``models`` in ``family`` (by the size in its id)."""
-    members = [m for m in config["models"] if family_of(config, m) == family]
-    return min(members, key=lambda m: planmod.params_billions(config, m))
+def trial_model(config: dict[str, Any], shape: Shape) -> str:
+    """The largest model the shape's runs train (by the size in its id): the memory the shape must hold."""
+    models = {cfgmod.RunSettings.of(config, run).model for run in shape.runs}
+    return max(sorted(models), key=lambda m: planmod.params_billions(config, m))
+
+
+def trial_models(config: dict[str, Any], runs: list[str]) -> list[str]:
+    """The models the GPU trials of ``runs`` train: one per shape."""
+    return list(dict.fromkeys(trial_model(config, s) for s in shapes(config, runs)))
+
+
+def missing_models(config: dict[str, Any], runs: list[str]) -> list[str]:
+    """The GPU trials' models that ``lie base-model`` has not put in the layout's folder yet."""
+    from lie.config.layout import Layout
+
+    layout = Layout(config)
+    return [m for m in trial_models(config, runs) if not (layout.base_model(m) / "config.json").exists()]
+
+
+def fetch_models(config: dict[str, Any], runs: list[str]) -> list[str]:
+    """``lie preflight --fetch``: each missing trial model downloaded as the DAG's ``base_model`` rule
+    does (``lie base-model`` into ``<outdir>/base/<model>``), on a node with network; the fetched names."""
+    from lie.config.layout import Layout
+    from lie.stages.base_model import make_base_model
+
+    missing = missing_models(config, runs)
+    for i, name in enumerate(missing, 1):
+        log.info("preflight --fetch: %s (%d of %d)", name, i, len(missing))
+        make_base_model(config, name, str(Layout(config).base_model(name)), [])
+    return missing
 
 
 # ---- checks without a training run --------------------------------------------------------------
@@ -189,10 +222,16 @@ def preflight(config: dict[str, Any], runs: list[str], workdir: Path, gpu: bool)
     """Every check, in order; a failed one does not stop the others."""
     from lie.stages.preflight_trial import trial_checks
 
-    checks = [*check_image(gpu), check_driver(gpu), check_nccl(gpu), check_flash_attn(gpu)]
     found = shapes(config, runs)
     if not found:
         raise LieError("preflight: no runs selected (config runs, or --runs)")
+    if gpu:
+        log.info("preflight: %d shape(s) of %d run(s), trials with %s", len(found), len(runs),
+                 ", ".join(trial_models(config, runs)))  # fmt: skip
+        if missing := missing_models(config, runs):
+            log.warning("preflight: not downloaded: %s; run `lie preflight --fetch` on a node with network "
+                        "first (their trials fail)", ", ".join(missing))  # fmt: skip
+    checks = [*check_image(gpu), check_driver(gpu), check_nccl(gpu), check_flash_attn(gpu)]
     if gpu:
         for i, shape in enumerate(found):
             checks += trial_checks(config, shape, workdir / f"shape-{i + 1}", gpu=True)

@@ -1,11 +1,14 @@
-"""One training trial of the preflight (lie.stages.preflight): a 2-step verl run of one shape.
+"""One training trial of the preflight (lie.stages.preflight): a 4-step verl run of one shape.
 
 The trial is a run of its own config (written beside it): the user's config with one model (the
-smallest of the shape's family on a GPU; a tiny one built here on a CPU), synthetic arithmetic
-rows with reference lengths, and a run that saves every step and stops after 2. What it yields:
-the run's throughput and memory (verl's ``perf/*`` metrics), projected to the shape's runs as
-``lie plan`` does; the reward manager's time for one step's samples against the step's time; a
-resume from step 1's checkpoint, then ``lie merge``; one short generation with vLLM.
+largest of the shape's runs on a GPU; a tiny one built here on a CPU), synthetic arithmetic
+rows with reference lengths, and a run whose every rollout runs to the response limit
+(``training.rollout_ignore_eos``: short arithmetic answers would leave the micro-batches nearly
+empty), that saves at steps 2 and 4 and stops after 4. What it yields, read at step 3 (warm, and
+without a save inside its timer): the run's throughput and memory (verl's ``perf/*`` metrics),
+projected to the shape's runs as ``lie plan`` does; the reward manager's time for one step's
+samples against the step's time; then a resume from step 2's checkpoint, ``lie merge``, and one
+short generation with vLLM.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from lie.config.layout import Layout
 from lie.core.errors import LieError
 from lie.formats.outputs import OWNER, check_output_folder
 from lie.stages import plan as planmod
-from lie.stages.preflight import REWARD_SHARE_MAX, TRIAL_STEPS, Check, Shape
+from lie.stages.preflight import REWARD_SHARE_MAX, TIMED_STEP, TRIAL_SAVE_FREQ, TRIAL_STEPS, Check, Shape
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +89,7 @@ def _write_rows(rows: list[dict], path: Path) -> str:
 
 def _model(config: dict[str, Any], shape: Shape, root: Path, gpu: bool) -> tuple[str, float, Any]:
     """The trial's model folder, its size in billions, its enable_thinking."""
-    from lie.stages.preflight import smallest_of_family
+    from lie.stages.preflight import trial_model
 
     if not gpu:
         from lie.stages.tiny import build_tiny
@@ -96,10 +99,12 @@ def _model(config: dict[str, Any], shape: Shape, root: Path, gpu: bool) -> tuple
         ] * 5
         # head size 32 (hidden / 4): vLLM's CPU attention has no kernel for the default tiny's 16
         return str(build_tiny(root / "model", corpus, seed=0, vocab_size=300, hidden=128)), 0.001, False
-    name = smallest_of_family(config, shape.family)
+    name = trial_model(config, shape)
     folder = Layout(config).base_model(name)
     if not (folder / "config.json").exists():
-        raise LieError(f"no downloaded model of {shape.family}: run `lie base-model {name}` first ({folder})")
+        raise LieError(
+            f"{name} is not downloaded ({folder}): run `lie preflight --fetch` on a node with network first"
+        )
     thinking = cfgmod.model_entry(config, name).get("enable_thinking")
     return str(folder.resolve()), planmod.params_billions(config, name), thinking
 
@@ -124,8 +129,9 @@ def trial_config(
         benchmarks=["preflight-val"], base_models=[], in_domain=["preflight-val"], out_of_domain=[]
     )
     algorithm = cfgmod.RunSettings.of(config, shape.runs[0]).algorithm
-    training = {"max_steps": TRIAL_STEPS, "save_freq": 1, "test_freq": TRIAL_STEPS, "keep_checkpoints": TRIAL_STEPS + 1,
-                "val_sets": ["preflight-val"], "nnodes": 1, "logger": ["console", "file"], "eval_step": "final"}  # fmt: skip
+    training = {"max_steps": TRIAL_STEPS, "save_freq": TRIAL_SAVE_FREQ, "test_freq": TRIAL_STEPS,
+                "keep_checkpoints": TRIAL_STEPS + 1, "val_sets": ["preflight-val"], "nnodes": 1,
+                "logger": ["console", "file"], "eval_step": "final", "rollout_ignore_eos": True}  # fmt: skip
     if gpu:
         batch = 2 * shape.gpus_per_node  # few prompts, the real lengths: memory depends on the lengths
         training.update(max_prompt_length=shape.prompt_len, max_response_length=shape.response_len,
@@ -196,8 +202,28 @@ def trial_checks(config: dict[str, Any], shape: Shape, root: Path, gpu: bool) ->
             for n in ("projection", "reward share", "save + resume + merge", "vLLM generation")
         ]
     done = Check(name, "pass", f"{time.monotonic() - started:.0f} s, {root}")
-    return [done, projection(config, shape, trial, metrics[-1]), memory(trial, metrics[-1]),
-            reward_share(trial, metrics[-1]), *resume_and_merge(trial)]  # fmt: skip
+    timed = metrics[TIMED_STEP - 1]
+    return [done, projection(config, shape, trial, timed), memory(trial, timed),
+            reward_share(trial, timed), *resume_and_merge(trial)]  # fmt: skip
+
+
+SAVE_TIMER = "timing_s/save_checkpoint"  # verl's timer of a save, inside its step timer
+FULL_LENGTH = "response_length/clip_ratio"  # the share of responses at the limit
+
+
+def _saved(metrics: dict) -> str | None:
+    """A save inside the step's timer: its time is not the shape's step time."""
+    if metrics.get(SAVE_TIMER):
+        return f"step {metrics.get('step')}'s time includes a checkpoint save ({float(metrics[SAVE_TIMER]):.1f} s)"
+    return None
+
+
+def _short(metrics: dict) -> str | None:
+    """Responses that stopped before the limit: the step did not carry the shape's load."""
+    share = float(metrics.get(FULL_LENGTH, 0))
+    if share < 1:
+        return f"only {share:.0%} of step {metrics.get('step')}'s responses reached the response limit"
+    return None
 
 
 def projection(config: dict[str, Any], shape: Shape, trial: Trial, last: dict) -> Check:
@@ -206,6 +232,8 @@ def projection(config: dict[str, Any], shape: Shape, trial: Trial, last: dict) -
     tps = float(last.get("perf/throughput") or 0)
     if tps <= 0:
         return Check(name, "fail", "verl logged no perf/throughput")
+    if why := _saved(last) or _short(last):
+        return Check(name, "fail", why)
     parts = [f"{tps:.0f} tokens/s/GPU at {trial.params_b:g}B"]
     for run in shape.runs:
         p = planmod.plan_run(config, run, {}, planmod.GEN_TOKENS_PER_S_4B, planmod.MFU)
@@ -237,6 +265,8 @@ def memory(trial: Trial, last: dict) -> Check:
         total = psutil.virtual_memory().total / 1024**3
     if key not in last:
         return Check(name, "fail", f"verl logged no {key}")
+    if why := _short(last):
+        return Check(name, "fail", why)
     peak = float(last[key])
     status = "pass" if peak < 0.9 * total else "fail"
     return Check(name, status, f"{peak:.1f} of {total:.0f} GiB at {trial.params_b:g}B (grows with the model)")
@@ -251,7 +281,7 @@ def reward_share(trial: Trial, last: dict) -> Check:
 
     name = "reward manager's share of a step"
     step_s = float(last.get("timing_s/step") or 0)
-    rollouts = [r for r in read_rollouts(trial.rundir) if r["step"] == TRIAL_STEPS]
+    rollouts = [r for r in read_rollouts(trial.rundir) if r["step"] == TIMED_STEP]
     if step_s <= 0 or not rollouts:
         return Check(name, "fail", "no step time or no rollouts logged")
     rows = {row["extra_info"]["index"]: row for row in trial.train_rows}
@@ -279,7 +309,7 @@ def reward_share(trial: Trial, last: dict) -> Check:
 
 
 def resume_and_merge(trial: Trial) -> list[Check]:
-    """Step 2's checkpoint removed (a kill after step 1's save): the rerun resumes at step 2, then merges."""
+    """The last checkpoint removed (a kill after the one before): the rerun resumes from it, then merges."""
     from lie.engines.verl import checkpoints as verl_checkpoints
     from lie.engines.verl.overrides import COMPLETED
     from lie.formats.runs import read_metrics
@@ -290,7 +320,7 @@ def resume_and_merge(trial: Trial) -> list[Check]:
         shutil.rmtree(ckpts / f"global_step_{TRIAL_STEPS}")
         (ckpts / COMPLETED).unlink()
         trial.rundir.final_json.unlink()
-        (ckpts / verl_checkpoints.TRACKER).write_text(str(TRIAL_STEPS - 1))
+        (ckpts / verl_checkpoints.TRACKER).write_text(str(TRIAL_STEPS - TRIAL_SAVE_FREQ))
         launches = len(list((trial.rundir.root / "metrics").glob("*.jsonl")))
         trial.train()
         steps = [m["step"] for m in read_metrics(trial.rundir)]
@@ -307,7 +337,7 @@ def resume_and_merge(trial: Trial) -> list[Check]:
             raise LieError(f"lie merge wrote no Hugging Face model to {merged}")
     except (LieError, OSError) as exc:
         return [Check(name, "fail", str(exc)), Check("vLLM generation", "skipped: no merged model")]
-    done = Check(name, "pass", f"resumed from step {TRIAL_STEPS - 1}, merged into {merged}")
+    done = Check(name, "pass", f"resumed from step {TRIAL_STEPS - TRIAL_SAVE_FREQ}, merged into {merged}")
     return [done, vllm_generation(trial, merged)]
 
 

@@ -100,6 +100,7 @@ def overrides(
         "actor_rollout_ref.rollout.n": s.rollout_n,
         "actor_rollout_ref.rollout.temperature": s.temperature,
         "actor_rollout_ref.rollout.top_p": s.top_p,
+        "actor_rollout_ref.rollout.ignore_eos": s.rollout_ignore_eos,  # the preflight's full-length trial
         "actor_rollout_ref.rollout.max_model_len": prompt_len + response_len,
         "actor_rollout_ref.rollout.max_num_batched_tokens": token_budget,
         "actor_rollout_ref.rollout.val_kwargs.temperature": s.val_temperature,

@@ -53,6 +53,7 @@ from verl.trainer.ppo.v1 import PPOTrainerSync, trainer_base
 from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY
 from verl.utils import tensordict_utils as tu
 from verl.utils.checkpoint.checkpoint_manager import should_save_ckpt_esi
+from verl.utils.debug import marked_timer
 from verl.utils.torch_functional import masked_mean
 
 from lie.formats.runs import natural_key, sort_rollouts
@@ -104,7 +105,8 @@ class LIETrainer(PPOTrainerSync):
         self._longest_step_s = max(self._longest_step_s, time.monotonic() - self._step_started)
         if self._saves_ahead_of_the_end():
             log.warning("saving step %d ahead of the job's end (no room for another step)", self.global_steps)
-            self._save_checkpoint()
+            with marked_timer("save_checkpoint", self.timing_raw):  # logged as verl's own saves are
+                self._save_checkpoint()
         super().on_step_end()
 
     def _saves_ahead_of_the_end(self) -> bool:

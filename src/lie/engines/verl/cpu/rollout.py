@@ -114,7 +114,8 @@ class TransformersServer:
             top_p=float(params.get("top_p", 1.0)),
             top_k=int(params.get("top_k", -1) or -1),
             seed=params.get("seed"),
-            ignore_eos=bool(params.get("ignore_eos", False)),
+            # as verl's vLLM server: a request's own value, else the rollout config's
+            ignore_eos=bool(params.get("ignore_eos", getattr(cfg, "ignore_eos", False))),
         )
 
     def _sample(self, requests: list[TokenRequest]):
