@@ -137,6 +137,9 @@ def test_each_shape_trials_the_largest_model_its_own_runs_train():
     from lie.stages.preflight import shapes, trial_model
 
     config = paper_config()
-    models = {(s.family, s.response_len): trial_model(config, s) for s in shapes(config, list(config["experiments"]))}
+    models = {
+        (s.family, s.response_len): trial_model(config, s)
+        for s in shapes(config, list(config["experiments"]))
+    }
     assert models[("Qwen/Qwen3-*-Base", 8192)] == "qwen3-8b-base"
     assert models[("Qwen/Qwen3-*-Base", 12288)] == "qwen3-4b-base"
