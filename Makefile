@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: venv venv-vllm test test-all smoke study study-full study-v1 preflight lint bench lock lock-gpu lock-vllm check-gpu-env dry-run clean-venv
+.PHONY: venv venv-vllm test test-all coverage smoke study study-full study-v1 preflight lint bench lock lock-gpu lock-vllm check-gpu-env dry-run clean-venv
 
 venv: $(STAMP)
 
@@ -45,6 +45,22 @@ test: $(STAMP) $(VLLM_STAMP)
 test-all: $(STAMP) $(VLLM_STAMP)
 	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
+# Coverage of src/lie over make test, every Python process the tests start included (Snakemake jobs,
+# verl's Ray actors, grading and vLLM workers): a .pth hook in each environment starts coverage.py
+# where COVERAGE_PROCESS_START is set (.coveragerc; inert elsewhere). Writes docs/coverage.md and fails
+# on an unexecuted line of engines/ or stages/ that tests/coverage/gpu_only.yaml does not list.
+# Not part of make test.
+COVERAGE_DATA := $(CURDIR)/.coverage-data
+COVERAGE_PTH := import os; os.environ.get("COVERAGE_PROCESS_START") and __import__("coverage").process_startup()
+coverage: $(STAMP) $(VLLM_STAMP)
+	rm -rf $(COVERAGE_DATA) && mkdir -p $(COVERAGE_DATA)
+	for py in $(BIN)/python $(VLLM_VENV)/bin/python; do \
+	  echo '$(COVERAGE_PTH)' > "$$($$py -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/lie_coverage.pth"; \
+	done
+	-COVERAGE_PROCESS_START=$(CURDIR)/.coveragerc LIE_COVERAGE_DATA=$(COVERAGE_DATA) \
+	  $(BIN)/python -m pytest -m "not heavy" $(XDIST) $(PYTEST_ARGS)
+	$(BIN)/python tests/coverage/report.py $(COVERAGE_DATA) docs/coverage.md
+
 # The whole pipeline on the CPU (tiny model, synthetic data): outputs under results/smoke/.
 # Snakemake through `lie snakemake`: every --configfile is read by lie's bounded YAML reader first
 # (a hostile file is one line and exit 2, not a Snakemake traceback or hang; docs/recovery.md).
@@ -77,9 +93,10 @@ study-v1: $(STAMP)
 	$(STUDY_V1_SMK) study
 
 # Check a node before booking long jobs (docs/cluster.md): the image, driver, NCCL, flash-attn, then a
-# 2-step verl run per training shape, its projection, the reward's share, a resume and merge, vLLM.
-# On a GPU node run it in the image: apptainer exec --nv containers/lie-gpu.sif lie preflight.
-# Here, without a GPU, the GPU checks are skipped and the rest run on the CPU (about 6 minutes).
+# 4-step verl run per training shape, its projection, the reward's share, a resume and merge, vLLM.
+# On a GPU node run it in the image: apptainer exec --nv containers/lie-gpu.sif lie preflight (after
+# lie preflight --fetch where the network is). Here, without a GPU, the 3 CUDA rows are skipped and
+# the rest run on the CPU and in .venv-vllm (about 4 minutes).
 PREFLIGHT_CONFIG ?= config.yaml
 preflight: $(STAMP)
 	PATH=$(CURDIR)/$(BIN):$$PATH OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/lie preflight --config $(PREFLIGHT_CONFIG)

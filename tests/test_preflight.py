@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,10 +22,14 @@ def test_the_preflight_runs_on_a_cpu_with_its_gpu_checks_skipped(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = {line.split("  ")[0].strip(): line for line in proc.stdout.splitlines() if "  " in line}
-    for gpu_only in ("NVIDIA driver >= 580", "flash-attn against torch's attention"):
-        assert "skipped: no GPU" in rows[gpu_only]
+    gpu_only = (
+        "NVIDIA driver >= 580",
+        "flash-attn against torch's attention",
+        "image self-test: flash-attn, torch's CUDA build",
+    )
+    assert {name for name, line in rows.items() if "skipped: no GPU" in line} == set(gpu_only)  # only CUDA's
     executed = [name for name, line in rows.items() if "  pass" in line]
-    assert any(name.startswith("image self-test (native imports)") for name in executed)
+    assert any(name.startswith("image self-test but CUDA (.venv-vllm") for name in executed)
     assert any(name.startswith("all-reduce across 2 CPU processes") for name in executed)
     assert "actor's host memory in a step (CPU)" in executed
     assert any(name.startswith("4-step verl run (small CPU shape") for name in executed)
@@ -32,7 +37,7 @@ def test_the_preflight_runs_on_a_cpu_with_its_gpu_checks_skipped(tmp_path):
     assert any(name.startswith("reward manager's share of a step") for name in executed)
     assert "save + resume + merge" in executed
     vllm = next(line for name, line in rows.items() if name.startswith("vLLM generation"))
-    assert "  pass" in vllm or "skipped: no GPU and no .venv-vllm/" in vllm
+    assert "  pass" in vllm  # .venv-vllm is part of the test environment (make venv-vllm)
     assert proc.stdout.strip().splitlines()[-1].startswith("preflight: ") and " 0 failed" in proc.stdout
     # the trial's run resumed from step 2's checkpoint and was merged into a Hugging Face model
     assert (work / "cpu" / "merged" / "config.json").exists()
@@ -143,3 +148,23 @@ def test_each_shape_trials_the_largest_model_its_own_runs_train():
     }
     assert models[("Qwen/Qwen3-*-Base", 8192)] == "qwen3-8b-base"
     assert models[("Qwen/Qwen3-*-Base", 12288)] == "qwen3-4b-base"
+
+
+def test_the_image_row_runs_all_but_its_cuda_lines_in_the_vllm_environment(tmp_path):
+    """On a CPU the image's self-test runs in .venv-vllm (verl beside vLLM's CPU build, as in the image)
+    with only flash-attn and torch's CUDA build skipped; a broken environment fails the row."""
+    from lie.stages.preflight import IMAGE_CUDA_ROW, NO_GPU, check_image
+
+    venv = Path(os.environ.get("LIE_VLLM_VENV", REPO / ".venv-vllm"))
+    assert (venv / "bin" / "python").exists(), "build vLLM's CPU environment with `make venv-vllm`"
+    ran, cuda = check_image(gpu=False, vllm_venv=venv)
+    assert ran.status == "pass" and "vllm 0.24.0" in ran.detail and "verl 0.9.1" in ran.detail, ran
+    assert cuda.name == IMAGE_CUDA_ROW and cuda.status == NO_GPU
+    broken = tmp_path / "venv"
+    (broken / "bin").mkdir(parents=True)
+    (broken / "bin" / "python").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')  # this one: no vLLM
+    (broken / "bin" / "python").chmod(0o755)
+    failed = check_image(gpu=False, vllm_venv=broken)[0]
+    assert failed.status == "fail" and "cannot import vllm" in failed.detail, failed
+    native, skipped, _ = check_image(gpu=False, vllm_venv=tmp_path / "absent")
+    assert native.status == "pass" and skipped.status.startswith("skipped: no vLLM CPU build")

@@ -22,7 +22,7 @@ pytest.importorskip("verl")
 from smoke_run import CHILD, PARENT, probe_env, smoke_run  # noqa: E402
 
 from lie.formats.runs import RunDir, read_metrics, read_rollouts  # noqa: E402
-from lie.stages.preflight_trial import CPU_MEMORY_KEY, GPU_MEMORY_KEY  # noqa: E402
+from lie.stages.preflight_trial import CPU_MEMORY_KEY, FULL_LENGTH, GPU_MEMORY_KEY, SAVE_TIMER  # noqa: E402
 
 pytestmark = [
     pytest.mark.slow,
@@ -111,8 +111,10 @@ def test_main_ppo_trains_with_our_manager_loaded_by_verl(smoke):
     metrics = read_metrics(rundir)
     assert [m["step"] for m in metrics] == [1, 2, 3, 4]
     assert "actor/pg_loss" in metrics[0] and "critic/score/mean" in metrics[0]
-    # the keys lie preflight's memory row reads
-    assert all(key in metrics[-1] for key in (GPU_MEMORY_KEY, CPU_MEMORY_KEY))
+    # the keys lie preflight's rows read: memory, the share of responses at the limit, a save's time
+    # in the steps that save (save_freq 2) and in no other
+    assert all(key in metrics[-1] for key in (GPU_MEMORY_KEY, CPU_MEMORY_KEY, FULL_LENGTH))
+    assert [m["step"] for m in metrics if m.get(SAVE_TIMER)] == [2, 4]
 
 
 def test_the_logged_entropy_is_a_token_mean_in_a_gspo_run(smoke):

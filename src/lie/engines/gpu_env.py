@@ -1,6 +1,7 @@
 """Checks of the GPU environment: the image's self-test, and the host's NVIDIA driver at run time.
 
-``python -m lie.engines.gpu_env`` is the image's ``%test`` (Apptainer) and ``RUN`` check (Docker):
+``python -m lie.engines.gpu_env`` is the image's ``%test`` (Apptainer) and ``RUN`` check (Docker)
+(``--no-cuda``: all but flash-attn and torch's CUDA build, which the CPU preflight runs in ``.venv-vllm``):
 every library a GPU job imports, imported; TRL absent (verl 0.9.1 imports a class of TRL that TRL
 1.16 no longer has whenever TRL is installed, so every FSDP actor build would fail); torch's CUDA
 major version the one the driver check expects.
@@ -66,10 +67,15 @@ def check_driver(query: str | None = None) -> tuple[int, int]:
     return version
 
 
-def check_image() -> list[str]:
-    """Import what a GPU job imports; return the versions read (a LieError names what is wrong)."""
+CUDA_ONLY = ("flash_attn",)  # a wheel built for CUDA: nothing to import without it
+
+
+def check_image(cuda: bool = True) -> list[str]:
+    """Import what a GPU job imports; return the versions read (a LieError names what is wrong).
+    ``cuda=False``: every check but the CUDA-only imports and torch's CUDA build (the preflight on a CPU,
+    in ``.venv-vllm``, the environment of verl and vLLM's CPU build)."""
     found = []
-    for name in IMPORTS:
+    for name in IMPORTS if cuda else [n for n in IMPORTS if n not in CUDA_ONLY]:
         try:
             module = importlib.import_module(name)
         except Exception as exc:  # an import error of a compiled extension is not always ImportError
@@ -83,14 +89,15 @@ def check_image() -> list[str]:
         raise LieError("verl sees trl: its monkey patch would import a class TRL 1.16 lacks")
     import torch
 
-    if not str(torch.version.cuda or "").startswith(f"{CUDA_MAJOR}."):
+    if cuda and not str(torch.version.cuda or "").startswith(f"{CUDA_MAJOR}."):
         raise LieError(f"torch is built for CUDA {torch.version.cuda}, the image expects CUDA {CUDA_MAJOR}")
     return found
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    cuda = "--no-cuda" not in (sys.argv[1:] if argv is None else argv)
     try:
-        print("GPU image: " + ", ".join(check_image()))
+        print(("GPU image: " if cuda else "GPU image without CUDA: ") + ", ".join(check_image(cuda)))
     except LieError as exc:
         print(f"GPU image check failed: {exc}", file=sys.stderr)
         return 1

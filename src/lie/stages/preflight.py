@@ -88,6 +88,11 @@ def trial_models(config: dict[str, Any], runs: list[str]) -> list[str]:
     return list(dict.fromkeys(trial_model(config, s) for s in shapes(config, runs)))
 
 
+def vllm_venv(config: dict[str, Any]) -> Path:
+    """The environment of vLLM's CPU build: engines.vllm_cpu.venv, else ``.venv-vllm``."""
+    return Path(((config.get("engines") or {}).get("vllm_cpu") or {}).get("venv") or ".venv-vllm")
+
+
 def missing_models(config: dict[str, Any], runs: list[str]) -> list[str]:
     """The GPU trials' models that ``lie base-model`` has not put in the layout's folder yet."""
     from lie.config.layout import Layout
@@ -122,30 +127,40 @@ def _guarded(name: str, body) -> Check:
         return Check(name, "fail", f"{type(exc).__name__}: {exc}".splitlines()[0])
 
 
-def check_image(gpu: bool) -> list[Check]:
-    """The image's self-test (lie.engines.gpu_env): all of it on a GPU; its native part on a CPU."""
+IMAGE_ROW = "image self-test"
+IMAGE_CUDA_ROW = "image self-test: flash-attn, torch's CUDA build"
+
+
+def check_image(gpu: bool, vllm_venv: Path | None = None) -> list[Check]:
+    """The image's self-test (lie.engines.gpu_env): all of it on a GPU; on a CPU all but its CUDA lines,
+    in ``vllm_venv`` (verl and vLLM's CPU build, as the image pairs them) when there is one, else the
+    imports of this environment."""
     from lie.engines import gpu_env
 
     if gpu:
-        return [
-            _guarded(
-                "image self-test", lambda: Check("image self-test", "pass", ", ".join(gpu_env.check_image()))
-            )
-        ]
+        return [_guarded(IMAGE_ROW, lambda: Check(IMAGE_ROW, "pass", ", ".join(gpu_env.check_image())))]
+    cuda_part = Check(IMAGE_CUDA_ROW, NO_GPU)
+    python = vllm_venv / "bin" / "python" if vllm_venv else None
+    if python and python.exists():
+        name = f"image self-test but CUDA ({vllm_venv}: vLLM's CPU build)"
+        args = ("-m", "lie.engines.gpu_env", "--no-cuda")
+        return [_guarded(name, lambda: Check(name, "pass", _python(*args, python=str(python)))), cuda_part]
 
     def native() -> Check:
         import importlib
 
         found = []
-        for name in gpu_env.IMPORTS:
-            if name in ("vllm", "flash_attn"):
+        for module_name in gpu_env.IMPORTS:
+            if module_name in ("vllm", *gpu_env.CUDA_ONLY):
                 continue
-            module = importlib.import_module(name)
-            found.append(f"{name} {getattr(module, '__version__', '?')}")
+            module = importlib.import_module(module_name)
+            found.append(f"{module_name} {getattr(module, '__version__', '?')}")
         return Check("image self-test (native imports)", "pass", ", ".join(found))
 
-    gpu_part = Check("image self-test (vLLM, flash-attn, CUDA torch, no trl)", NO_GPU)
-    return [_guarded("image self-test (native imports)", native), gpu_part]
+    no_vllm = Check(
+        f"image self-test: vLLM, no trl (needs {vllm_venv or '.venv-vllm'})", "skipped: no vLLM CPU build"
+    )
+    return [_guarded("image self-test (native imports)", native), no_vllm, cuda_part]
 
 
 def check_driver(gpu: bool) -> Check:
@@ -168,9 +183,9 @@ print(float((out - ref).abs().max()))
 """
 
 
-def _python(*args: str, timeout: int = 300) -> str:
+def _python(*args: str, timeout: int = 300, python: str = sys.executable) -> str:
     """The last line ``python ARGS`` prints; its last line of stderr as the error when it fails."""
-    proc = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run([python, *args], capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         raise LieError((proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1])
     return proc.stdout.strip().splitlines()[-1]
@@ -231,7 +246,7 @@ def preflight(config: dict[str, Any], runs: list[str], workdir: Path, gpu: bool)
         if missing := missing_models(config, runs):
             log.warning("preflight: not downloaded: %s; run `lie preflight --fetch` on a node with network "
                         "first (their trials fail)", ", ".join(missing))  # fmt: skip
-    checks = [*check_image(gpu), check_driver(gpu), check_nccl(gpu), check_flash_attn(gpu)]
+    checks = [*check_image(gpu, vllm_venv(config)), check_driver(gpu), check_nccl(gpu), check_flash_attn(gpu)]
     if gpu:
         for i, shape in enumerate(found):
             checks += trial_checks(config, shape, workdir / f"shape-{i + 1}", gpu=True)
