@@ -51,13 +51,13 @@ test-all: $(STAMP) $(VLLM_STAMP)
 # on an unexecuted line of engines/ or stages/ that tests/coverage/gpu_only.yaml does not list.
 # Not part of make test.
 COVERAGE_DATA := $(CURDIR)/.coverage-data
-COVERAGE_PTH := import os; os.environ.get("COVERAGE_PROCESS_START") and __import__("coverage").process_startup()
+COVERAGE_PTH := import os; os.environ.get("COVERAGE_PROCESS_START") and __import__("runpy").run_path(os.path.join(os.path.dirname(os.environ["COVERAGE_PROCESS_START"]), "tests/coverage/hook.py"))
 coverage: $(STAMP) $(VLLM_STAMP)
 	rm -rf $(COVERAGE_DATA) && mkdir -p $(COVERAGE_DATA)
 	for py in $(BIN)/python $(VLLM_VENV)/bin/python; do \
 	  echo '$(COVERAGE_PTH)' > "$$($$py -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/lie_coverage.pth"; \
 	done
-	-COVERAGE_PROCESS_START=$(CURDIR)/.coveragerc LIE_COVERAGE_DATA=$(COVERAGE_DATA) \
+	-COVERAGE_PROCESS_START=$(CURDIR)/.coveragerc LIE_COVERAGE_DATA=$(COVERAGE_DATA) LIE_COVERAGE_SRC=$(CURDIR)/src/lie \
 	  $(BIN)/python -m pytest -m "not heavy" $(XDIST) $(PYTEST_ARGS)
 	$(BIN)/python tests/coverage/report.py $(COVERAGE_DATA) docs/coverage.md
 

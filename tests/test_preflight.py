@@ -168,3 +168,37 @@ def test_the_image_row_runs_all_but_its_cuda_lines_in_the_vllm_environment(tmp_p
     assert failed.status == "fail" and "cannot import vllm" in failed.detail, failed
     native, skipped, _ = check_image(gpu=False, vllm_venv=tmp_path / "absent")
     assert native.status == "pass" and skipped.status.startswith("skipped: no vLLM CPU build")
+
+
+def test_the_gpu_rows_run_here_and_fail_with_what_a_node_without_cuda_lacks():
+    """The GPU branches of the image, driver and flash-attn rows execute on a CPU too: each ends in a
+    failed row naming what is missing, never in a traceback."""
+    from lie.stages.preflight import IMAGE_ROW, check_driver, check_flash_attn, check_image
+
+    (image,) = check_image(gpu=True)
+    assert image.name == IMAGE_ROW and image.status == "fail" and "cannot import vllm" in image.detail
+    driver = check_driver(gpu=True)
+    assert driver.status == "fail" and "nvidia-smi is not on PATH" in driver.detail, driver
+    flash = check_flash_attn(gpu=True)
+    assert flash.status == "fail" and "flash_attn" in flash.detail, flash
+
+
+def test_a_gpu_preflight_names_the_models_not_fetched_and_fails_their_trials(tmp_path, caplog):
+    """Issue 31 defect 7: the GPU path logs each shape's model first; a missing one fails its trial's
+    row with the command that fetches it, and the trial's other rows say why they did not run."""
+    from small import paper_config
+
+    from lie.stages.preflight import preflight
+
+    config = paper_config()
+    config["outdir"] = str(tmp_path / "out")
+    runs = ["qwen3-4b-base_dapo_gspo_lie", "octothinker-3b_deepmath-5k_gspo_lie"]
+    with caplog.at_level("INFO", logger="lie.stages.preflight"):
+        checks = preflight(config, runs, tmp_path / "work", gpu=True)
+    assert "trials with qwen3-4b-base, octothinker-3b" in caplog.text
+    assert "not downloaded: qwen3-4b-base, octothinker-3b; run `lie preflight --fetch`" in caplog.text
+    trials = [c for c in checks if c.name.startswith("4-step verl run")]
+    assert len(trials) == 2 and all(
+        c.status == "fail" and "lie preflight --fetch" in c.detail for c in trials
+    )
+    assert sum(c.status == "skipped: the 4-step run failed" for c in checks) == 2 * 4

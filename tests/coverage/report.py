@@ -10,6 +10,7 @@ unexecuted, each listed with why.
 from __future__ import annotations
 
 import datetime
+import os
 import platform
 import sys
 from pathlib import Path
@@ -33,6 +34,8 @@ def gpu_only() -> dict[str, set[str]]:
 
 def analyse(data_dir: Path) -> dict[str, tuple[int, list[int]]]:
     """src/lie's files (relative) -> (statements, unexecuted line numbers); unimported files count whole."""
+    os.environ.setdefault("LIE_COVERAGE_SRC", str(SRC))  # what .coveragerc reads
+    os.environ.setdefault("LIE_COVERAGE_DATA", str(data_dir))
     cov = coverage.Coverage(data_file=str(data_dir / ".coverage"), config_file=str(REPO / ".coveragerc"))
     cov.combine([str(data_dir)], keep=False)
     cov.load()

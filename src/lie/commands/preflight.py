@@ -30,12 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie import config as cfgmod
     from lie.stages.preflight import fetch_models, run_preflight
 
     config = load_config_option(args)
     if args.fetch:
-        fetched = fetch_models(config, list(args.runs or cfgmod.selected_runs(config)))
+        fetched = fetch_models(config, args.runs)
         print(
             f"preflight --fetch: {', '.join(fetched) or 'nothing to fetch'}; next: lie preflight on a GPU node"
         )

@@ -101,13 +101,14 @@ def missing_models(config: dict[str, Any], runs: list[str]) -> list[str]:
     return [m for m in trial_models(config, runs) if not (layout.base_model(m) / "config.json").exists()]
 
 
-def fetch_models(config: dict[str, Any], runs: list[str]) -> list[str]:
-    """``lie preflight --fetch``: each missing trial model downloaded as the DAG's ``base_model`` rule
-    does (``lie base-model`` into ``<outdir>/base/<model>``), on a node with network; the fetched names."""
+def fetch_models(config: dict[str, Any], runs: list[str] | None) -> list[str]:
+    """``lie preflight --fetch``: each missing trial model of ``runs`` (default: the config's) downloaded
+    as the DAG's ``base_model`` rule does (``lie base-model`` into ``<outdir>/base/<model>``), on a node
+    with network; the fetched names."""
     from lie.config.layout import Layout
     from lie.stages.base_model import make_base_model
 
-    missing = missing_models(config, runs)
+    missing = missing_models(config, list(runs) if runs else cfgmod.selected_runs(config))
     for i, name in enumerate(missing, 1):
         log.info("preflight --fetch: %s (%d of %d)", name, i, len(missing))
         make_base_model(config, name, str(Layout(config).base_model(name)), [])
