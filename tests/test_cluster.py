@@ -321,3 +321,61 @@ def test_an_old_nvidia_driver_is_one_clear_line():
     assert check_driver("580.82.07\n580.82.07\n") == (580, 82)
     with pytest.raises(LieError, match=r"driver here is 550\.54.*need a driver >= 580\.65"):
         check_driver("550.54.15\n")
+
+
+def _nvidia_smi(bin_dir: Path, output: str, status: int = 0) -> Path:
+    """A stand-in ``nvidia-smi`` that answers the driver query as NVIDIA's does (one line per GPU)."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    tool = bin_dir / "nvidia-smi"
+    tool.write_text(
+        "#!/bin/sh\n"
+        '[ "$1" = --query-gpu=driver_version ] && [ "$2" = --format=csv,noheader ] || exit 9\n'
+        f"printf '{output}'\nexit {status}\n"
+    )
+    tool.chmod(0o755)
+    return bin_dir
+
+
+def test_the_driver_is_read_from_nvidia_smi_or_refused_in_one_line(tmp_path, monkeypatch):
+    """The query path of check_driver: nvidia-smi's own output read, a failing or garbled one refused."""
+    from lie.engines.gpu_env import check_driver
+
+    path = os.environ["PATH"]
+    new = _nvidia_smi(tmp_path / "new", r"580.82.07\n580.82.07\n")
+    monkeypatch.setenv("PATH", f"{new}:{path}")
+    assert check_driver() == (580, 82)
+    broken = _nvidia_smi(tmp_path / "broken", r"NVIDIA-SMI has failed\n", 6)
+    monkeypatch.setenv("PATH", f"{broken}:{path}")
+    with pytest.raises(LieError, match=r"nvidia-smi failed \(6\): is a GPU visible\?"):
+        check_driver()
+    monkeypatch.setenv("PATH", f"{_nvidia_smi(tmp_path / 'garbled', 'N/A')}:{path}")
+    with pytest.raises(LieError, match="cannot read the NVIDIA driver version from nvidia-smi: 'N/A'"):
+        check_driver()
+
+
+def test_a_gpu_training_launch_checks_the_driver_first(tmp_path):
+    """``lie train --device gpu`` reads the driver before anything starts: an old one stops the launch."""
+    from small import paper_config
+
+    config = paper_config()
+    config["outdir"] = str(tmp_path / "out")
+    config_file = tmp_path / "paper.yaml"
+    config_file.write_text(yaml.safe_dump(config))
+    run = next(iter(config["experiments"]))
+    train, model = tmp_path / "train.parquet", tmp_path / "model"
+    train.write_bytes(b"")
+    model.mkdir()
+    val = [tmp_path / f"{name}.parquet" for name in ("math500",)]
+    for v in val:
+        v.write_bytes(b"")
+    old = _nvidia_smi(tmp_path / "bin", r"550.54.15\n")
+    env = {**os.environ, "PATH": f"{old}:{os.environ['PATH']}"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "lie", "train", run, "--config", str(config_file), "--engine", "verl",
+         "--device", "gpu", "--train-file", str(train), "--model", str(model),
+         *(a for v in val for a in ("--val-file", str(v)))],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode != 0
+    assert "driver here is 550.54" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert not (tmp_path / "out" / "runs" / run / "run.json").exists()  # nothing launched
