@@ -134,11 +134,10 @@ def test_each_rollout_request_gets_a_seed_of_its_own_whatever_the_arrival_timing
     from types import SimpleNamespace
 
     from lie.engines.verl.cpu.rollout import TransformersServer
+    from lie.engines.verl.cpu.seeds import SampleSeeds
 
     def server():
-        return SimpleNamespace(
-            config=SimpleNamespace(seed=42), global_steps=0, arrivals={}, arrivals_step=None
-        )
+        return SimpleNamespace(config=SimpleNamespace(seed=42), global_steps=0, seeds=SampleSeeds(42))
 
     def seeds(srv, requests, step):
         srv.global_steps = step

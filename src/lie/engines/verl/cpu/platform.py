@@ -134,6 +134,16 @@ class CPUPlatform(PlatformBase):
     def is_ipc_supported(self) -> bool:
         return False
 
+    def rollout_env_vars(self) -> dict[str, str]:
+        """The environment of verl's vLLM server actor (and vLLM's processes under it) on the CPU:
+        a KV cache of ``VLLM_CPU_KVCACHE_SPACE`` GiB (default 1; else vLLM takes
+        ``gpu_memory_utilization`` of the RAM and refuses more than is free) and no ``torch.compile``
+        (its CPU sampler's compile alone takes 20-50 s of every start)."""
+        return {
+            "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"),
+            "TORCH_COMPILE_DISABLE": "1",
+        }
+
     def cudart(self) -> None:
         return None
 

@@ -14,7 +14,6 @@ weights to the server on every weight sync (verl's "naive" hybrid sync).
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import os
 import threading
@@ -27,9 +26,9 @@ from verl.workers.rollout import base as rollout_base
 from verl.workers.rollout.base import BaseRollout
 from verl.workers.rollout.replica import RolloutReplica, RolloutReplicaRegistry, TokenOutput
 
-from lie.engines.generation import sample_seed
 from lie.engines.sampling import TokenRequest, sample_batch
 from lie.engines.verl.cpu.agent_loop import SAMPLE_KEY
+from lie.engines.verl.cpu.seeds import SampleSeeds
 
 log = logging.getLogger(__name__)
 
@@ -80,8 +79,7 @@ class TransformersServer:
         self.generator = torch.Generator().manual_seed(int(getattr(config, "seed", 0) or 0) + replica_rank)
         self.lock = threading.Lock()  # sampling and weight updates never overlap
         self.global_steps: int | None = None
-        self.arrivals: dict[tuple[Any, ...], int] = {}  # this step's requests so far, by prompt and settings
-        self.arrivals_step: int | None = None
+        self.seeds = SampleSeeds(int(getattr(config, "seed", 0) or 0))
         self.queue: asyncio.Queue | None = None
         self.batcher: asyncio.Task | None = None
 
@@ -163,25 +161,11 @@ class TransformersServer:
         return await future
 
     def request_seed(self, request: TokenRequest, sample: list[int] | None = None) -> int:
-        """A seed of the request's own: (rollout seed, step, prompt and settings, sample, k-th such).
-
-        verl sends no seed; drawn from one generator, a sample's tokens would depend on which
-        requests arrived together. The step is that of the last weight sync (step k's rollouts follow
-        the sync of step k - 1, in a clean run as after a resume). ``sample`` is the (dataset index,
-        session id) pair our agent loop adds, so sample j of a prompt gets the same seed in every run;
-        k counts this step's earlier requests with the same key (0 unless a prompt repeats with one
-        index; untagged requests are numbered by arrival alone, so a group's order may follow it).
-        """
-        step = int(self.global_steps or 0)
-        if step != self.arrivals_step:
-            self.arrivals, self.arrivals_step = {}, step
+        """A seed of the request's own (:class:`lie.engines.verl.cpu.seeds.SampleSeeds`), keyed by its
+        prompt and sampling settings."""
         key = (tuple(request.prompt_ids), request.max_tokens, request.temperature, request.top_p,
                request.top_k, request.ignore_eos)  # fmt: skip
-        tag = tuple(int(v) for v in sample) if sample is not None else ()
-        count = self.arrivals.get((key, tag), 0)
-        self.arrivals[(key, tag)] = count + 1
-        digest = int.from_bytes(hashlib.blake2b(repr(key).encode(), digest_size=8).digest(), "big") >> 1
-        return sample_seed(int(getattr(self.config, "seed", 0) or 0), step, digest, *tag, count)
+        return self.seeds.seed(self.global_steps, key, sample)
 
     # verl's lifecycle calls: nothing to free or restore on a CPU
     async def wake_up(self):
