@@ -108,6 +108,10 @@ BROKEN: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
         lambda c: c["models"]["tiny"]["tiny"]["corpus"].append("dapo"),
         "models.tiny.tiny.corpus names 'dapo', which is not in datasets",
     ),
+    "CPU rollout": (
+        lambda c: c["experiments"]["smoke_gspo_lie"].update(cpu_rollout="sglang"),
+        "experiments.smoke_gspo_lie.cpu_rollout",
+    ),
     "model name": (_model_name, "the name 'tiny;rm' is not allowed"),
     "data set name": (_dataset_name, "the name '../arith-test' is not allowed"),
     "run name": (_run_name, "the name '-rf' is not allowed"),

@@ -365,3 +365,32 @@ def test_dry_run_prints_the_composed_sections(tmp_path, capsys):
     reward = yaml.safe_load(section)
     assert reward["reward_manager"]["name"] == "LIERewardManager"
     assert reward["reward_manager"]["module"]["path"] == "pkg://lie.engines.verl.reward_manager"
+
+
+def test_a_cpu_run_with_rollout_vllm_runs_main_ppo_in_the_vllm_cpu_environment(tmp_path, capsys):
+    """Issue 32: ``cpu_rollout: vllm`` (the smoke's continual child) runs main_ppo with vLLM's CPU build's
+    Python (engines.vllm_cpu.venv, the checkout's .venv-vllm); elsewhere nothing changes, and a config
+    without that environment is one line naming what to build."""
+    from lie.config.sections import CHECKOUT
+    from lie.core.errors import LieError
+    from lie.stages.train import verl_python
+
+    config = cfgmod.load_config(CHECKOUT / "workflow" / "configs" / "smoke.yaml")
+    child, parent = (RunSettings.of(config, run) for run in ("smoke_gspo_lie_long", "smoke_gspo_lie"))
+    assert (child.cpu_rollout, parent.cpu_rollout) == ("vllm", "transformers")
+    assert verl_python(config, child, "cpu") == str(CHECKOUT / ".venv-vllm" / "bin" / "python")
+    assert verl_python(config, child, "gpu") is None and verl_python(config, parent, "cpu") is None
+    composed = verl_overrides.compose(
+        verl_overrides.overrides(config, child, INPUTS, metrics_file="/r/m.jsonl", device="cpu")
+    )
+    verl_overrides.check_composed(composed)
+    rollout = composed.actor_rollout_ref.rollout
+    assert rollout.name == "vllm" and not rollout.enable_sleep_mode and not rollout.free_cache_engine
+    assert rollout.enforce_eager and rollout.dtype == "float32" and not rollout.enable_chunked_prefill
+    bare = copy.deepcopy(config)
+    bare["engines"]["vllm_cpu"] = None
+    with pytest.raises(LieError, match="cpu_rollout vllm needs engines.vllm_cpu.venv"):
+        verl_python(bare, child, "cpu")
+    bare["engines"]["vllm_cpu"] = {"venv": str(tmp_path / "none")}
+    with pytest.raises(LieError, match=r"none/bin/python does not exist; run `make venv-vllm`"):
+        verl_python(bare, child, "cpu")

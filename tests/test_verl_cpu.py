@@ -246,6 +246,14 @@ def probes(tiny) -> dict:
         "except RuntimeError as e:\n    print('REFUSED', e)\n"
         "print(sorted(m for m in sys.modules if m.startswith('lie.engines.verl.cpu.')))"
     )
+    registries = (  # rollout vllm names our classes on both sides, and nothing of vLLM is imported
+        "import json, sys\n"
+        "import lie.engines.verl.cpu.plugin\n"
+        "from verl.workers.rollout import base\n"
+        "from verl.workers.rollout.replica import RolloutReplicaRegistry as r\n"
+        "print(json.dumps([r._registry['vllm'].__module__, base._ROLLOUT_REGISTRY[('vllm', 'async')],\n"
+        "                  r._registry['transformers']().__name__, 'vllm' in sys.modules]))\n"
+    )
     clean = {k: v for k, v in os.environ.items() if not k.startswith("VERL_")}
     return run_probes(
         sys.executable,
@@ -253,6 +261,7 @@ def probes(tiny) -> dict:
             "process_group": {"code": process_group, "env": distributed},
             "value_head": {"code": value_head},
             "gpu_visible": {"code": gpu_visible},
+            "registries": {"code": registries, "env": {"VERL_PLATFORM": "cpu"}},
         },
         preload=("torch", "transformers"),
         env=clean,
@@ -285,6 +294,28 @@ def test_the_backend_is_refused_where_a_gpu_is_visible(probes):
     assert "REFUSED lie.engines.verl.cpu is verl's CPU backend" in out.stdout, out.stdout
     assert "unset VERL_USE_EXTERNAL_MODULES" in out.stdout
     assert out.stdout.strip().endswith("\n[]")  # no platform, engine or rollout module was loaded
+
+
+def test_rollout_vllm_is_ours_in_verls_registries_and_loads_vllm_only_when_used(probes):
+    """Issue 32: the plugin points verl's replica registry and its worker-side rollout registry for
+    ``vllm`` at lie.engines.verl.cpu.vllm_rollout (verl's own server, our worker extension), lazily:
+    in this environment, which has no vLLM, importing the plugin imports none."""
+    out = probes["registries"]
+    assert out.returncode == 0, out.stderr[-3000:]
+    loader, adapter, transformers, vllm_loaded = json.loads(out.stdout.strip().splitlines()[-1])
+    assert loader == "lie.engines.verl.cpu.vllm_registry"
+    assert adapter == "lie.engines.verl.cpu.vllm_rollout.ServerAdapter"
+    assert transformers == "TransformersReplica" and vllm_loaded is False
+
+
+def test_the_cpu_rollout_is_chosen_per_run_and_vllm_adds_only_what_the_cpu_build_needs():
+    from lie.engines.verl import cpu as verl_cpu
+
+    plain, vllm = verl_cpu.overrides(1), verl_cpu.overrides(1, "vllm")
+    assert plain["actor_rollout_ref.rollout.name"] == "transformers"
+    assert {k: v for k, v in vllm.items() if plain.get(k) != v} == verl_cpu.VLLM_OVERRIDES
+    with pytest.raises(ValueError, match="CPU rollout 'sglang' is not one of"):
+        verl_cpu.overrides(1, "sglang")
 
 
 def test_the_replay_buffer_polls_fast_on_the_cpu_only(monkeypatch):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -115,6 +116,34 @@ def test_main_ppo_trains_with_our_manager_loaded_by_verl(smoke):
     # in the steps that save (save_freq 2) and in no other
     assert all(key in metrics[-1] for key in (GPU_MEMORY_KEY, CPU_MEMORY_KEY, FULL_LENGTH))
     assert [m["step"] for m in metrics if m.get(SAVE_TIMER)] == [2, 4]
+
+
+def test_the_continual_run_samples_with_verls_vllm_server_on_the_synced_weights(smoke):
+    """Issue 32: the child (``cpu_rollout: vllm``) ran main_ppo in .venv-vllm with verl's own vLLM server
+    (our replica and worker extension), verl's checkpoint layout and the actor's metrics. vLLM starts on
+    dummy weights (``load_format: dummy``); at every step the server's log-probs of its own samples
+    match the actor's on the same tokens, so every sync (the first and one after each update) reached
+    the server: unsynced, a sample's probability would differ by up to 1."""
+    rundir = RunDir(smoke.out, CHILD)
+    record = json.loads(rundir.run_json.read_text())
+    assert record["rollout"] == "vllm" and record["settings"]["cpu_rollout"] == "vllm"
+    assert Path(record["command"][0]).parent.parent.name == ".venv-vllm"
+    composed = yaml.safe_load(rundir.verl_config.read_text())
+    rollout = composed["actor_rollout_ref"]["rollout"]
+    assert rollout["name"] == "vllm" and rollout["load_format"] == "dummy" and rollout["calculate_log_probs"]
+    assert rollout["enable_sleep_mode"] is False and rollout["enable_chunked_prefill"] is False
+    final = json.loads(rundir.final_json.read_text())
+    assert final["step"] == 4 and (rundir.checkpoints / "global_step_4" / "actor").is_dir()
+    metrics = read_metrics(rundir)
+    assert [m["step"] for m in metrics] == [1, 2, 3, 4]
+    for m in metrics:
+        assert m["training/rollout_probs_diff_valid"] == 1
+        assert m["training/rollout_actor_probs_pearson_corr"] > 0.999, m
+        assert m["training/rollout_probs_diff_mean"] < 0.01 and m["training/rollout_probs_diff_max"] < 0.1, m
+        assert "actor/pg_loss" in m and m["response_length/max"] <= 64
+    rollouts = read_rollouts(rundir)
+    assert all(sum(r["step"] == s for r in rollouts) == 16 for s in (1, 2, 3, 4))
+    assert "CPUvLLMHttpServer" in (smoke.out / "logs" / "train" / f"{CHILD}.log").read_text()
 
 
 def test_the_logged_entropy_is_a_token_mean_in_a_gspo_run(smoke):
@@ -238,3 +267,74 @@ def test_best_val_picks_the_validated_checkpoint_without_training_again(smoke, t
     final = json.loads(rundir.final_json.read_text(encoding="utf-8"))
     assert final["step"] == 4 and final["checkpoint"] == str(rundir.checkpoints / "global_step_4")
     assert "best validation average" in result.stderr and "running verl" not in result.stderr
+
+
+@pytest.mark.heavy
+def test_vllm_rollout_runs_twice_alike_and_validates_greedily_from_the_synced_weights(smoke, tmp_path):
+    """Issue 32, beyond make test: the smoke's verl run with ``cpu_rollout: vllm`` and greedy
+    validation, twice from clean folders. Validation at step 4 runs on the server after the last sync:
+    its greedy continuation of each prompt equals the step-4 checkpoint's in transformers, token for
+    token; the two runs give the same rollouts and metrics (but the server log-probs' diagnostics)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    runs = []
+    for name in ("first", "second"):
+        config = _smoke_copy(smoke, tmp_path / name, cpu_rollout="vllm", val_temperature=0.0)
+        result = _lie(*_smoke_train_args(smoke, config), timeout=1200, env=env)
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
+        runs.append((config, RunDir(tmp_path / name / "out", PARENT)))
+    (config, first), (_, second) = runs
+    assert json.loads(first.run_json.read_text())["rollout"] == "vllm"
+    merged = _lie("merge", PARENT, "--config", str(config), timeout=600, env=env)
+    assert merged.returncode == 0, merged.stderr[-3000:]
+    model_dir = tmp_path / "first" / "out" / "models" / PARENT
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+    rows = [json.loads(line) for line in (first.root / "validation" / "4.jsonl").read_text().splitlines()]
+    assert len(rows) == 12
+    limit = smoke.config["training"]["max_response_length"]
+    for row in rows:
+        prompt = tokenizer(row["input"], add_special_tokens=False, return_tensors="pt")
+        with torch.no_grad():
+            out = model.generate(**prompt, do_sample=False, max_new_tokens=limit)
+        text = tokenizer.decode(out[0, prompt["input_ids"].shape[1] :], skip_special_tokens=True)
+        assert text == row["output"], (row["input"], row["output"], text)
+    assert read_rollouts(second) == read_rollouts(first)
+    assert _comparable_metrics(second) == _comparable_metrics(first)
+
+
+@pytest.mark.heavy
+def test_a_vllm_rollout_run_killed_mid_step_resumes_with_a_new_server(smoke, tmp_path):
+    """Issue 32: SIGKILL of the whole process group (trainer, Ray, the vLLM server and its engine)
+    after step 2's checkpoint; the rerun starts a new server, resumes from step 2 and trains steps 3
+    and 4 once, its server synced again (its log-probs match the actor's)."""
+    import re
+    import signal
+    import time
+
+    config = _smoke_copy(smoke, tmp_path, cpu_rollout="vllm")
+    rundir = RunDir(tmp_path / "out", PARENT)
+    tracker = rundir.checkpoints / "latest_checkpointed_iteration.txt"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lie", *_smoke_train_args(smoke, config)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=env,
+    )  # fmt: skip
+    deadline = time.monotonic() + 900
+    while not (tracker.exists() and tracker.read_text().strip() == "2"):
+        assert proc.poll() is None and time.monotonic() < deadline, "verl stopped before step 2's checkpoint"
+        time.sleep(0.5)
+    time.sleep(1.0)  # into step 3
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not rundir.final_json.exists()
+    result = _lie(*_smoke_train_args(smoke, config), timeout=1200, env=env)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
+    out = result.stdout + result.stderr
+    assert re.search(r"Resuming from \S*global_step_2\b", out) and "CPUvLLMHttpServer" in out, out[-3000:]
+    rollouts = read_rollouts(rundir)
+    assert [sum(r["step"] == s for r in rollouts) for s in (1, 2, 3, 4)] == [16, 16, 16, 16]
+    metrics = read_metrics(rundir)
+    assert [m["step"] for m in metrics] == [1, 2, 3, 4]
+    assert all(m["training/rollout_actor_probs_pearson_corr"] > 0.999 for m in metrics)

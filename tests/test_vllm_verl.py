@@ -62,6 +62,17 @@ def probes() -> dict:
         "import verl.utils.device as d\n"
         "print(w.vLLMColocateWorkerExtension is v, d.is_support_ipc(), d.get_device_name())\n"
     )
+    server = (  # the lines of verl's vLLM server that lie.engines.verl.cpu.vllm_rollout works around
+        "import inspect, json\n"
+        "from lie.engines.verl.cpu.vllm_version import import_verl_vllm\n"
+        "import_verl_vllm()\n"
+        "from verl.workers.rollout.vllm_rollout.vllm_async_server import vLLMHttpServer as s\n"
+        "from vllm.platforms import current_platform as p\n"
+        "import lie.engines.verl.cpu.vllm_rollout as ours\n"
+        "print(json.dumps([s._get_worker_extension_cls(None), list(inspect.signature(s.generate).parameters)[:4],\n"
+        "                  p.is_sleep_mode_available(), ours.CPUvLLMHttpServer._get_worker_extension_cls(None),\n"
+        "                  issubclass(ours.CPUvLLMHttpServer, s)]))\n"
+    )
     cpu = {"VERL_PLATFORM": "cpu"}
     return run_probes(
         VLLM_VENV / "bin" / "python",
@@ -70,6 +81,7 @@ def probes() -> dict:
             "shimmed": {"code": shimmed, "env": cpu},
             "packing": {"code": packing},
             "extension": {"code": extension, "env": cpu},
+            "server": {"code": server, "env": cpu},
         },
         preload=("torch", "transformers", "vllm"),
         env=cpu_env(),
@@ -100,3 +112,20 @@ def test_the_worker_extension_is_verls_own_class(probes):
     result = probes["extension"]
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.splitlines()[-1].split() == ["True", "False", "cpu"]  # shared memory, not CUDA IPC
+
+
+def test_verls_vllm_server_still_names_its_own_extension_and_the_cpu_has_no_sleep_mode(probes):
+    """The three lines lie.engines.verl.cpu.vllm_rollout works around (issue 32), each a tripwire:
+    ``vllm_async_server.py:1273-1275`` names verl's worker extension (ours is the same class, imported
+    after the version shim and the linear-weight patch); ``generate(prompt_ids, sampling_params,
+    request_id, ...)`` is what our override forwards; vLLM's CPU platform has no sleep mode, and verl's
+    rollout.yaml has no ``enable_sleep_mode`` key (a dataclass default, True: hence the ``+`` override)."""
+    result = probes["server"]
+    assert result.returncode == 0, result.stderr[-3000:]
+    verls, params, sleep, ours, subclass = json.loads(result.stdout.strip().splitlines()[-1])
+    assert verls == "verl.workers.rollout.vllm_rollout.utils.vLLMColocateWorkerExtension"
+    assert params == ["self", "prompt_ids", "sampling_params", "request_id"]
+    assert sleep is False
+    assert ours == "lie.engines.verl.cpu.vllm_worker.vLLMColocateWorkerExtension" and subclass
+    site = next((VLLM_VENV / "lib").glob("python3.*/site-packages"))
+    assert "enable_sleep_mode" not in (site / "verl/trainer/config/rollout/rollout.yaml").read_text()

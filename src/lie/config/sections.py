@@ -9,6 +9,7 @@ names, so that a stage reads ``Evaluation.of(config).max_tokens`` rather than it
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from lie.core.errors import LieError
@@ -84,6 +85,19 @@ class Engines:
     def generate_for(self, key: str | None = None) -> str:
         """The engine that samples for an evaluated run or base model: ``generate_by``, else ``generate``."""
         return dict(self.generate_by).get(key) or self.generate
+
+
+CHECKOUT = Path(__file__).resolve().parents[3]  # src/lie/config/ -> the repository of an editable install
+
+
+def vllm_cpu_venv(config: dict[str, Any]) -> Path | None:
+    """The environment of vLLM's CPU build (``engines.vllm_cpu.venv``; a relative path is the checkout's,
+    as the Snakefile reads it), or None where the config names none (vLLM is the GPU image's)."""
+    cpu = (config.get("engines") or {}).get("vllm_cpu") or {}
+    if not cpu.get("venv"):
+        return None
+    venv = Path(str(cpu["venv"]))
+    return venv if venv.is_absolute() else CHECKOUT / venv
 
 
 def thinking_at_evaluation(config: dict[str, Any], model: str) -> bool | None:

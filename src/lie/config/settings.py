@@ -6,7 +6,7 @@ shared ones), its engine, its parent and its reward knobs (``lie.core.reward.Rew
 engines (``lie.engines.verl.overrides``, ``lie.engines.trl.train``), ``lie train``, ``lie plan``,
 ``lie preflight`` and the Snakemake rules read a run's settings here and nowhere else, so that each
 key has one type and no second default in code: the schema requires every key this object reads
-except the optional ``seed``, ``threads``, ``world_size_change``, ``rollout_ignore_eos`` (below) and a
+except the optional ``seed``, ``threads``, ``world_size_change``, ``rollout_ignore_eos``, ``cpu_rollout`` (below) and a
 run's ``engine``, ``group`` and ``reward``. A changed value for one launch (``lie train --nnodes``) is a
 ``dataclasses.replace`` of the object, never an edit of the loaded config.
 
@@ -200,6 +200,9 @@ class RunSettings:
     # optional (false): every rollout runs to max_response_length, EOS or not (verl's rollout.ignore_eos);
     # the preflight's trial sets it, so that it loads a step as the shape's longest responses do
     rollout_ignore_eos: bool
+    # optional (transformers): the server of a verl run's rollouts on the CPU backend; vllm: verl's own
+    # vLLM server on vLLM's CPU build (lie.engines.verl.cpu.vllm_rollout). GPUs always sample with vLLM.
+    cpu_rollout: str
     # the algorithm's loss (algorithms.<name>)
     loss_mode: str
     clip_ratio_low: float
@@ -257,6 +260,7 @@ class RunSettings:
             world_size_change=world,
             threads=r.integer("threads", optional=True),
             rollout_ignore_eos=r.flag("rollout_ignore_eos", optional=True),
+            cpu_rollout=r.text("cpu_rollout", optional=True) or "transformers",
             loss_mode=r.text("loss_mode"),
             clip_ratio_low=r.number("clip_ratio_low"),
             clip_ratio_high=r.number("clip_ratio_high"),

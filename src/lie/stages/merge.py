@@ -1,6 +1,7 @@
 """Merging (``lie merge RUN``): the run's evaluated checkpoint (``final.json``) as a Hugging Face folder.
 
-verl checkpoints (FSDP shards) go through ``python -m verl.model_merger merge``; TRL checkpoints
+verl checkpoints (FSDP shards) go through ``python -m verl.model_merger merge``, in the environment that
+trained them; TRL checkpoints
 are already in Hugging Face format and are copied. The output folder appears only when complete,
 with the modes the user's umask gives (safetensors writes 0600).
 """
@@ -46,6 +47,18 @@ def read_final(rundir: RunDir) -> tuple[str, Path]:
     return final["engine"], checkpoint
 
 
+def _merger_python(config: dict[str, Any], rundir: RunDir) -> str:
+    """The Python of the environment that trained the run: FSDP shards hold pickled DeviceMeshes that
+    another torch cannot read (a run with ``cpu_rollout: vllm`` trained under .venv-vllm's torch 2.11;
+    .venv's 2.13 fails on its ``_MeshLayout``)."""
+    from lie.config.settings import RunSettings
+    from lie.stages.train import verl_python
+
+    record = json.loads(rundir.run_json.read_text(encoding="utf-8")) if rundir.run_json.exists() else {}
+    device = record.get("device", "gpu") if isinstance(record, dict) else "gpu"
+    return verl_python(config, RunSettings.of(config, rundir.run), device) or sys.executable
+
+
 def merge(config: dict[str, Any], run: str, out: str | Path | None = None) -> Path:
     layout = Layout(config)
     rundir = layout.run_dir(run)
@@ -72,7 +85,7 @@ def _merge(config: dict[str, Any], layout: Layout, rundir: RunDir, out: str | Pa
     if problem:
         raise LieError(f"{checkpoint} is incomplete ({problem}); rerun `lie train {run}` to repair it")
     tmp = partial_folder(target)
-    cmd = [sys.executable, "-m", "verl.model_merger", "merge", "--backend", "fsdp",
+    cmd = [_merger_python(config, rundir), "-m", "verl.model_merger", "merge", "--backend", "fsdp",
            "--local_dir", str(checkpoint / "actor"), "--target_dir", str(tmp)]  # fmt: skip
     if config.get("trust_remote_code"):
         cmd.append("--trust-remote-code")

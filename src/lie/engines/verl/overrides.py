@@ -140,7 +140,7 @@ def overrides(
     if device == "cpu":
         from lie.engines.verl import cpu as verl_cpu
 
-        o.update(verl_cpu.overrides(s.nnodes))
+        o.update(verl_cpu.overrides(s.nnodes, s.cpu_rollout))
     if metrics_file is not None:
         o["+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH"] = metrics_file
     return [f"{k}={_q(v)}" for k, v in o.items()]

@@ -7,6 +7,8 @@ included) by ``VERL_USE_EXTERNAL_MODULES=lie.engines.verl.cpu.plugin``:
 - ``engines``: verl's own FSDP engines registered for device ``cpu`` (``EngineRegistry``);
 - ``rollout``: a batched transformers rollout server (``RolloutReplicaRegistry``), rollout name
   ``transformers``, where the cluster runs vLLM;
+- ``vllm_registry``: rollout ``vllm`` as verl's own vLLM server on vLLM's CPU build
+  (``vllm_rollout``; ``.venv-vllm``), for a run whose ``cpu_rollout`` is ``vllm``;
 - ``agent_loop``: verl's single-turn agent loop that tells that server which sample each request
   is (agent loop ``lie_single_turn``), so that a CPU run is reproducible;
 - ``patches``: two verl lines that cannot run on a CPU, each named, each with a test that fails
@@ -46,11 +48,33 @@ OVERRIDES: dict[str, Any] = {
 }
 
 
-def overrides(ranks: int = 1) -> dict[str, Any]:
+# Rollout ``vllm`` (a run's ``cpu_rollout``): verl's own vLLM server on vLLM's CPU build
+# (lie.engines.verl.cpu.vllm_rollout), main_ppo in engines.vllm_cpu.venv. What differs from the cluster:
+VLLM_ROLLOUT = "vllm"
+VLLM_OVERRIDES: dict[str, Any] = {
+    "actor_rollout_ref.rollout.name": VLLM_ROLLOUT,
+    # vLLM's CPU platform has no sleep mode (vllm/config/model.py refuses it); the key is not in
+    # verl's rollout.yaml (a dataclass default, True), hence the +
+    "+actor_rollout_ref.rollout.enable_sleep_mode": False,
+    "actor_rollout_ref.rollout.free_cache_engine": False,  # nothing to free between steps on a CPU
+    "actor_rollout_ref.rollout.enforce_eager": True,  # no torch.compile: a C++ compiler and minutes
+    "actor_rollout_ref.rollout.dtype": "float32",  # as the actor and the transformers rollout
+    # vLLM 0.24's CPU sampler cannot resume a seeded request whose prefill was split over two
+    # scheduler steps ("CPU Generator does not use offset"); every request is seeded (per sample)
+    "actor_rollout_ref.rollout.enable_chunked_prefill": False,
+}
+ROLLOUTS = (ROLLOUT, VLLM_ROLLOUT)
+
+
+def overrides(ranks: int = 1, rollout: str = ROLLOUT) -> dict[str, Any]:
     """OVERRIDES for ``ranks`` FSDP ranks on this machine: one per node of ``training.nnodes`` (the
-    Slurm launcher's ``--nnodes``), one fake GPU each, since verl's resource pools count GPU bundles."""
+    Slurm launcher's ``--nnodes``), one fake GPU each, since verl's resource pools count GPU bundles;
+    ``rollout`` ``vllm`` samples with verl's vLLM server (VLLM_OVERRIDES)."""
+    if rollout not in ROLLOUTS:
+        raise ValueError(f"CPU rollout {rollout!r} is not one of {ROLLOUTS}")
     ranks = int(ranks)
-    return {**OVERRIDES, "trainer.nnodes": 1, "trainer.n_gpus_per_node": ranks,
+    chosen = {**OVERRIDES, **(VLLM_OVERRIDES if rollout == VLLM_ROLLOUT else {})}
+    return {**chosen, "trainer.nnodes": 1, "trainer.n_gpus_per_node": ranks,
             "+ray_kwargs.ray_init.num_gpus": ranks}  # fmt: skip
 
 
