@@ -115,6 +115,15 @@ BROKEN: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "model name": (_model_name, "the name 'tiny;rm' is not allowed"),
     "data set name": (_dataset_name, "the name '../arith-test' is not allowed"),
     "run name": (_run_name, "the name '-rf' is not allowed"),
+    # issue 33 item 9: Python's re lets `$` match before a final newline; the name would split a shell command
+    "run name ending in a newline": (
+        lambda c: rename(c["experiments"], "smoke_grpo", "smoke_grpo\n"),
+        "the name 'smoke_grpo\\n' is not allowed",
+    ),
+    "partition ending in a newline": (
+        lambda c: c["cluster"].update(gpu_partition="gpu\n"),
+        "key 'cluster.gpu_partition': 'gpu\\n' does not match",
+    ),
 }
 
 

@@ -71,12 +71,36 @@ def _schema() -> dict[str, Any]:
     return load_yaml(SCHEMA.read_text(encoding="utf-8"), str(SCHEMA))
 
 
+def _end_anchored_pattern(validator: Any, pattern: str, instance: Any, schema: dict[str, Any]) -> Any:
+    """JSON Schema's ``pattern`` with ``$`` read as ECMA-262 reads it, the end of the string: Python's
+    ``re`` also matches it before a final newline, which would let a name ending in a newline into the
+    shell commands it becomes."""
+    import re
+
+    import jsonschema
+
+    if not validator.is_type(instance, "string"):
+        return
+    found = re.search(pattern, instance)
+    if found is None or (pattern.endswith("$") and found.end() != len(instance)):
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    """A Draft 2020-12 validator of ``schema`` whose ``pattern`` is end-anchored (above)."""
+    import jsonschema
+
+    extended = jsonschema.validators.extend(
+        jsonschema.Draft202012Validator, {"pattern": _end_anchored_pattern}
+    )
+    return extended(schema)
+
+
 def _check_schema(config: dict[str, Any], source: str) -> None:
     if not SCHEMA.exists():
         return
-    import jsonschema
 
-    validator = jsonschema.Draft202012Validator(_schema())
+    validator = _validator(_schema())
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         first = errors[0]
