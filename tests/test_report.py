@@ -267,6 +267,50 @@ def test_a_failure_leaves_no_output_that_looks_complete(tmp_path, monkeypatch):
     assert not list(copy.layout.root.glob(".report-*"))
 
 
+@pytest.mark.parametrize("fault", [OSError(18, "Invalid cross-device link"), KeyboardInterrupt()])
+def test_a_move_that_fails_midway_puts_the_previous_report_back(tmp_path, monkeypatch, fault):
+    """Issue 33 item 1: the new files go in one by one; a move that fails (another file system) or a
+    Ctrl-C after some of them leaves every file of the previous report as it was, none deleted."""
+    copy = fresh_copy(tmp_path)
+    build_report(copy.config)
+    paths = report_paths(copy.layout)
+    before = {p: p.read_bytes() for p in paths}
+    for p in paths:  # so that a half-new report would show
+        p.write_bytes(before[p] + b" old")
+    before = {p: p.read_bytes() for p in paths}
+    real, calls = build.os.replace, []
+
+    def replace(src, dst):
+        calls.append(dst)
+        if len(calls) == 9:
+            raise fault
+        return real(src, dst)
+
+    monkeypatch.setattr(build.os, "replace", replace)
+    with pytest.raises(type(fault)):
+        build_report(copy.config)
+    monkeypatch.setattr(build.os, "replace", real)
+    assert {p: p.read_bytes() for p in paths if p.exists()} == before
+    assert all(p.exists() for p in paths)
+    left = [q.name for p in paths for q in p.parent.iterdir() if q.name.startswith(".")]
+    assert not left and not list(copy.layout.root.glob(".report-*")), left
+
+
+def test_a_report_file_that_became_a_folder_is_one_line_and_nothing_moves(tmp_path, capsys):
+    copy = fresh_copy(tmp_path)
+    build_report(copy.config)
+    paths = report_paths(copy.layout)
+    before = {p: p.read_bytes() for p in paths}
+    folder = paths[3]
+    folder.unlink()
+    folder.mkdir()
+    (folder / "mine.txt").write_text("the user's")
+    with pytest.raises(LieError, match=f"{folder} is a folder"):
+        build_report(copy.config)
+    assert (folder / "mine.txt").read_text() == "the user's"
+    assert {p: p.read_bytes() for p in paths if p != folder} == {p: b for p, b in before.items() if p != folder}
+
+
 def test_a_benchmark_missing_from_a_summary_is_a_marked_gap(tmp_path):
     from lie.engines.generation import load_tokenizer
     from lie.formats.graded import write_summary

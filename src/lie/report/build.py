@@ -12,7 +12,6 @@ behaviours and diversity.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import shutil
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from lie.config.layout import Layout
+from lie.core.errors import LieError
 from lie.report import figures, render, tables
 from lie.report.groups import TABLES, table_keys, tables_of
 from lie.report.inputs import ReportData, collect
@@ -94,14 +94,49 @@ def _writers(data: ReportData) -> dict[str, Callable[[Path], None]]:
     }
 
 
+def _swap_in(staging: Path, relative: dict[Path, str]) -> None:
+    """Put the staged files in place of the report's, all or none: each new file is first copied beside
+    its target (same folder, so that the final rename never crosses a file system), each old one renamed
+    aside; any failure or interrupt puts every old file back, and no file of the user is ever deleted."""
+    pid = os.getpid()
+    beside: dict[Path, Path] = {}
+    aside: dict[Path, Path] = {}
+    placed: list[Path] = []
+    try:
+        for path, rel in relative.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            beside[path] = path.with_name(f".{path.name}.new-{pid}")
+            shutil.copyfile(staging / rel, beside[path])
+        for path in relative:
+            if os.path.lexists(path):
+                aside[path] = path.with_name(f".{path.name}.old-{pid}")
+                os.replace(path, aside[path])
+            os.replace(beside[path], path)
+            placed.append(path)
+    except BaseException:
+        for path in placed:
+            if path not in aside:  # a file the report added: nothing to put back
+                path.unlink(missing_ok=True)
+        for path, old in aside.items():
+            if os.path.lexists(old):
+                os.replace(old, path)
+        for new in beside.values():
+            new.unlink(missing_ok=True)
+        raise
+    for old in aside.values():
+        old.unlink(missing_ok=True)
+
+
 def build_report(config: dict[str, Any], max_points: int = 200, paper: Paper | None = None) -> list[Path]:
     """Read the outputs under ``outdir``, write every table and figure; return the paths written."""
     layout = Layout(config)
     targets = report_paths(layout)
     data = collect(config, max_points=max_points, paper=paper)
     layout.root.mkdir(parents=True, exist_ok=True)
+    folders = [path for path in targets if path.is_dir()]
+    if folders:
+        raise LieError(f"{folders[0]} is a folder where the report writes a file; move it away and rerun")
     staging = Path(tempfile.mkdtemp(prefix=".report-", suffix=".partial", dir=layout.root))
-    moved: list[Path] = []
     try:
         writers = _writers(data)
         relative = {path: path.relative_to(layout.root).as_posix() for path in targets}
@@ -113,15 +148,7 @@ def build_report(config: dict[str, Any], max_points: int = 200, paper: Paper | N
             staged.parent.mkdir(parents=True, exist_ok=True)
             writers[relative[path]](staged)
             log.info("rendered %s", relative[path])
-        for path in targets:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(staging / relative[path], path)
-            moved.append(path)
-    except BaseException:
-        for path in moved:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-        raise
+        _swap_in(staging, relative)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return targets
