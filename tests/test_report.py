@@ -308,7 +308,9 @@ def test_a_report_file_that_became_a_folder_is_one_line_and_nothing_moves(tmp_pa
     with pytest.raises(LieError, match=f"{folder} is a folder"):
         build_report(copy.config)
     assert (folder / "mine.txt").read_text() == "the user's"
-    assert {p: p.read_bytes() for p in paths if p != folder} == {p: b for p, b in before.items() if p != folder}
+    assert {p: p.read_bytes() for p in paths if p != folder} == {
+        p: b for p, b in before.items() if p != folder
+    }
 
 
 def test_a_benchmark_missing_from_a_summary_is_a_marked_gap(tmp_path):
