@@ -126,6 +126,27 @@ def test_out_that_resolves_to_the_data_is_refused(tmp_path, command):
         assert data.read_bytes() == before
 
 
+@pytest.mark.parametrize("command", ["generate", "reflen"])
+def test_out_inside_the_model_folder_is_refused_before_anything_is_written(tmp_path, command):
+    """Issue 33 item 2: ``--out <model>/model.safetensors`` overwrote the model and exited 0. No output
+    (nor its manifest) may land inside an input folder."""
+    config, _ = smoke_config(tmp_path)
+    name = "arith-test" if command == "generate" else "arith-train"
+    data = tmp_path / "d.parquet"
+    assert lie("data", name, "--config", str(config), "--out", str(data)).returncode == 0
+    model = tmp_path / "model"
+    built = lie("base-model", "tiny", "--config", str(config), "--out", str(model), "--corpus", str(data))
+    assert built.returncode == 0, built.stderr[-2000:]
+    before = {p.name: p.read_bytes() for p in model.iterdir()}
+    for out in (model / "model.safetensors", model / "sub" / ".." / "new.jsonl"):
+        args = [command, *([name] if command == "generate" else []), "--config", str(config)]
+        args += ["--model", str(model), "--data", str(data), "--out", str(out), "--limit", "2"]
+        proc = lie(*args, cwd=tmp_path)
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        assert f"is inside the input folder {model}" in one_error_line(proc.stderr, command)
+        assert {p.name: p.read_bytes() for p in model.iterdir()} == before
+
+
 @pytest.mark.parametrize("command", ["score", "grade", "behaviours"])
 def test_every_out_is_checked_against_every_input(tmp_path, command):
     """One check in the CLI for every --out*: the input by another spelling is refused before any work."""

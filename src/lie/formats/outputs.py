@@ -69,15 +69,20 @@ def _inside(path: str | os.PathLike[str], folder: str | os.PathLike[str]) -> boo
 def check_output_file(
     out: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str] | None] = ()
 ) -> None:
-    """Before any work: ``out`` can be written as a new file and is none of ``inputs``."""
+    """Before any work: ``out`` can be written as a new file, is none of ``inputs`` and lies inside none
+    of the input folders (a model's: ``--out <model>/model.safetensors`` would overwrite it)."""
     if os.fspath(out) == "-":
         return
     refuse_special(out)
     if os.path.isdir(out):
         raise LieError(f"cannot write {out}: it is a folder; give a file name")
     for source in inputs:
-        if source is not None and os.fspath(source) != "-" and same_file(out, source):
+        if source is None or os.fspath(source) == "-":
+            continue
+        if same_file(out, source):
             raise LieError(f"--out {out} is the input {source}: write the output to another file")
+        if os.path.isdir(source) and _inside(out, source):
+            raise LieError(f"--out {out} is inside the input folder {source}: write the output elsewhere")
     parent = os.path.dirname(os.path.abspath(out))
     if os.path.exists(parent) and not os.path.isdir(parent):
         raise LieError(f"cannot write {out}: {parent} is a file, not a folder")

@@ -105,8 +105,10 @@ def run_generate(
     sampling = _sampling(evaluation, entry, bench, n, max_tokens)
     seed = int(seed if seed is not None else evaluation.seed)
     shard_size = int(shard_size if shard_size is not None else evaluation.shard_size)
-    problems = read_problems(data, bench, limit)
     path, _ = resolve_model(config, model)
+    for written in (out, manifest_path(out)):  # before anything is written: none inside the model
+        check_output_file(written, [data, path])
+    problems = read_problems(data, bench, limit)
     if enable_thinking is None and model in (config.get("models") or {}):
         enable_thinking = thinking_at_evaluation(config, model)  # a model's name: its evaluation switch
     trust = bool(config.get("trust_remote_code", False))

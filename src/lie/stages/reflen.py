@@ -250,6 +250,7 @@ def run_reflen(
     from lie.stages.base_model import file_sha256, resolve_model
 
     path, entry = resolve_model(config, model)
+    check_output_file(out, [data, path])  # not inside the model folder
     if settings.enable_thinking is None and entry.get("enable_thinking") is not None:
         settings = replace(settings, enable_thinking=bool(entry["enable_thinking"]))
     trust = bool(config.get("trust_remote_code", False))
