@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import shutil
 
 import pytest
@@ -338,12 +339,42 @@ def test_a_benchmark_missing_from_a_summary_is_a_marked_gap(tmp_path):
     assert f"| {BASE} | {math:.0f} | — |" in lengths  # arc-c not evaluated: a gap
 
 
+def _set_accuracy(copy, value) -> None:
+    """The first benchmark's first avg@n of GRPO's summary set to ``value`` (written as JSON allows)."""
+    path = copy.layout.summary(GRPO)
+    summary = json.loads(path.read_text())
+    budgets = next(iter(summary["benchmarks"].values()))["budgets"]
+    cell = next(iter(budgets.values()))
+    cell[next(k for k in cell if k.startswith("avg@n"))] = value
+    path.write_text(json.dumps(summary))  # NaN and Infinity as Python's json writes them
+
+
+def _set_count(copy, value) -> None:
+    path = copy.layout.summary(GRPO)
+    summary = json.loads(path.read_text())
+    next(iter(summary["benchmarks"].values()))["problems"] = value
+    path.write_text(json.dumps(summary))
+
+
 @pytest.mark.parametrize(
     "damage, message",
     [
         (lambda c: c.layout.summary(GRPO).unlink(), "summary.json is missing: run `lie evaluate` for"),
         (lambda c: c.layout.summary(BASE).write_text("{"), "summary.json cannot be read"),
         (lambda c: shutil.rmtree(c.layout.run_dir(GRPO).metrics_dir), "has no metrics"),
+        # issue 33 item 6: a summary's values that no evaluation writes are refused, not rendered
+        *[
+            (lambda c, v=value: _set_accuracy(c, v), f"must be a number in [0, 1], got {shown}")
+            for value, shown in [
+                (math.nan, "nan"),
+                (math.inf, "inf"),
+                (-5.0, "-5.0"),
+                (7.0, "7.0"),
+                (True, "bool True"),
+                ("0.5", "str '0.5'"),
+            ]
+        ],  # fmt: skip
+        (lambda c: _set_count(c, -3), "must be a count (an integer >= 0), got -3"),
     ],
 )
 def test_bad_inputs_stop_with_a_message_and_write_nothing(tmp_path, capsys, damage, message):

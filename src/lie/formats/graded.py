@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,56 @@ def read_summary(path: str | Path, fix: str = "rerun `lie evaluate`") -> dict[st
         raise LieError(f"{path}: no 'benchmarks' mapping; it is not a `lie evaluate` summary: {fix}")
     if not isinstance(summary.get("budgets"), list):
         raise LieError(f"{path}: no 'budgets' list; it is not a `lie evaluate` summary: {fix}")
+    for bench, entry in summary["benchmarks"].items():
+        _check_bench_summary(entry, f"benchmarks.{bench}", path, fix)
     return summary
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return f"{type(value).__name__} {value!r:.40}"
+
+
+def _check_bench_summary(entry: Any, key: str, path: Path, fix: str) -> None:
+    """A benchmark's summary holds only what ``write_summary`` writes: counts, fractions in [0, 1] and
+    finite token means; anything else (NaN, 700 %, ``true``, ``"0.5"``) would be tabulated as real."""
+
+    def bad(at: str, expected: str, value: Any) -> LieError:
+        return LieError(f"{path}: key '{at}' must be {expected}, got {_shown(value)}: {fix}")
+
+    def number(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+    if not isinstance(entry, dict):
+        raise bad(key, "an object", entry)
+    for name in ("problems", "n", "samples"):
+        value = entry.get(name, 0)
+        if not (number(value) and isinstance(value, int) and value >= 0):
+            raise bad(f"{key}.{name}", "a count (an integer >= 0)", value)
+    readers = entry.get("by_reader") or {}
+    if not isinstance(readers, dict):
+        raise bad(f"{key}.by_reader", "an object", readers)
+    tables = [(f"{key}.budgets", entry.get("budgets") or {})]
+    tables += [(f"{key}.by_reader.{r}.budgets", (v or {}).get("budgets") or {}) if isinstance(v, dict) else
+               (f"{key}.by_reader.{r}", v) for r, v in readers.items()]  # fmt: skip
+    for at, budgets in tables:
+        if not isinstance(budgets, dict):
+            raise bad(at, "an object", budgets)
+        for budget, cell in budgets.items():
+            if not isinstance(cell, dict):
+                raise bad(f"{at}.{budget}", "an object", cell)
+            for metric, value in cell.items():
+                if metric.startswith("n_") and not (number(value) and isinstance(value, int) and value >= 0):
+                    raise bad(f"{at}.{budget}.{metric}", "a count (an integer >= 0)", value)
+                if "@" in metric and not (number(value) and 0 <= value <= 1):
+                    raise bad(f"{at}.{budget}.{metric}", "a number in [0, 1]", value)
+    means = entry.get("mean_tokens") or {}
+    if not isinstance(means, dict):
+        raise bad(f"{key}.mean_tokens", "an object", means)
+    for budget, value in means.items():
+        if value is not None and not (number(value) and value >= 0):
+            raise bad(f"{key}.mean_tokens.{budget}", "a finite number >= 0", value)
 
 
 def read_graded_lines(path: str | Path, fix: str = "rerun `lie evaluate`") -> list[dict[str, Any]]:
