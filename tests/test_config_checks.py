@@ -120,6 +120,15 @@ BROKEN: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
         lambda c: rename(c["experiments"], "smoke_grpo", "smoke_grpo\n"),
         "the name 'smoke_grpo\\n' is not allowed",
     ),
+    # issue 33 item 3: counts and sizes bounded in the schema, one line before anything grows
+    "samples a problem": (
+        lambda c: c["datasets"]["eval"]["arith-test"].update(n=100000000000),
+        "key 'datasets.eval.arith-test.n': 100000000000 is greater than the maximum of 4096",
+    ),
+    "tiny vocabulary": (
+        lambda c: c["models"]["tiny"]["tiny"].update(vocab_size=99999999999),
+        "key 'models.tiny.tiny.vocab_size': 99999999999 is greater than the maximum of 262144",
+    ),
     "partition ending in a newline": (
         lambda c: c["cluster"].update(gpu_partition="gpu\n"),
         "key 'cluster.gpu_partition': 'gpu\\n' does not match",

@@ -147,6 +147,21 @@ def test_out_inside_the_model_folder_is_refused_before_anything_is_written(tmp_p
         assert {p.name: p.read_bytes() for p in model.iterdir()} == before
 
 
+def test_a_sample_count_beyond_any_run_is_one_line_before_a_model_loads(tmp_path):
+    """Issue 33 item 3: ``--n 100000000000`` grew to 21.7 GB until the OOM killer stopped it."""
+    config, _ = smoke_config(tmp_path)
+    data = tmp_path / "d.parquet"
+    assert lie("data", "arith-test", "--config", str(config), "--out", str(data)).returncode == 0
+    for flag, value, message in (("--n", "100000000000", "--n must be an integer in [1, 4096]"),
+                                 ("--max-tokens", "99999999999", "--max-tokens must be an integer in [1, 1048576]")):  # fmt: skip
+        proc = lie("generate", "arith-test", "--config", str(config), "--model", "tiny", "--data", str(data),
+                   "--out", str(tmp_path / "g.jsonl"), flag, value, timeout=120)  # fmt: skip
+        assert proc.returncode == 2 and message in one_error_line(proc.stderr, "generate"), proc.stderr[
+            -2000:
+        ]
+        assert not list(tmp_path.glob("g*"))
+
+
 @pytest.mark.parametrize("command", ["score", "grade", "behaviours"])
 def test_every_out_is_checked_against_every_input(tmp_path, command):
     """One check in the CLI for every --out*: the input by another spelling is refused before any work."""

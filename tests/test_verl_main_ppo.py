@@ -280,6 +280,7 @@ def test_vllm_rollout_runs_twice_alike_and_validates_greedily_from_the_synced_we
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     runs = []
     for name in ("first", "second"):
+        (tmp_path / name).mkdir()
         config = _smoke_copy(smoke, tmp_path / name, cpu_rollout="vllm", val_temperature=0.0)
         result = _lie(*_smoke_train_args(smoke, config), timeout=1200, env=env)
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]

@@ -40,6 +40,8 @@ ENGINES = ("hf", "vllm")
 SEED_RULE = "sample_seed(sample_seed(base, problem, sample), 0); sample_seed = blake2b-64 >> 1"
 # vLLM 0.24 (sampling_params.py): temperatures in [0, 2]; below 1e-5 greedy, which refuses n > 1;
 # between that and 0.01 raised to 0.01 with a warning.
+MAX_SAMPLES = 4096  # samples of one problem: the paper draws at most 32; more is a typo, not a run
+MAX_TOKENS = 1 << 20  # a response's token budget: beyond any model's context
 MAX_TEMPERATURE, MIN_SAMPLING_TEMPERATURE, GREEDY_BELOW = 2.0, 0.01, 1e-5
 HF_ENGINE_ARGS = ("device", "dtype", "max_model_len", "batch_size")
 
@@ -63,10 +65,10 @@ class SamplingSettings:
 
 def _sampling_problem(s: SamplingSettings, name: Mapping[str, str]) -> str | None:
     """The first setting vLLM 0.24 would refuse or silently change, as a message with the fix."""
-    if not isinstance(s.n, int) or s.n < 1:
-        return f"{name['n']} must be an integer >= 1, got {s.n!r}"
-    if not isinstance(s.max_tokens, int) or s.max_tokens < 1:
-        return f"{name['max_tokens']} must be an integer >= 1, got {s.max_tokens!r}"
+    if not isinstance(s.n, int) or not 1 <= s.n <= MAX_SAMPLES:
+        return f"{name['n']} must be an integer in [1, {MAX_SAMPLES}] (samples of a problem), got {s.n!r}"
+    if not isinstance(s.max_tokens, int) or not 1 <= s.max_tokens <= MAX_TOKENS:
+        return f"{name['max_tokens']} must be an integer in [1, {MAX_TOKENS}], got {s.max_tokens!r}"
     t = s.temperature
     if not 0 <= t <= MAX_TEMPERATURE:
         return f"{name['temperature']} is {t}, outside vLLM's range [0, 2]: set it within [0, 2]"
