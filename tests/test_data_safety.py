@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -464,3 +465,27 @@ def test_a_verl_checkpoint_whose_step_was_never_logged_is_set_aside(tmp_path):
     next((tmp_path / "torn").glob("global_step_2-*")).rename(rundir.checkpoints / "global_step_2")
     assert verl_overrides.prepare_resume(config, RunSettings.of(config, run), rundir, 1) is False
     assert verl_checkpoints.tracked_step(rundir.checkpoints) == 2  # logged: resumed from
+
+
+def test_two_builds_of_one_folder_never_share_a_partial_and_a_torn_swap_leaves_nothing(tmp_path):
+    """Issue 33 item 7: two concurrent builds of one ``--out`` shared ``.X.partial`` (once in 22 tries
+    one exited 0 with the folder gone); a kill between replace_folder's two renames left ``.X.old-PID``
+    (a whole model) forever. A second build stops with one line while the first holds the output; the
+    next swap removes the old copy a torn one left."""
+    from lie.core.errors import LieError
+    from lie.formats.outputs import partial_folder, replace_folder
+
+    out = tmp_path / "model"
+    first = partial_folder(out)
+    (first / "weights").write_text("first")
+    with pytest.raises(LieError, match=f"{out} is being built by another command"):
+        partial_folder(out)
+    assert (first / "weights").read_text() == "first"  # the second build touched nothing
+    replace_folder(first, out, {"command": "test"})
+    torn = tmp_path / ".model.old-99999999"  # as a swap killed between its two renames leaves it
+    shutil.copytree(out, torn)
+    again = partial_folder(out)
+    (again / "weights").write_text("second")
+    replace_folder(again, out, {"command": "test"})
+    assert (out / "weights").read_text() == "second"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]

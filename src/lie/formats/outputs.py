@@ -120,14 +120,46 @@ def check_output_folder(
         )
 
 
+_BUILDING: dict[Path, Any] = {}  # a partial folder -> its open, locked ``.<name>.lock``
+
+
 def partial_folder(out: str | os.PathLike[str]) -> Path:
-    """An empty building folder beside ``out`` (``.<name>.partial``, lie's own name: a stale one is removed)."""
+    """An empty building folder beside ``out`` (``.<name>.partial``, lie's own name: a stale one is removed),
+    this process's alone until :func:`replace_folder`: a second build of the same ``out`` stops with one
+    line (``flock`` on ``.<name>.lock``, which the system releases however the holder ends)."""
+    import fcntl
+
     target = Path(os.path.abspath(out))
     tmp = target.with_name(f".{target.name}.partial")
+    lock = target.with_name(f".{target.name}.lock")
     refuse_special(tmp)
+    refuse_special(lock)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(lock, "a+", encoding="utf-8")  # noqa: SIM115 (held until replace_folder or exit)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise LieError(
+            f"{out} is being built by another command (lock {lock}); wait for it to finish"
+        ) from None
+    except OSError as exc:  # a file system without locks: go on, say so
+        log.warning("cannot lock %s (%s): a second build of %s would not be stopped", lock, exc, out)
+    _BUILDING[tmp] = handle
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     return tmp
+
+
+def _release(tmp: Path, target: Path) -> None:
+    """After a swap: old copies torn swaps left (``.<name>.old-PID``, lie's own name) and the lock go."""
+    for old in target.parent.glob(f".{target.name}.old-*"):
+        if old.is_dir() and not old.is_symlink():
+            shutil.rmtree(old, ignore_errors=True)
+    handle = _BUILDING.pop(tmp, None)
+    if handle is not None:
+        target.with_name(f".{target.name}.lock").unlink(missing_ok=True)
+        handle.close()
 
 
 def fsync_folder(folder: str | os.PathLike[str]) -> None:
@@ -172,6 +204,7 @@ def replace_folder(
     fsync_folder(target.parent)
     if old is not None:
         shutil.rmtree(old)
+    _release(tmp, target)
     return target
 
 
