@@ -208,6 +208,25 @@ def test_trl_keeps_its_checkpoints_for_the_same_settings_only(tmp_path, tiny):
     assert (rundir.checkpoints / "checkpoint-1").exists()  # trained again, afresh
 
 
+def test_a_run_never_resumes_checkpoints_trained_on_another_file(tmp_path, tiny):
+    """Issue 33 item 4: ``lie train RUN --train-file OTHER`` resumed the checkpoints trained on another
+    file and exited 0. The inputs' digest (training file, initial model) is part of what a run is: other
+    inputs set the old outputs aside (nothing deleted) and the run trains afresh; the same ones resume."""
+    train = write_parquet(tmp_path / "train.parquet", arithmetic_rows(8, ref_len=600))
+    other = write_parquet(tmp_path / "other.parquet", arithmetic_rows(6, ref_len=600))
+    config = small_config(tmp_path / "out", tiny, max_steps=1)
+    cfg = write_config(tmp_path / "c.yaml", config)
+    assert _trl(cfg, train).returncode == 0
+    rundir = RunDir(tmp_path / "out", "tiny_grpo")
+    again = _trl(cfg, train)
+    assert again.returncode == 0 and "already trained" in again.stderr and not rundir.superseded.exists()
+    switched = _trl(cfg, other)
+    assert switched.returncode == 0, switched.stderr[-3000:]
+    assert "already trained" not in switched.stderr and "trained on other inputs" in switched.stderr
+    (moved,) = rundir.superseded.iterdir()
+    assert (moved / "checkpoints" / "checkpoint-1" / "trainer_state.json").exists()
+
+
 def _verl_checkpoint(folder: Path, step: int, complete: bool = True) -> Path:
     path = folder / f"global_step_{step}"
     (path / "actor").mkdir(parents=True)

@@ -72,6 +72,10 @@ class RunDir:
         return self.root / "settings.sha256"
 
     @property
+    def inputs_file(self) -> Path:
+        return self.root / "inputs.sha256"
+
+    @property
     def verl_config(self) -> Path:
         return self.root / "verl_config.yaml"
 
@@ -105,6 +109,23 @@ class RunDir:
         from lie.formats.jsonl import atomic_output
 
         with atomic_output(self.settings_file) as out:
+            out.write(digest + "\n")
+        return moved
+
+    def claim_inputs(self, digest: str) -> Path | None:
+        """Keep this run's outputs only if they were trained on the inputs of ``digest``
+        (:func:`inputs_digest`): other ones move to ``superseded/`` as :meth:`claim` does. A run of older
+        code, with no record of its inputs, keeps its outputs and gets this one."""
+        old = self.inputs_file.read_text(encoding="utf-8").strip() if self.inputs_file.exists() else None
+        if old == digest:
+            return None
+        moved = None
+        if old is not None:
+            moved = self.supersede(f"its checkpoints were trained on other inputs (digest {old[:12]})")
+        self.root.mkdir(parents=True, exist_ok=True)
+        from lie.formats.jsonl import atomic_output
+
+        with atomic_output(self.inputs_file) as out:
             out.write(digest + "\n")
         return moved
 
@@ -292,3 +313,27 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 
     with atomic_output(path) as out:
         out.write(dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def inputs_digest(train_file: str | Path, model: str | Path) -> str:
+    """What a run trains on, by content: the training file's bytes and every file of the initial model
+    folder (its relative name and bytes) but lie's record of how it was made. Part of a run's identity
+    (:meth:`RunDir.claim_inputs`): ``lie train RUN --train-file OTHER`` must not resume checkpoints
+    trained on another file. Reads every byte once a launch (an 8B model: ~16 GB)."""
+    import hashlib
+
+    from lie.formats.outputs import OWNER
+
+    digest = hashlib.sha256()
+
+    def add(path: Path, name: str) -> None:
+        digest.update(f"{name}\0{path.stat().st_size}\0".encode())
+        with open(path, "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+
+    add(Path(train_file), "train")
+    root = Path(model)
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and p.name != OWNER):
+        add(path, f"model/{path.relative_to(root).as_posix()}")
+    return digest.hexdigest()

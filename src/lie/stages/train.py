@@ -20,7 +20,7 @@ from lie.config.layout import Layout
 from lie.config.settings import RunSettings
 from lie.core.errors import LieError
 from lie.engines.verl.overrides import VerlInputs
-from lie.formats.runs import write_json
+from lie.formats.runs import inputs_digest, write_json
 from lie.stages.checkpoint import BEST_VAL, evaluated_step
 
 log = logging.getLogger(__name__)
@@ -118,6 +118,7 @@ def _train_verl(config: dict[str, Any], settings: RunSettings, request: TrainReq
 
         check_driver()
     ranks = verl_overrides.world_size(settings, device)
+    rundir.claim_inputs(inputs_digest(inputs.train_file, inputs.model_path))  # other inputs: afresh
     if not verl_overrides.prepare_resume(config, settings, rundir, ranks):
         overrides = verl_overrides.overrides(
             config, settings, inputs, metrics_file=str(rundir.new_metrics_file().resolve()), device=device

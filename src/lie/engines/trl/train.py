@@ -29,7 +29,14 @@ from lie.config.settings import FINAL, RunSettings
 from lie.core.errors import LieError
 from lie.core.reward import RewardConfig
 from lie.engines.rewarding import Rewarder, Rollout, grading_limits
-from lie.formats.runs import RunDir, append_metrics, append_rollouts, rollout_record, write_json
+from lie.formats.runs import (
+    RunDir,
+    append_metrics,
+    append_rollouts,
+    inputs_digest,
+    rollout_record,
+    write_json,
+)
 
 log = logging.getLogger(__name__)
 
@@ -327,6 +334,7 @@ def train(
     sched = schedule(s, len(rows))
 
     rundir.claim(settings_hash(config, run))
+    rundir.claim_inputs(inputs_digest(train_file, model_path))
     output_dir = rundir.checkpoints
     last = latest_complete_checkpoint(rundir)
     done = 0
