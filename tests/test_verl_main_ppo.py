@@ -269,12 +269,19 @@ def test_best_val_picks_the_validated_checkpoint_without_training_again(smoke, t
     assert "best validation average" in result.stderr and "running verl" not in result.stderr
 
 
+NEAR_TIE = 0.01  # logits: vLLM's CPU kernels and transformers' differ by about this much (float32)
+
+
 @pytest.mark.heavy
 def test_vllm_rollout_runs_twice_alike_and_validates_greedily_from_the_synced_weights(smoke, tmp_path):
     """Issue 32, beyond make test: the smoke's verl run with ``cpu_rollout: vllm`` and greedy
     validation, twice from clean folders. Validation at step 4 runs on the server after the last sync:
-    its greedy continuation of each prompt equals the step-4 checkpoint's in transformers, token for
-    token; the two runs give the same rollouts and metrics (but the server log-probs' diagnostics)."""
+    each token of its greedy continuations is the step-4 checkpoint's greedy choice in transformers, on
+    the same prompt and prefix, or within NEAR_TIE logits of it (measured 2026-12-04: 11 of 12 rows
+    token for token, one flip at a 0.004-logit tie); a server a step behind is off by 0.05-0.5. The two
+    runs give the same rollouts and validation, and metrics equal to 1e-9 (a validation mean's
+    summation order differs in the last bit)."""
+    import pyarrow.parquet as pq
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
@@ -293,16 +300,28 @@ def test_vllm_rollout_runs_twice_alike_and_validates_greedily_from_the_synced_we
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
     rows = [json.loads(line) for line in (first.root / "validation" / "4.jsonl").read_text().splitlines()]
-    assert len(rows) == 12
-    limit = smoke.config["training"]["max_response_length"]
-    for row in rows:
-        prompt = tokenizer(row["input"], add_special_tokens=False, return_tensors="pt")
+    problems = pq.read_table(_smoke_inputs(smoke)[2][0]).to_pylist()  # in the dump's order (uid by row)
+    assert len(rows) == len(problems) == 12
+    exact, gaps = 0, []
+    for row, problem in zip(rows, problems):
+        chat = tokenizer.apply_chat_template(
+            problem["prompt"], add_generation_prompt=True, tokenize=False, enable_thinking=False
+        )
+        prompt = tokenizer(chat, add_special_tokens=False)["input_ids"]
+        assert tokenizer.decode(prompt, skip_special_tokens=True) == row["input"]  # verl's prompt
+        chosen = tokenizer(row["output"], add_special_tokens=False)["input_ids"]
         with torch.no_grad():
-            out = model.generate(**prompt, do_sample=False, max_new_tokens=limit)
-        text = tokenizer.decode(out[0, prompt["input_ids"].shape[1] :], skip_special_tokens=True)
-        assert text == row["output"], (row["input"], row["output"], text)
+            logits = model(torch.tensor([prompt + chosen])).logits[0, len(prompt) - 1 : -1]
+        gap = (logits.max(dim=-1).values - logits[torch.arange(len(chosen)), torch.tensor(chosen)]).max()
+        gaps.append(float(gap))
+        exact += float(gap) == 0.0
+    assert max(gaps) < NEAR_TIE, gaps
+    assert exact >= 10, gaps
     assert read_rollouts(second) == read_rollouts(first)
-    assert _comparable_metrics(second) == _comparable_metrics(first)
+    dumps = [(run.root / "validation" / "4.jsonl").read_bytes() for run in (first, second)]
+    assert dumps[1] == dumps[0]
+    for a, b in zip(_comparable_metrics(first), _comparable_metrics(second)):
+        assert a.keys() == b.keys() and a == pytest.approx(b, rel=1e-9)
 
 
 @pytest.mark.heavy
