@@ -489,3 +489,22 @@ def test_two_builds_of_one_folder_never_share_a_partial_and_a_torn_swap_leaves_n
     replace_folder(again, out, {"command": "test"})
     assert (out / "weights").read_text() == "second"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+
+
+def test_a_file_of_the_user_inside_a_folder_lie_built_stops_the_rebuild(tmp_path):
+    """Issue 33 item 8: a rebuild replaced a lie-built model folder whole, with a file the user had put in
+    it. lie records the files it wrote (``lie_output.json``); a folder holding others is refused with
+    one line naming one, and nothing in it changes."""
+    from lie.core.errors import LieError
+    from lie.formats.outputs import check_output_folder, partial_folder, replace_folder
+
+    out = tmp_path / "model"
+    for _ in range(2):  # a rebuild of what lie wrote replaces it
+        tmp = partial_folder(out)
+        (tmp / "sub").mkdir()
+        (tmp / "sub" / "weights").write_text("w")
+        replace_folder(tmp, out, {"command": "test"})
+    (out / "notes.md").write_text("my notes")
+    with pytest.raises(LieError, match=r"holds files lie did not write \(notes\.md\)"):
+        check_output_folder(out)
+    assert (out / "notes.md").read_text() == "my notes" and (out / "sub" / "weights").read_text() == "w"

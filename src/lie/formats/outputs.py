@@ -118,6 +118,33 @@ def check_output_folder(
             f"{out} is a folder lie did not make (no {OWNER} in it) and is not empty: "
             "give a new or empty folder, lie replaces only folders it built"
         )
+    if path.is_dir() and owned(path):
+        foreign = _foreign_files(path)
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+            raise LieError(
+                f"{out} holds files lie did not write ({shown}): move them out first, "
+                "lie replaces only what it built"
+            )
+
+
+def _written(folder: Path) -> list[str]:
+    """Every file under ``folder`` (relative, sorted) but the owner record."""
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
+                  if (p.is_file() or p.is_symlink()) and p.name != OWNER)  # fmt: skip
+
+
+def _foreign_files(folder: Path) -> list[str]:
+    """Files in a lie-built ``folder`` that its record does not list (none for a record of older code,
+    which lists nothing)."""
+    try:
+        record = json.loads((folder / OWNER).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return []
+    files = record.get("files") if isinstance(record, dict) else None
+    if not isinstance(files, list):
+        return []
+    return [name for name in _written(folder) if name not in set(files)]
 
 
 _BUILDING: dict[Path, Any] = {}  # a partial folder -> its open, locked ``.<name>.lock``
@@ -193,6 +220,7 @@ def replace_folder(
 
     target = Path(os.path.abspath(out))
     check_output_folder(target, legacy=legacy)
+    record = {**record, "files": _written(tmp)}  # what lie wrote: a rebuild replaces these and no other
     (tmp / OWNER).write_text(dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     share_tree(tmp)  # the group reads the weights too (safetensors writes 0600)
     _fsync_tree(tmp)
