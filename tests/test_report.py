@@ -349,6 +349,12 @@ def _set_accuracy(copy, value) -> None:
     path.write_text(json.dumps(summary))  # NaN and Infinity as Python's json writes them
 
 
+def _first_metrics(copy, text: bytes) -> None:
+    """GRPO's first metrics file with ``text`` in front of what it held."""
+    path = sorted(copy.layout.run_dir(GRPO).metrics_dir.glob("*.jsonl"))[0]
+    path.write_bytes(text + path.read_bytes())
+
+
 def _set_count(copy, value) -> None:
     path = copy.layout.summary(GRPO)
     summary = json.loads(path.read_text())
@@ -375,6 +381,13 @@ def _set_count(copy, value) -> None:
             ]
         ],  # fmt: skip
         (lambda c: _set_count(c, -3), "must be a count (an integer >= 0), got -3"),
+        # issue 33, report readers: a metrics file's garbage is one line, not a traceback
+        (lambda c: _first_metrics(c, b"\xff\xfe\x00garbage\n{}\n"), ".jsonl line 1: not valid JSON"),
+        (lambda c: _first_metrics(c, b"[" * 5000 + b"\n{}\n"), ".jsonl line 1: not valid JSON"),
+        (
+            lambda c: _first_metrics(c, b'{"step": ' + b"9" * 5000 + b"}\n{}\n"),
+            ".jsonl line 1: not valid JSON",
+        ),
     ],
 )
 def test_bad_inputs_stop_with_a_message_and_write_nothing(tmp_path, capsys, damage, message):

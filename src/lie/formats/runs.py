@@ -174,14 +174,14 @@ class RunDir:
 def _read_jsonl_tolerant(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) of a file another process may have been killed while writing: a torn
     last line is skipped."""
-    with open(path, encoding="utf-8") as handle:
+    with open(path, "rb") as handle:
         lines = handle.readlines()
-    for i, line in enumerate(lines):
-        if not line.strip():
+    for i, raw in enumerate(lines):
+        if not raw.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
+        try:  # garbage bytes, JSON nested thousands deep, a 5,000-digit number: not valid JSON either
+            record = json.loads(raw.decode("utf-8"))
+        except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
             if i == len(lines) - 1:
                 return
             raise LieError(f"{path} line {i + 1}: not valid JSON") from None
