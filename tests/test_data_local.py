@@ -8,6 +8,7 @@ the same template: the optional sources (``*-hub``, ``*-qwen25``) must match its
 from __future__ import annotations
 
 import os
+import re
 import shutil
 
 import pyarrow.parquet as pq
@@ -141,6 +142,28 @@ def test_missing_local_path_names_the_key(tmp_path):
     config["datasets"]["eval"]["minerva-qwen25"]["local"] = str(tmp_path / "nope.jsonl")
     with pytest.raises(LieError, match="datasets.eval.minerva-qwen25.local is .*does not exist"):
         build(tmp_path, config, "minerva-qwen25")
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (b"\xff\xfe{}\n", "line 1: not valid UTF-8"),
+        (b"[" * 5000 + b"]" * 5000 + b"\n", "math500.jsonl: JSON nested deeper than"),
+        (b'{"problem": "1+1", "answer": ' + b"9" * 5000 + b"}\n", "line 1: "),
+        (b'{"problem": "1+1", "answer": NaN}\n', "line 1: "),
+        (b'[{"problem": "1+1", "answer": NaN}]', "math500.jsonl: "),
+        (b"\xff[", "math500.jsonl line 1: not valid UTF-8"),
+    ],
+)
+def test_a_local_file_that_is_not_strict_json_is_one_line(tmp_path, text, message):
+    """Issue 33: local data sets bypassed the strict JSON reader (a traceback on bad bytes, deep
+    nesting, huge numbers; NaN accepted). Both forms, JSON lines and one array, are read strictly."""
+    path = tmp_path / "math500.jsonl"
+    path.write_bytes(text)
+    config = local_config("math500-hub")
+    config["datasets"]["eval"]["math500-hub"]["local"] = str(path)
+    with pytest.raises(LieError, match=re.escape(message)):
+        build(tmp_path, config, "math500-hub")
 
 
 @pytest.fixture

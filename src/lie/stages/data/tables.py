@@ -68,19 +68,20 @@ def _read_one(path: Path, required: Sequence[str], optional: Sequence[str], wher
 
 
 def _read_json(path: Path, required: Sequence[str], optional: Sequence[str], where: str) -> pa.Table:
-    text = path.read_text(encoding="utf-8")
-    stripped = text.lstrip()
+    """JSON lines, or one JSON array, read by the strict reader (lie.formats.jsonl: no NaN, bounded
+    numbers and depth, UTF-8 only); every error names the data set's key and the file."""
+    from lie.formats.jsonl import loads_line, read_jsonl
+
+    with open(path, "rb") as handle:
+        first = handle.read(4096).lstrip()
     records: list[Any]
-    if stripped.startswith("["):
-        records = json.loads(text)
-    else:
-        records = []
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if line.strip():
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise LieError(f"{where}: {path} line {lineno} is not valid JSON ({exc.msg})") from None
+    try:
+        if first.startswith(b"["):
+            records = loads_line(path.read_bytes(), str(path))
+        else:
+            records = [obj for _, obj in read_jsonl(str(path))]
+    except LieError as exc:
+        raise LieError(f"{where}: {exc}") from None
     names: list[str] = []
     for rec in records:
         if not isinstance(rec, dict):
