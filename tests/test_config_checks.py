@@ -129,6 +129,19 @@ BROKEN: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
         lambda c: c["models"]["tiny"]["tiny"].update(vocab_size=99999999999),
         "key 'models.tiny.tiny.vocab_size': 99999999999 is greater than the maximum of 262144",
     ),
+    # issue 33: a template that passes the schema but fails (or eats the memory) when filled
+    "template attribute": (
+        lambda c: c["prompt"].update(math="{question.nope} {question}"),
+        "key 'prompt.math': '{question.nope}' is not a field the template can take",
+    ),
+    "template width": (
+        lambda c: c["prompt"].update(math="{question} {question:99999999999}"),
+        "key 'prompt.math': '{question:99999999999}' is not a field the template can take",
+    ),
+    "template field": (
+        lambda c: c["prompt"].update(choice="{question} {choices} {answer}"),
+        "key 'prompt.choice': '{answer}' is not a field the template can take",
+    ),
     "partition ending in a newline": (
         lambda c: c["cluster"].update(gpu_partition="gpu\n"),
         "key 'cluster.gpu_partition': 'gpu\\n' does not match",

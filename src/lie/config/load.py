@@ -41,6 +41,7 @@ def validate_config(config: dict[str, Any], source: str = "config") -> None:
     _check_parents(config, source)
     _check_evaluation(config, source)
     _check_batches(config, source)
+    _check_prompts(config, source)
 
 
 def validate_workflow(config: dict[str, Any], files: list[str | Path]) -> None:
@@ -48,6 +49,36 @@ def validate_workflow(config: dict[str, Any], files: list[str | Path]) -> None:
     for path in files:
         load_config(path, validate=False)
     validate_config(config, source=" + ".join(map(str, files)) or "the Snakemake config")
+
+
+PROMPT_FIELDS = {"math": {"question"}, "choice": {"question", "choices"}}
+
+
+def _check_prompts(config: dict[str, Any], source: str) -> None:
+    """Each question template takes only its plain fields (``{question}``, ``{choices}``): an attribute,
+    an index, a conversion or a format spec (``{question.x}``, ``{question:99999999999}``) would fail,
+    or fill the memory, only when the first prompt is built."""
+    import string
+
+    for kind, fields in PROMPT_FIELDS.items():
+        template = (config.get("prompt") or {}).get(kind)
+        if not isinstance(template, str):
+            continue
+        try:
+            parsed = list(string.Formatter().parse(template))
+        except ValueError as exc:
+            raise LieError(
+                f"{source}: key 'prompt.{kind}': {exc}; use {{{{ }}}} for literal braces"
+            ) from None
+        for _, name, spec, conversion in parsed:
+            if name is not None and (name not in fields or spec or conversion):
+                field = (
+                    "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+                )
+                raise LieError(
+                    f"{source}: key 'prompt.{kind}': {field!r} is not a field the template can take "
+                    f"(only {', '.join('{' + f + '}' for f in sorted(fields))}; {{{{ }}}} for literal braces)"
+                )
 
 
 def _check_finite(value: Any, source: str, where: str = "") -> None:
