@@ -508,3 +508,15 @@ def test_a_file_of_the_user_inside_a_folder_lie_built_stops_the_rebuild(tmp_path
     with pytest.raises(LieError, match=r"holds files lie did not write \(notes\.md\)"):
         check_output_folder(out)
     assert (out / "notes.md").read_text() == "my notes" and (out / "sub" / "weights").read_text() == "w"
+
+
+@pytest.mark.parametrize("command", ["generate", "reflen"])
+def test_out_dash_is_refused_where_a_file_and_its_records_are_written(tmp_path, command):
+    """Issue 33 (minor): ``lie generate --out -`` wrote ``-.manifest.json``; these commands write files
+    (atomically, with a manifest or metadata), never standard output."""
+    config, _ = smoke_config(tmp_path)
+    args = [command, *(["arith-test"] if command == "generate" else []), "--config", str(config)]
+    proc = lie(*args, "--model", "tiny", "--data", "d.parquet", "--out", "-", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "--out - is standard output" in one_error_line(proc.stderr, command)
+    assert not list(tmp_path.glob("-*"))

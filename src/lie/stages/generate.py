@@ -96,6 +96,10 @@ def run_generate(
     from lie.formats.outputs import check_output_file
     from lie.stages.base_model import file_sha256, resolve_model
 
+    if str(out) == "-":
+        raise LieError(
+            "--out - is standard output; this command writes a file (atomically, with its records): give a file name"
+        )
     check_output_file(out, [data])
     group, entry = dataset_entry(config, bench)
     if group != "eval":

@@ -236,6 +236,10 @@ def run_reflen(
     from lie.formats.outputs import check_output_file
     from lie.formats.rows import check_row, read_metadata, read_table, with_metadata, write_table
 
+    if str(out) == "-":
+        raise LieError(
+            "--out - is standard output; this command writes a file (atomically, with its records): give a file name"
+        )
     check_output_file(out, [data])
     settings = settings_from_config(config, **overrides)
     kind = engine or Engines.of(config).generate
