@@ -1,8 +1,8 @@
 """The authors' multiple-choice mode (``choice_grading: authors``) against their own script.
 
 tests/data/choice_authors_cases.yaml is the behaviour as data (every rule, every quirk). The
-differential test reads their eval script at its pinned commit (downloaded and checked against its
-git blob id, or the copy named by LIE_AUTHORS_EVAL_SCRIPT), takes their pattern list out of its
+differential test reads their eval script at its pinned commit (kept as test data in
+tests/data/lie-authors/generate_vllm.py, MIT, checked against its git blob id), takes their pattern list out of its
 syntax tree (the file is never imported or run) and compares their loop with our reader on that
 table, on the hand-labelled responses and on 10^5 seeded random strings built to hit every rule.
 """
@@ -10,10 +10,8 @@ table, on the hand-labelled responses and on 10^5 seeded random strings built to
 from __future__ import annotations
 
 import ast
-import os
 import random
 import re
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -25,10 +23,8 @@ from lie.stages.data.sources import git_blob_sha1
 DATA = Path(__file__).parent / "data"
 CASES = DATA / "choice_authors_cases.yaml"
 LABELS = DATA / "choice_labels.yaml"
-THEIR_SCRIPT_URL = (
-    "https://raw.githubusercontent.com/LINs-lab/LIE/1b3bb02fc8b55e07e0defddf77ae531ad0a9e0eb/"
-    "eval_scripts/generate_vllm.py"
-)
+# LINs-lab/LIE's eval_scripts/generate_vllm.py at 1b3bb02 (MIT), byte for byte (tests/data/README.md)
+THEIR_SCRIPT = DATA / "lie-authors" / "generate_vllm.py"
 THEIR_SCRIPT_BLOB = "c46aa297f5efaa8e5c02c98714f6284568dd040e"
 RULE_NAMES = [rule.name for rule in AUTHORS_RULES]
 QUIRKS = (
@@ -101,17 +97,7 @@ def test_no_pattern_of_theirs_is_in_the_source():
 @pytest.fixture(scope="module")
 def their_patterns() -> list[re.Pattern[str]]:
     """Their MULTICHOICE_PATTERNS, evaluated from the syntax tree of their pinned script."""
-    local = os.environ.get("LIE_AUTHORS_EVAL_SCRIPT")
-    if local:
-        data = Path(local).read_bytes()
-    else:
-        try:
-            with urllib.request.urlopen(THEIR_SCRIPT_URL, timeout=30) as response:  # noqa: S310 (pinned URL)
-                data = response.read()
-        except OSError as exc:
-            pytest.skip(
-                f"offline: cannot download {THEIR_SCRIPT_URL} ({exc}); set LIE_AUTHORS_EVAL_SCRIPT to a copy"
-            )
+    data = THEIR_SCRIPT.read_bytes()
     assert git_blob_sha1(data) == THEIR_SCRIPT_BLOB, "not their script at commit 1b3bb02"
     tree = ast.parse(data.decode("utf-8"))
     (node,) = [

@@ -266,7 +266,9 @@ def test_smoke_generates_one_run_with_vllm_from_its_environment(tmp_path):
     import sys
 
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    cmd = [sys.executable, "-m", "snakemake", "--configfile", str(SMOKE), "-n", "-p", "--cores", "2"]
+    # a fresh outdir: the checkout's own results/smoke may already be built (then nothing is planned)
+    cmd = [sys.executable, "-m", "snakemake", "--configfile", str(SMOKE), "-n", "-p", "--cores", "2",
+           "--config", f"outdir={tmp_path / 'out'}"]  # fmt: skip
     result = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     commands = [line for line in result.stdout.splitlines() if " generate arith-" in line]
