@@ -7,8 +7,12 @@ mean of its benchmarks, so its standard error is sqrt(sum of theirs squared) / B
 
 Two runs on the same problems (LIE against its baseline) are compared problem by problem: the
 standard error of the difference is that of the per-problem differences (paired). The paper
-publishes no per-problem scores, so a difference with the paper's number takes the paper's run
-to carry the same noise as ours (same problems and samples): SE(Δ) = sqrt(2) · SE(ours).
+publishes no per-problem scores; its number and ours are taken as two re-samplings of the same
+model on the same problems, so the spread of difficulty between problems cancels and what is left
+is the re-sampling noise: with k > 1 samples a problem, Var(ours) = sum of p(1-p)/(k-1) over the P
+problems, / P², and SE(ours − paper) = sqrt(2 · Var). With one sample a problem the re-sampling
+noise cannot be told from the difficulty spread, and SE(Δ) = sqrt(2) · SE(ours) (conservative).
+No interval includes the variance of training again with another seed.
 A difference is *inside the noise* when its 95% interval, Δ ± 1.96 · SE(Δ), holds 0.
 """
 
@@ -24,7 +28,24 @@ from lie.core.errors import LieError
 from lie.formats.graded import read_graded_lines
 
 Z95 = 1.96
-ProblemScores = dict[str, dict[int, float]]  # bench -> problem index -> share of correct samples
+
+
+class Share(float):
+    """A problem's share of correct samples, remembering over how many samples (its re-sampling noise)."""
+
+    correct: int
+    samples: int
+
+    def __new__(cls, correct: int, samples: int) -> Share:
+        share = super().__new__(cls, correct / samples)
+        share.correct, share.samples = correct, samples
+        return share
+
+    def __getnewargs__(self) -> tuple[int, int]:  # type: ignore[override]  # copies and pickles
+        return self.correct, self.samples
+
+
+ProblemScores = dict[str, dict[int, Share]]  # bench -> problem index -> share of correct samples
 
 
 def read_problem_scores(path: Path, budget: int, readers: Sequence[str]) -> dict[str | None, ProblemScores]:
@@ -59,7 +80,9 @@ def problem_scores(
                 "rerun `lie evaluate`"
             ) from None
     return {
-        reader: {bench: {i: c / n for i, (c, n) in problems.items()} for bench, problems in by_bench.items()}
+        reader: {
+            bench: {i: Share(c, n) for i, (c, n) in problems.items()} for bench, problems in by_bench.items()
+        }
         for reader, by_bench in sums.items()
     }
 
@@ -100,8 +123,18 @@ def combined_se(parts: Sequence[float | None]) -> float | None:
     return math.sqrt(sum(p * p for p in parts)) / len(parts)  # type: ignore[operator]
 
 
-def versus_paper(se: float | None) -> float | None:
-    """SE of ours − paper: the paper's run taken to be as noisy as ours."""
+def resampling_se(scores: Mapping[int, Share]) -> float | None:
+    """Standard error of a benchmark's accuracy from re-sampling alone (same model, same problems):
+    sqrt(sum of p(1-p)/(k-1)) / P; None where a problem has one sample (p(1-p) is then unknown)."""
+    if not scores or any(s.samples < 2 for s in scores.values()):
+        return None
+    return math.sqrt(sum(s * (1 - s) / (s.samples - 1) for s in scores.values())) / len(scores)
+
+
+def versus_paper(resampling: float | None, between: float | None) -> float | None:
+    """SE of ours − paper, both re-samplings of one model on the same problems: √2 · the re-sampling
+    SE; with one sample a problem (``resampling`` None), √2 · the between-problem SE."""
+    se = resampling if resampling is not None else between
     return None if se is None else math.sqrt(2.0) * se
 
 

@@ -134,6 +134,24 @@ def standard_error(data: ReportData, key: str, column: str, reader: str | None) 
     return _pct(se)
 
 
+def resampling_error(
+    data: ReportData, keys: tuple[str, ...], column: str, reader: str | None
+) -> float | None:
+    """The re-sampling standard error (points) of the sum or difference of ``keys``' numbers (same
+    model, same problems, other samples: :func:`lie.report.intervals.resampling_se`); None where a
+    problem has one sample."""
+    benches = _domain_benches(data, column) if column in DOMAINS else [column]
+    parts = []
+    for key in keys:
+        scores = (data.problem_scores.get(key) or {}).get(reader)
+        if scores is None:
+            return None
+        parts.append(iv.combined_se([iv.resampling_se(scores[b]) if b in scores else None for b in benches]))
+    if any(p is None for p in parts):
+        return None
+    return _pct(sum(p * p for p in parts) ** 0.5)  # type: ignore[operator]
+
+
 def paired_error(data: ReportData, key: str, base: str, column: str, reader: str | None) -> float | None:
     """The standard error (points) of ``key`` − ``base``, problem by problem."""
     a, b = ((data.problem_scores.get(k) or {}).get(reader) for k in (key, base))
@@ -168,7 +186,8 @@ def result_rows(data: ReportData, keys: list[str], table: str = "main") -> list[
                 ours, notes = value(data, key, column, reader)
                 paper = _paper(data, key, column, notes)
                 se = standard_error(data, key, column, reader) if ours is not None else None
-                diff, diff_se = _minus(ours, paper), iv.versus_paper(se)
+                resampled = resampling_error(data, (key,), column, reader) if ours is not None else None
+                diff, diff_se = _minus(ours, paper), iv.versus_paper(resampled, se)
                 rows.append(dict(table=table, key=key, label=data.label(key), versus="", bench=column,
                                  reader=reader or "", metric=metric, budget=data.budget, ours_pct=ours,
                                  ours_se_pct=se, paper_pct=paper, diff_pct=diff,
@@ -198,7 +217,8 @@ def _gain_rows(data: ReportData, key: str, base: str, table: str) -> list[dict[s
             gain = _minus(ours_a, ours_b)
             se = paired_error(data, key, base, column, reader) if gain is not None else None
             paper = _minus(_paper(data, key, column, notes), _paper(data, base, column, notes_b))
-            diff, diff_se = _minus(gain, paper), iv.versus_paper(se)
+            resampled = resampling_error(data, (key, base), column, reader) if gain is not None else None
+            diff, diff_se = _minus(gain, paper), iv.versus_paper(resampled, se)
             rows.append(dict(table=table, key=key, label=data.label(key), versus=base, bench=column,
                              reader=reader or "", metric=metric, budget=data.budget, ours_pct=gain, ours_se_pct=se,
                              ours_inside_noise=iv.inside_noise(gain, se), paper_pct=paper, diff_pct=diff,
@@ -297,8 +317,10 @@ def _caption(data: ReportData, keys: list[str]) -> str:
         f"rules), compared with the paper; {READERS[1]}: our default reader (A-J). "
         "Rows 'A − B': LIE's gain over its baseline (ours, problem by problem) beside the paper's gain. "
         "±: the 95% interval (1.96 standard errors from the per-problem scores; paired for a gain; a "
-        "difference with the paper counts the paper's run as noisy as ours, √2 · SE); ~: inside the "
-        f"noise (the interval holds 0). {MISSING}: not available (notes below). [n]: a footnote below."
+        "difference with the paper takes both numbers as re-samplings of one model on the same "
+        "problems: √2 · the re-sampling SE, from p(1−p)/(k−1) per problem, or √2 · SE with one sample "
+        "a problem); ~: inside the noise (the interval holds 0). No interval includes the variance of "
+        f"training again with another seed. {MISSING}: not available (notes below). [n]: a footnote below."
     )
 
 
