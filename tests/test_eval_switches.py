@@ -106,3 +106,37 @@ def test_the_thinking_switch_reaches_the_smoke_runs_generate_jobs(tmp_path):
     assert all("--enable-thinking false" in c for c in commands)
     default = planned_generate_commands(tmp_path / "default", {})  # the model's entry: null, not passed
     assert default and not any("--enable-thinking" in c for c in default)
+
+
+def test_a_folder_gets_the_thinking_flag_the_dag_gives_its_model_for_every_family(tmp_path):
+    """The paper's DAG as planned: each generate job's --model folder, handed to `lie generate`
+    without --enable-thinking, gets the flag the job passes; so does the folder moved elsewhere
+    with its merge record (`lie merge` names the run and its model)."""
+    from lie.formats.outputs import OWNER
+    from lie.stages.generate import evaluation_thinking
+
+    config = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
+    config["outdir"] = str(tmp_path / "out")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    cmd = [sys.executable, "-m", "snakemake", "--configfile", str(REPO / "config.yaml"), "-n", "-p",
+           "--cores", "1", "--config", f"outdir={config['outdir']}"]  # fmt: skip
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    planned: dict[str, bool | None] = {}
+    for line in proc.stdout.splitlines():
+        if " lie generate " in line:
+            words = line.split()
+            flag = words[words.index("--enable-thinking") + 1] if "--enable-thinking" in words else None
+            planned[words[words.index("--model") + 1]] = None if flag is None else flag == "true"
+    families = {config["experiments"][Path(f).name]["model"] for f in planned if "/models/" in f}
+    assert {"qwen3-4b-base", "qwen3-4b", "octothinker-3b"} <= families and False in planned.values()
+    moved = tmp_path / "moved"
+    for folder, flag in planned.items():
+        assert evaluation_thinking(config, folder) == flag, folder
+        if "/models/" in folder:  # a run's merged model, copied out of the outdir with its record
+            run = Path(folder).name
+            copy = moved / run
+            copy.mkdir(parents=True)
+            record = {"command": "merge", "run": run, "model": config["experiments"][run]["model"]}
+            (copy / OWNER).write_text(json.dumps(record), encoding="utf-8")
+            assert evaluation_thinking(config, str(copy)) == flag, run

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -343,6 +344,24 @@ def test_choice_benchmark_and_limit(setup, tmp_path):
     assert (summary["n"], summary["problems"], summary["samples"], summary["temperature"]) == (1, 1, 1, 0.6)
     (line,) = read_lines(out)
     assert (line["kind"], line["letters"], line["gold"], line["index"]) == ("choice", ABCD, "B", 0)
+
+
+def test_a_run_folder_is_generated_with_its_models_thinking_switch(setup, tmp_path, caplog):
+    """`lie generate --model <run folder>`: the base model's evaluation switch (config.yaml: Qwen3-4B
+    off), read from the folder's merge record, as the DAG passes it; a bare folder: the template's."""
+    from lie.formats.outputs import OWNER
+
+    run = tmp_path / "qwen3-4b_polaris_gspo"
+    shutil.copytree(setup.tiny, run)
+    record = {"command": "merge", "run": run.name, "model": "qwen3-4b", "checkpoint": "x"}
+    (run / OWNER).write_text(json.dumps(record), encoding="utf-8")
+    summary = run_generate(setup.config, str(run), "arc-c", setup.choice, tmp_path / "a.jsonl", engine="hf",
+                           limit=1, progress=False)  # fmt: skip
+    assert summary["enable_thinking"] is False
+    assert json.loads((tmp_path / "a.manifest.json").read_text(encoding="utf-8"))["enable_thinking"] is False
+    bare = run_generate(setup.config, setup.tiny, "arc-c", setup.choice, tmp_path / "b.jsonl", engine="hf",
+                        limit=1, progress=False)  # fmt: skip
+    assert bare["enable_thinking"] is None and "no model of the config behind it" in caplog.text
 
 
 @pytest.mark.parametrize(

@@ -134,14 +134,19 @@ def _written(folder: Path) -> list[str]:
                   if (p.is_file() or p.is_symlink()) and p.name != OWNER)  # fmt: skip
 
 
+def record_of(folder: str | os.PathLike[str]) -> dict[str, Any]:
+    """The record a command left in the folder it built (:data:`OWNER`); {} where none is readable."""
+    try:
+        record = json.loads((Path(folder) / OWNER).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
 def _foreign_files(folder: Path) -> list[str]:
     """Files in a lie-built ``folder`` that its record does not list (none for a record of older code,
     which lists nothing)."""
-    try:
-        record = json.loads((folder / OWNER).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return []
-    files = record.get("files") if isinstance(record, dict) else None
+    files = record_of(folder).get("files")
     if not isinstance(files, list):
         return []
     return [name for name in _written(folder) if name not in set(files)]

@@ -113,8 +113,8 @@ def run_generate(
     for written in (out, manifest_path(out)):  # before anything is written: none inside the model
         check_output_file(written, [data, path])
     problems = read_problems(data, bench, limit)
-    if enable_thinking is None and model in (config.get("models") or {}):
-        enable_thinking = thinking_at_evaluation(config, model)  # a model's name: its evaluation switch
+    if enable_thinking is None:
+        enable_thinking = evaluation_thinking(config, model)
     trust = bool(config.get("trust_remote_code", False))
     settings = {
         "bench": bench,
@@ -185,6 +185,44 @@ def manifest_path(out: str | Path) -> Path:
 
 
 STREAM_RULE = "base = sample_seed(seed, text_key(bench), text_key(model name)); text_key = blake2b-64 >> 1"
+
+
+def config_model_of(config: dict[str, Any], model: str) -> str | None:
+    """The config's model behind ``--model``: its name; or, for a folder, the base model it holds or
+    the model of the run merged into it (the folder's place in the outdir, else its merge record)."""
+    from lie.config.layout import Layout
+    from lie.formats.outputs import record_of
+
+    models, experiments = config.get("models") or {}, config.get("experiments") or {}
+    if model in models:
+        return model
+    layout, here = Layout(config), Path(model).resolve()
+    for name in models:
+        if layout.base_model(name).resolve() == here:
+            return name
+    for run, spec in experiments.items():
+        if layout.merged_model(run).resolve() == here:
+            return spec.get("model")
+    record = record_of(model)
+    run = record.get("run") if record.get("command") == "merge" else None
+    if isinstance(run, str) and run in experiments:
+        return experiments[run].get("model")
+    named = record.get("model")
+    return named if isinstance(named, str) and named in models else None
+
+
+def evaluation_thinking(config: dict[str, Any], model: str) -> bool | None:
+    """The thinking switch ``--model`` is evaluated with when ``--enable-thinking`` is not given: the
+    one the DAG passes for the same model (a run folder gets its base model's)."""
+    name = config_model_of(config, model)
+    if name is None:
+        log.warning(
+            "%s: no model of the config behind it (not a base model or run folder of this outdir, no merge "
+            "record naming one): thinking as the chat template's default; pass --enable-thinking to choose",
+            model,
+        )
+        return None
+    return thinking_at_evaluation(config, name)
 
 
 def model_name(model: str) -> str:

@@ -72,7 +72,8 @@ def _merge(config: dict[str, Any], layout: Layout, rundir: RunDir, out: str | Pa
     engine, checkpoint = read_final(rundir)
     target = Path(out) if out else layout.merged_model(run)
     check_output_folder(target, [rundir.root])
-    record = {"command": "merge", "run": run, "checkpoint": str(checkpoint)}
+    model = ((config.get("experiments") or {}).get(run) or {}).get("model")  # its evaluation switches
+    record = {"command": "merge", "run": run, "model": model, "checkpoint": str(checkpoint)}
     if engine == "trl":
         from lie.engines.trl.train import export_model
 
