@@ -279,10 +279,14 @@ def test_footnotes_say_the_ood_inputs_the_thinking_switch_and_the_checkpoint_sel
     data = report_data(config)
     main, families = rendered(data, "main"), rendered(data, "families")
     assert (
-        "- Out-of-domain inputs are the project's: the authors' file (valid_ood_qwen3.parquet) is not public"
-        in main
+        "- Out-of-domain inputs are the project's: the authors' file, valid_ood_qwen3.parquet (LINs-lab/LIE "
+        "1b3bb02, git blob 0b77e909), is in their public tree but was not in the offline snapshot" in main
     )
-    assert "gpqa-diamond, 198 questions, options shuffled with seed 0; mmlu-pro, 12032 questions" in main
+    assert (
+        "gpqa-diamond: Idavidrein/gpqa gpqa_diamond train, 198 questions, options shuffled with seed 0; "
+        "mmlu-pro: TIGER-Lab/MMLU-Pro test, 12032 questions" in main
+    )
+    assert "whole test splits" not in main
     assert "best in-training validation average (training.eval_step: best_val" in main
     assert "a selection on the test sets" in main
     assert "not passed (the template's default): qwen3-4b, octothinker-3b" in families

@@ -199,30 +199,43 @@ def _choice_benches(data: ReportData) -> list[str]:
     return [b for b in data.benchmarks if (eval_sets.get(b) or {}).get("kind") == "choice"]
 
 
+AUTHORS_OOD = "valid_ood_qwen3.parquet (LINs-lab/LIE 1b3bb02, git blob 0b77e909)"
+
+
+def _questions(bench: str, entry: dict[str, Any]) -> str:
+    """Where a benchmark's questions come from, in a few words."""
+    if entry.get("synthetic"):
+        where = "synthetic"
+    elif entry.get("hf_id"):
+        where = " ".join(str(x) for x in (entry["hf_id"], entry.get("config"), entry.get("split")) if x)
+    elif entry.get("url"):
+        where = str(entry["url"]).rsplit("/", 1)[-1]
+    else:
+        where = "a local file"
+    rows = f", {entry['expected_rows']} questions" if entry.get("expected_rows") else ""
+    shuffle = (
+        f", options shuffled with seed {entry['shuffle_seed']}"
+        if entry.get("shuffle_seed") is not None
+        else ""
+    )
+    return f"{bench}: {where}{rows}{shuffle}"
+
+
 def ood_inputs(data: ReportData, keys: list[str]) -> list[Note]:
-    """The out-of-domain problems and prompts are the project's, not the authors' (their file is not public)."""
+    """The out-of-domain problems and prompts are the project's, not the authors' (their file was not read)."""
     ood = [
         b for b in (data.config.get("evaluation") or {}).get("out_of_domain") or [] if b in data.benchmarks
     ]
     if not ood:
         return []
     eval_sets = (data.config.get("datasets") or {}).get("eval") or {}
-    parts = []
-    for bench in ood:
-        entry = eval_sets.get(bench) or {}
-        extra = (
-            f", options shuffled with seed {entry['shuffle_seed']}"
-            if entry.get("shuffle_seed") is not None
-            else ""
-        )
-        rows = f", {entry['expected_rows']} questions" if entry.get("expected_rows") else ""
-        parts.append(f"{bench}{rows}{extra}")
+    parts = "; ".join(_questions(bench, eval_sets.get(bench) or {}) for bench in ood)
     return [
         Note(
-            "Out-of-domain inputs are the project's: the authors' file (valid_ood_qwen3.parquet) is not public, so "
-            f"the prompts (prompt.choice), the option layout, the questions ({'; '.join(parts)}: the whole test "
-            "splits) and any option shuffle are our design; compare these columns with the paper's as a different "
-            "test of the same skill."
+            f"Out-of-domain inputs are the project's: the authors' file, {AUTHORS_OOD}, is in their public "
+            "tree but was not in the offline snapshot this project was built from, so its questions, prompts and "
+            f"option layout were never read. These columns use {parts}, with our prompt (prompt.choice) and "
+            "option layout; compare them with the paper's as a different test of the same skill."
         )
     ]
 
