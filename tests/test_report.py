@@ -168,7 +168,10 @@ def test_footnotes_state_the_assumptions_and_the_grading_mode(report):
     assert (
         "- Multiple choice (arc-c) graded in mode robust (evaluation.choice_grading); every table shows" in md
     )
-    assert "- Out-of-domain inputs are the project's" in md and "These columns use arc-c: synthetic, 4 questions" in md
+    assert (
+        "- Out-of-domain inputs are the project's" in md
+        and "These columns use arc-c: synthetic, 4 questions" in md
+    )
     assert (
         "- Thinking at evaluation (evaluation.enable_thinking, else models.<m>.enable_thinking): not passed"
         in md
