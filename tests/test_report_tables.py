@@ -287,7 +287,8 @@ def test_footnotes_say_the_ood_inputs_the_thinking_switch_and_the_checkpoint_sel
         "mmlu-pro: TIGER-Lab/MMLU-Pro test, 12032 questions" in main
     )
     assert "whole test splits" not in main
-    assert "best in-training validation average (training.eval_step: best_val" in main
+    assert "saved checkpoint (every training.save_freq steps, here 50) with the best in-training" in main
+    assert "It is not the authors' selection, which keeps a copy at every validation (every 10 steps)" in main
     assert "a selection on the test sets" in main
     assert "not passed (the template's default): qwen3-4b, octothinker-3b" in families
     data = report_data(paper_config())
