@@ -130,25 +130,85 @@ def _lie_train(config_path, run, *extra, wait=True):
     return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
-def _responses(outdir, run):
-    return [(r["step"], r["uid"], r["response"]) for r in read_rollouts(RunDir(outdir, run))]
+def _prompts(outdir, run):
+    keys = ("step", "uid", "prompt_index", "response")
+    return [tuple(r[k] for k in keys) for r in read_rollouts(RunDir(outdir, run))]
 
 
-def test_stopped_then_resumed_equals_an_uninterrupted_run(tmp_path, tiny, train_file):
-    whole = write_config(tmp_path / "whole.yaml", small_config(tmp_path / "whole", tiny))
-    parts = write_config(tmp_path / "parts.yaml", small_config(tmp_path / "parts", tiny))
-    assert _lie_train(whole, "tiny_grpo", "--train-file", str(train_file)).returncode == 0
-    first = _lie_train(parts, "tiny_grpo", "--train-file", str(train_file), "--stop-after", "1")
-    assert first.returncode == 0, first.stderr[-2000:]
-    rundir = RunDir(tmp_path / "parts", "tiny_grpo")
-    assert not rundir.final_json.exists()
-    # a kill between a step's rollouts and its checkpoint leaves rollouts of a step to be redone
-    stale = rundir.rollouts_dir / "step-000002.trl.jsonl"
-    stale.write_text(json.dumps({"step": 2, "uid": "stale", "response": "from the killed run"}) + "\n")
-    second = _lie_train(parts, "tiny_grpo", "--train-file", str(train_file))
-    assert second.returncode == 0, second.stderr[-2000:]
-    assert "resuming from" in second.stderr
-    assert _responses(tmp_path / "parts", "tiny_grpo") == _responses(tmp_path / "whole", "tiny_grpo")
+def _metrics(outdir, run):
+    """Per-step metrics less the wall-clock ones (TRL's step_time)."""
+    return [{k: v for k, v in m.items() if "time" not in k} for m in read_metrics(RunDir(outdir, run))]
+
+
+def _weights(outdir, run):
+    from safetensors.torch import load_file
+
+    final = json.loads(RunDir(outdir, run).final_json.read_text())["checkpoint"]
+    return load_file(f"{final}/model.safetensors")
+
+
+@pytest.fixture(scope="module")
+def four_prompts(tmp_path_factory):
+    """Two steps an epoch at train_batch_size 2."""
+    return write_parquet(
+        tmp_path_factory.mktemp("data") / "arith4.reflen.parquet", arithmetic_rows(4, ref_len=600)
+    )
+
+
+def test_stopped_at_every_checkpoint_of_two_epochs_equals_an_uninterrupted_run(tmp_path, tiny, four_prompts):
+    """Two epochs of two steps, stopped after step 1 (epoch 1), 2 (the epoch's end) and 3 (inside
+    epoch 2), each time resumed: the same prompts, responses, metrics and final weights as one launch
+    (TRL reshuffles the prompts each epoch; a resume draws that epoch's order, not the first's)."""
+    run, data = "tiny_gspo_lie", ("--train-file", str(four_prompts))  # R_len: a gradient every step
+
+    def config(name):
+        config = small_config(tmp_path / name, tiny, max_steps=None)
+        config["experiments"][run]["epochs"] = 2
+        return write_config(tmp_path / f"{name}.yaml", config)
+
+    whole, parts = config("whole"), config("parts")
+    assert _lie_train(whole, run, *data).returncode == 0
+    rundir = RunDir(tmp_path / "parts", run)
+    for stop in (1, 2, 3, None):
+        launch = _lie_train(parts, run, *data, *(("--stop-after", str(stop)) if stop else ()))
+        assert launch.returncode == 0, launch.stderr[-2000:]
+        assert ("resuming from" in launch.stderr) == (stop != 1)
+        assert rundir.final_json.exists() == (stop is None)
+        if stop == 1:
+            # a kill between a step's rollouts and its checkpoint leaves rollouts of a step to be redone
+            stale = {"step": 2, "uid": "stale", "response": "from the killed run"}
+            (rundir.rollouts_dir / "step-000002.trl.jsonl").write_text(json.dumps(stale) + "\n")
+    prompts = _prompts(tmp_path / "whole", run)
+    for epoch in ((1, 2), (3, 4)):  # each epoch draws every prompt once
+        assert sorted({p[2] for p in prompts if p[0] in epoch}) == [0, 1, 2, 3]
+    assert _prompts(tmp_path / "parts", run) == prompts
+    metrics = _metrics(tmp_path / "whole", run)
+    assert [m["step"] for m in metrics] == [1, 2, 3, 4]
+    assert _metrics(tmp_path / "parts", run) == metrics
+    whole_weights, parts_weights = _weights(tmp_path / "whole", run), _weights(tmp_path / "parts", run)
+    assert whole_weights.keys() == parts_weights.keys()
+    differ = [name for name in whole_weights if not whole_weights[name].equal(parts_weights[name])]
+    assert not differ, f"{len(differ)} of {len(whole_weights)} tensors differ: {differ[:3]}"
+
+
+def test_a_runs_prompt_order_in_an_epoch_is_the_uninterrupted_runs():
+    """EpochSampler over TRL's RepeatSampler: its pass in epoch e, in any order and any number of times,
+    is the e-th pass of one sampler iterated from its seed (which differs from epoch to epoch)."""
+    from trl.trainer.utils import RepeatSampler
+
+    from lie.engines.trl.sampler import EpochSampler
+
+    def repeat():
+        return RepeatSampler(range(8), mini_repeat_count=2, batch_size=2, repeat_count=3, seed=7)
+
+    uninterrupted = repeat()
+    passes = [list(uninterrupted) for _ in range(4)]
+    assert len({tuple(p) for p in passes}) == 4
+    sampler = EpochSampler(repeat())
+    assert len(sampler) == len(passes[0])
+    for epoch in (2, 0, 3, 3, 1):
+        sampler.set_epoch(epoch)
+        assert list(sampler) == passes[epoch]
 
 
 def test_killed_mid_run_resumes_from_its_last_checkpoint(tmp_path, tiny, train_file):

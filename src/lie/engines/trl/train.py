@@ -204,6 +204,20 @@ def _stop_callback(stop_after: int, sched: Schedule):
     return StopAfter()
 
 
+def _trainer_class():
+    from trl import GRPOTrainer
+
+    from lie.engines.trl.sampler import EpochSampler
+
+    class LIEGRPOTrainer(GRPOTrainer):
+        """TRL's trainer with the prompt order of epoch e drawn again on resume (``sampler.py``)."""
+
+        def _get_train_sampler(self, dataset=None):
+            return EpochSampler(super()._get_train_sampler(dataset))
+
+    return LIEGRPOTrainer
+
+
 SEAL = "lie_complete.json"  # in checkpoint-N: written last, every file's size and digest
 
 
@@ -321,7 +335,6 @@ def train(
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import GRPOTrainer
 
     if threads:
         torch.set_num_threads(threads)
@@ -358,7 +371,7 @@ def train(
         if stop_after:
             callbacks.append(_stop_callback(stop_after, sched))
         with Rewarder(*grading_limits(config)) as rewarder:
-            trainer = GRPOTrainer(
+            trainer = _trainer_class()(
                 model=model,
                 reward_funcs=LIEReward(s.reward, tokenizer, rundir, sched, rewarder),
                 args=args,
