@@ -62,7 +62,7 @@ def test_the_report_tabulates_the_group_beside_the_run_it_varies():
     config = selected([LIE, *GROUP])
     data = report_data(config)
     groups = table_keys(config, data.keys)
-    assert groups["sensitivity"] == [LIE, *GROUP] and groups["main"] == [LIE, "qwen3-4b-base"]
+    assert groups["sensitivity"] == [LIE, *GROUP] and groups["main"] == ["qwen3-4b-base", LIE]
     assert {"sensitivity.md", "sensitivity.csv", "sensitivity.tex"} <= {
         p.name for p in report_paths(Layout(config))
     }

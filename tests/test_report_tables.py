@@ -80,8 +80,8 @@ def rendered(data: ReportData, name: str) -> str:
 def test_every_run_is_in_the_table_the_paper_puts_it_in(paper):
     groups = table_keys(paper.config, paper.keys)
     assert groups == {
-        "main": [R + s for s in ("grpo", "grpo_lie", "grpo-clip-higher", "grpo-clip-higher_lie", "gspo",
-                                 "gspo_lie", "gspo_lie_12k")] + [B],
+        "main": [B] + [R + s for s in ("grpo", "grpo_lie", "grpo-clip-higher", "grpo-clip-higher_lie", "gspo",
+                                       "gspo_lie", "gspo_lie_12k")],  # Base first, as the paper's Table 1
         "families": ["qwen3-4b_polaris_gspo", "qwen3-4b_polaris_gspo_lie", "octothinker-3b_deepmath-5k_gspo",
                      "octothinker-3b_deepmath-5k_gspo_lie"],
         "scale": ["qwen3-1.7b-base_dapo_gspo", "qwen3-1.7b-base_dapo_gspo_lie", "qwen3-8b-base_dapo_gspo",
@@ -129,7 +129,7 @@ def test_assumptions_are_footnotes_of_the_rows_they_concern(paper):
         "- Checkpoints: the paper's numbers probably come from the best checkpoint, picked on these test sets"
         in main
     )
-    assert "- Epochs (experiments.<run>.epochs" in main and "10: GRPO, GRPO w/ higher clip, GSPO" in main
+    assert "- Epochs (experiments.<run>.epochs" in main and "10: GRPO / GRPO w/ higher clip / GSPO" in main
     assert "valid.all_qwen3.parquet of LINs-lab/LIE at 1b3bb02 (git blob b7d15c4)" in main
     assert "- Multiple choice (arc-c, gpqa-diamond, mmlu-pro) graded in mode robust" in main
     ablation = rendered(paper, "ablation")
@@ -313,3 +313,13 @@ def test_an_older_summary_read_by_one_reader_shows_the_other_as_a_gap():
             and "not read by the" in missing["note"]
             and "rerun `lie evaluate`" in missing["note"]
         )
+
+
+def test_a_difference_without_spread_gets_no_interval_and_the_epochs_note_parts_runs():
+    assert tables.with_interval(0.0, 0.0) == "+0.0 (no spread)"
+    assert tables.with_interval(1.0, 2.0) == "~+1.0±3.9"
+    from lie.report.notes import epochs
+
+    data = report_data(paper_config())
+    (note,) = epochs(data, table_keys(data.config, data.keys)["main"])
+    assert "5: GSPO+LIE, continual stage 8k -> 12k; 10: GRPO / GRPO w/ higher clip / GSPO; 15: " in note.text

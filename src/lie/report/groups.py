@@ -98,9 +98,11 @@ def baseline_of(config: dict[str, Any], run: str) -> str | None:
 
 
 def table_keys(config: dict[str, Any], keys: list[str]) -> dict[str, list[str]]:
-    """Every table that gets a row: its keys, in ``keys`` order (base models last)."""
+    """Every table that gets a row: its keys, base models first (as the paper's Table 1), then the runs
+    in ``keys`` order."""
     tables: dict[str, list[str]] = {name: [] for name in TABLES}
-    for key in keys:
+    runs = config.get("experiments") or {}
+    for key in sorted(keys, key=lambda k: k in runs):  # stable: bases, then runs, each in keys order
         tables[group_of(config, key)].append(key)
     for name in ("ablation", "sensitivity"):
         for run in list(tables[name]):

@@ -71,11 +71,15 @@ def checkpoint(data: ReportData, keys: list[str]) -> list[Note]:
 
 def epochs(data: ReportData, keys: list[str]) -> list[Note]:
     by_epochs: dict[int, list[str]] = defaultdict(list)
-    for run in _runs(data, keys):
-        by_epochs[int(_spec(data, run)["epochs"])].append(data.label(run) or run)
+    runs = _runs(data, keys)
+    labels = [data.label(run) or run for run in runs]
+    for run, label in zip(runs, labels, strict=True):  # a label two runs share is told apart by the run
+        name = label if labels.count(label) == 1 else f"{label} ({run})"
+        by_epochs[int(_spec(data, run)["epochs"])].append(name)
     if not by_epochs:
         return []
-    parts = "; ".join(f"{n}: {', '.join(names)}" for n, names in sorted(by_epochs.items()))
+    # labels hold commas ("GSPO+LIE, continual stage 8k -> 12k"): runs are parted by " / "
+    parts = "; ".join(f"{n}: {' / '.join(names)}" for n, names in sorted(by_epochs.items()))
     return [
         Note(
             f"Epochs (experiments.<run>.epochs; the paper gives none, the authors' scripts 10 or 15): {parts}."

@@ -238,6 +238,8 @@ def with_interval(diff: float | None, se: float | None) -> str:
         return MISSING
     if se is None:
         return fmt(diff, sign=True)
+    if se == 0:  # every problem moved alike (an all-zero column): no spread to put an interval on
+        return f"{fmt(diff, sign=True)} (no spread)"
     mark = "~" if iv.inside_noise(diff, se) else ""
     return f"{mark}{diff:+.1f}±{iv.Z95 * se:.1f}"
 
