@@ -1,4 +1,4 @@
-# The LIE reproduction pipeline: one rule per arrow of DESIGN.md, each calling the `lie` CLI.
+# The LIE reproduction pipeline: one rule per arrow of README's data flow ("What comes out"), each calling the `lie` CLI.
 #
 #   snakemake -n                                             # the paper's matrix (config.yaml), dry run
 #   snakemake --profile profiles/slurm                       # on a Slurm cluster of 4xH100 nodes

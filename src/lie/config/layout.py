@@ -1,4 +1,4 @@
-"""Where every stage reads and writes, under ``outdir`` (DESIGN.md's data flow).
+"""Where every stage reads and writes, under ``outdir`` (README's data flow, "What comes out").
 
 One place for the paths so that the Snakemake rules and the ``lie`` commands' defaults agree.
 """

@@ -1,4 +1,4 @@
-"""Thin adapters over real libraries, each behind one small interface (DESIGN.md, layer 3).
+"""Thin adapters over real libraries, each behind one small interface (docs/architecture.md: the engines layer).
 
 Generation: :mod:`lie.engines.generation` (vLLM on GPU, transformers on CPU).
 Training: verl 0.9 (:mod:`lie.engines.verl.overrides`, its reward manager :mod:`lie.engines.verl.reward_manager`,
