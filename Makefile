@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: venv venv-vllm test test-all coverage smoke study study-full study-v1 preflight lint bench lock lock-gpu lock-vllm check-gpu-env dry-run clean-venv
+.PHONY: venv venv-vllm test test-all coverage smoke report study study-full study-v1 preflight lint bench lock lock-gpu lock-vllm check-gpu-env dry-run clean-venv
 
 venv: $(STAMP)
 
@@ -68,6 +68,27 @@ SMK := PATH=$(CURDIR)/$(BIN):$$PATH OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/li
 smoke: $(STAMP) $(VLLM_STAMP)
 	$(SMK) --configfile workflow/configs/smoke.yaml --profile profiles/local --cores 2
 
+# The Snakemake report of make smoke's run (run make smoke first): one self-contained HTML page under its
+# outdir, results/smoke/report.html, with every table (readable in the page) and figure of lie report.
+# It stops with one line, and leaves no page, when the DAG has jobs left (a dry run finds one: a page of
+# missing or stale files never looks complete); the page is written under a temporary name and renamed
+# when Snakemake has finished it. SMOKE_CONFIG: another config of the smoke DAG (the page goes under
+# its outdir).
+SMOKE_CONFIG ?= workflow/configs/smoke.yaml
+OUTDIR_OF := import sys; from lie.config.load import outdir; from lie.config.yamlio import load_yaml_mapping; \
+  print(outdir(load_yaml_mapping(sys.argv[1], what="config file")).resolve())
+report: $(STAMP)
+	@plan="$$($(SMK) --configfile $(SMOKE_CONFIG) -n 2>&1)" || { echo "$$plan" | tail -n 1 >&2; exit 2; }; \
+	out="$$($(BIN)/python -c '$(OUTDIR_OF)' $(SMOKE_CONFIG))" || exit 2; \
+	rm -f "$$out/report.html" "$$out/.report.partial.html"; \
+	echo "$$plan" | grep -q '^Nothing to be done' || { echo "make report: the DAG of $(SMOKE_CONFIG) has jobs \
+	left, so its report would be incomplete (no $$out/report.html): run make smoke first ($(BIN)/lie snakemake \
+	--configfile $(SMOKE_CONFIG) -n lists them)" >&2; exit 2; }; \
+	log="$$($(SMK) --configfile $(SMOKE_CONFIG) --report "$$out/.report.partial.html" 2>&1)" \
+	  || { rm -f "$$out/.report.partial.html"; echo "$$log" | tail -n 20 >&2; \
+	       echo "make report: snakemake --report failed (its output above)" >&2; exit 1; }; \
+	mv "$$out/.report.partial.html" "$$out/report.html" && echo "make report: $$out/report.html"
+
 # The CPU study of the Shallow Exploration Trap, second registration (README, docs/study.md,
 # docs/study/preregistration-v2.md): outputs under results/study/. First the gates on the supervised
 # models (a failed gate stops here, before any RL run), then the runs and the report. Every job runs one
@@ -118,9 +139,14 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 
+# Speed checks, each against a baseline measured in the same run (docs/benchmarks.md): every target is one
+# line ending in yes or NO. Without ../shared/data (a fresh clone) bench_grade.py grades the committed slices
+# of tests/data/shared and says so. BENCH_ARGS=--quick: small sizes, seconds, no verdict on the targets
+# worth keeping (tests/test_bench_fallback.py runs it so).
+BENCH_ARGS ?=
 bench: $(STAMP)
-	$(BIN)/python benchmarks/bench_reward.py
-	$(BIN)/python benchmarks/bench_grade.py
+	$(BIN)/python benchmarks/bench_reward.py $(BENCH_ARGS)
+	$(BIN)/python benchmarks/bench_grade.py $(BENCH_ARGS)
 
 # Re-resolve envs/cpu.in into envs/cpu.lock (needs the package index).
 lock:

@@ -1,6 +1,9 @@
 # Tables and figures from files only: scores, per-step metrics and rollouts of every run.
-# `snakemake --report report.html` gathers them into one HTML page, each with the caption of
-# workflow/report/<kind>.rst (the kind: a result table, or the file's own name).
+# `snakemake --report` (make report, for the smoke run) gathers them into one HTML page, each with the
+# caption of workflow/report/<kind>.rst (the kind: a result table, or the file's own name): the rule's
+# outputs are report_files(), every file of lie.report.build.report_paths flagged with report(), under
+# the category Tables (one subcategory per table) or Figures. A table's .html is read in the page (the
+# report shows an HTML result in a frame); its .md, .csv and .tex are downloads there.
 
 report: "../report/workflow.rst"
 

@@ -4,10 +4,11 @@ Every input is read and checked, and every file rendered into a staging folder b
 outputs, before any old output is touched: bad input leaves the previous report as it was, and a
 failure while moving the new files in leaves none of them (never a half-written one). Paths: :func:`report_paths`, the same
 list as ``report_outputs()`` of ``workflow/rules/common.smk`` (a test keeps them equal): one
-``tables/<table>.{md,csv,tex}`` for each table of :mod:`lie.report.groups` that has a row (``main``,
-``families``, ``scale``, ``ablation``, ``sensitivity``), ``tables/lengths.{md,csv}`` and
+``tables/<table>.{md,csv,tex,html}`` for each table of :mod:`lie.report.groups` that has a row (``main``,
+``families``, ``scale``, ``ablation``, ``sensitivity``), ``tables/lengths.{md,csv,html}`` and
 ``figures/lengths.png`` (mean response length at evaluation), test-time scaling, dynamics,
-behaviours and diversity.
+behaviours and diversity (``.md``, ``.csv`` and ``.html``). Each ``.html`` is the ``.md``'s table as a
+page of its own, which ``snakemake --report`` shows in its page (the others are downloads there).
 """
 
 from __future__ import annotations
@@ -34,13 +35,13 @@ def report_paths(layout: Layout) -> list[Path]:
     """Every file of the report (the Snakemake rule declares exactly these: ``report_outputs()``)."""
     t, f = layout.tables, layout.figures
     return [
-        *(t / f"{name}.{ext}" for name in tables_of(layout.config) for ext in ("md", "csv", "tex")),
-        *(t / f"lengths.{ext}" for ext in ("md", "csv")),
+        *(t / f"{name}.{ext}" for name in tables_of(layout.config) for ext in ("md", "csv", "tex", "html")),
+        *(t / f"lengths.{ext}" for ext in ("md", "csv", "html")),
         f / "lengths.png",
         t / "tts.csv",
         f / "tts.png",
         f / "dynamics.png",
-        *(t / f"{name}.{ext}" for name in ("behaviours", "diversity") for ext in ("md", "csv")),
+        *(t / f"{name}.{ext}" for name in ("behaviours", "diversity") for ext in ("md", "csv", "html")),
         t / "dynamics.csv",
     ]
 
@@ -49,8 +50,16 @@ def _text(content: str) -> Callable[[Path], None]:
     return lambda path: path.write_text(content, encoding="utf-8")
 
 
+def _shown(name: str, table: render.Table, title: str) -> dict[str, Callable[[Path], None]]:
+    """``tables/<name>.md`` and ``tables/<name>.html``: the same table, title, caption and notes."""
+    return {
+        f"tables/{name}.md": _text(render.markdown(table, title)),
+        f"tables/{name}.html": _text(render.html(table, title)),
+    }
+
+
 def _result_writers(data: ReportData) -> dict[str, Callable[[Path], None]]:
-    """``tables/<table>.{md,csv,tex}`` of every table with a row."""
+    """``tables/<table>.{md,csv,tex,html}`` of every table with a row."""
     out: dict[str, Callable[[Path], None]] = {}
     source = str(data.layout.root)
     name_of = data.config.get("name", "")
@@ -64,7 +73,7 @@ def _result_writers(data: ReportData) -> dict[str, Callable[[Path], None]]:
             table = tables.result_table(data, keys, rows)
             columns = tables.RESULT_COLUMNS
         title = f"{TABLES[name]}: `{name_of}` beside the paper"
-        out[f"tables/{name}.md"] = _text(render.markdown(table, title))
+        out.update(_shown(name, table, title))
         out[f"tables/{name}.csv"] = _text(render.csv_text(rows, columns))
         out[f"tables/{name}.tex"] = _text(render.latex(table, source))
     return out
@@ -76,19 +85,15 @@ def _writers(data: ReportData) -> dict[str, Callable[[Path], None]]:
     text = _text
     return {
         **_result_writers(data),
-        "tables/lengths.md": text(
-            render.markdown(tables.length_table(data, lengths), "Response length at evaluation")
-        ),
+        **_shown("lengths", tables.length_table(data, lengths), "Response length at evaluation"),
         "tables/lengths.csv": text(render.csv_text(lengths, tables.LENGTH_COLUMNS)),
         "figures/lengths.png": lambda path: figures.lengths_figure(data, lengths, path),
         "tables/tts.csv": text(render.csv_text(tables.tts_rows(data), tables.TTS_COLUMNS)),
         "figures/tts.png": lambda path: figures.tts_figure(data, path),
         "figures/dynamics.png": lambda path: figures.dynamics_figure(data, path),
-        "tables/behaviours.md": text(render.markdown(tables.behaviour_table(data), "Reasoning behaviours")),
+        **_shown("behaviours", tables.behaviour_table(data), "Reasoning behaviours"),
         "tables/behaviours.csv": text(render.csv_text(tables.behaviour_rows(data), tables.BEHAVIOUR_COLUMNS)),
-        "tables/diversity.md": text(
-            render.markdown(tables.diversity_table(data), "Diversity across samples")
-        ),
+        **_shown("diversity", tables.diversity_table(data), "Diversity across samples"),
         "tables/diversity.csv": text(render.csv_text(tables.diversity_rows(data), tables.DIVERSITY_COLUMNS)),
         "tables/dynamics.csv": text(render.csv_text(tables.dynamics_rows(data), tables.DYNAMICS_COLUMNS)),
     }
