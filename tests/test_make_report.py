@@ -184,3 +184,39 @@ def test_a_dag_with_jobs_left_gets_no_page_and_one_line(smoke, tmp_path):
     bad = make_report(tmp_path / "absent.yaml")
     lines = [line for line in bad.stderr.splitlines() if not line.startswith("make: ***")]
     assert bad.returncode == 2 and len(lines) == 1 and "absent.yaml" in lines[0]
+
+
+def test_a_table_page_escapes_every_text_and_keeps_its_shape():
+    from html.parser import HTMLParser
+
+    from lie.report.render import Group, Table, html
+
+    table = Table([Group("model", [""], "l"), Group("AIME <24>", ["ours", "paper", "Δ"])])
+    table.add(["<script>alert(1)</script>", "1 & 2", "`x`", "—"])
+    table.caption, table.notes = 'caption with "<b>" & `code`', ["a note </li><li>two?"]
+    page = html(table, "Title <i>")
+
+    class Cells(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.tags, self.cells, self.cell = [], [], None
+
+        def handle_starttag(self, tag, attrs):
+            self.tags.append(tag)
+            self.cell = "" if tag == "td" else self.cell
+
+        def handle_endtag(self, tag):
+            if tag == "td":
+                self.cells.append(self.cell)
+                self.cell = None
+
+        def handle_data(self, data):
+            if self.cell is not None:
+                self.cell += data
+
+    parsed = Cells()
+    parsed.feed(page)
+    assert "script" not in parsed.tags and "b" not in parsed.tags and "i" not in parsed.tags
+    assert parsed.tags.count("li") == 1 and parsed.tags.count("tr") == 3  # two header rows, one body row
+    assert parsed.cells == ["<script>alert(1)</script>", "1 & 2", "x", "—"]  # `x`: a <code> span
+    assert '<th colspan="3" class="c">AIME &lt;24&gt;</th>' in page and "<code>x</code>" in page
