@@ -54,10 +54,10 @@ def test_every_declared_output_is_written_and_nothing_else_is_left(report):
 def test_every_file_the_issues_name_is_written(report):
     """The Snakemake rule declares report_paths() (common.smk's report_outputs() returns it)."""
     names = {str(p.relative_to(report.layout.root)) for p in report_paths(report.layout)}
-    expected = {f"tables/{t}.{e}" for t in ("main", "families") for e in ("md", "csv", "tex")}
+    expected = {f"tables/{t}.{e}" for t in ("main", "families") for e in ("md", "csv", "tex", "html")}
     expected |= {"tables/tts.csv", "figures/tts.png", "figures/dynamics.png", "tables/dynamics.csv"}
-    expected |= {"tables/lengths.md", "tables/lengths.csv", "figures/lengths.png"}
-    expected |= {f"tables/{n}.{e}" for n in ("behaviours", "diversity") for e in ("md", "csv")}
+    expected |= {"tables/lengths.md", "tables/lengths.csv", "tables/lengths.html", "figures/lengths.png"}
+    expected |= {f"tables/{n}.{e}" for n in ("behaviours", "diversity") for e in ("md", "csv", "html")}
     assert names == expected
     assert all(p.stat().st_size > 0 for p in report_paths(report.layout))
     source = (REPO / "workflow" / "rules" / "common.smk").read_text(encoding="utf-8")
