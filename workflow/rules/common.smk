@@ -195,13 +195,18 @@ def on_gpu(engine: str) -> bool:
 
 
 def lie_for(engine: str) -> str:
-    """The `lie` a job of `engine` runs: for vLLM's CPU build, that environment's, under its settings."""
+    """The `lie` a job of `engine` runs: for vLLM's CPU build, that environment's, under its settings.
+    A relative `venv` stays relative: the job's shell finds it from the working directory (the
+    checkout, as it finds workflow/scripts/), so that no param holds where the checkout lies and a
+    moved or cloned checkout reruns nothing (tests/test_checkout_move.py)."""
+    import shlex
+
     cpu = config["engines"].get("vllm_cpu")
     if engine != "vllm" or not cpu:
         return "lie"
-    lie = Path(workflow.main_snakefile).resolve().parent / cpu["venv"] / "bin" / "lie"  # from the repository
+    lie = shlex.quote(str(Path(cpu["venv"]) / "bin" / "lie"))
     env = [f"{k}={v}" for k, v in sorted((cpu.get("env") or {}).items())]
-    return " ".join(["env", *env, str(lie)] if env else [str(lie)])
+    return " ".join(["env", *env, lie] if env else [lie])
 
 
 def engine_args_for(engine: str) -> str:
