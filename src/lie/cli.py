@@ -18,50 +18,79 @@ from lie.core.errors import LieError, describe
 
 log = logging.getLogger("lie.cli")
 
-# name -> (module under lie.commands, one-line help)
+# name -> (module under lie.commands, one-line help: one line of `lie --help`, and the command's description)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "score": ("lie.commands.score", "LIE reward of JSON-lines responses (R_acc + R_len + R_red)"),
-    "data": ("lie.commands.data", "fetch a data set and write it in verl's row format (parquet)"),
-    "reflen": ("lie.commands.reflen", "per-prompt reference lengths L_ref from the base model"),
-    "grade": ("lie.commands.grade", "grade JSON-lines responses (math-verify, multiple choice)"),
-    "generate": ("lie.commands.generate", "sample n completions per benchmark problem"),
-    "evaluate": ("lie.commands.evaluate", "grade generations at every budget: Avg@n, Pass@1, pass@k"),
-    "train": ("lie.commands.train", "train one run of config.yaml (verl or TRL)"),
-    "merge": ("lie.commands.merge", "merge a run's final checkpoint into Hugging Face format"),
+    "data": ("lie.commands.data", "fetch a data set, write it in verl's row format (parquet)"),
     "base-model": (
         "lie.commands.base_model",
-        "fetch a base model at its pinned revision, or build a tiny one",
+        "fetch a base model (pinned revision), or build a tiny one",
     ),
+    "reflen": ("lie.commands.reflen", "per-prompt reference lengths L_ref from the base model"),
+    "train": ("lie.commands.train", "train one run of the config (verl or TRL)"),
+    "merge": ("lie.commands.merge", "merge a run's final checkpoint into Hugging Face format"),
+    "generate": ("lie.commands.generate", "sample n completions per benchmark problem"),
+    "evaluate": ("lie.commands.evaluate", "grade generations at every budget: Avg@n, Pass@1, pass@k"),
     "report": ("lie.commands.report", "tables and figures beside the paper's numbers"),
-    "behaviours": (
-        "lie.commands.behaviours",
-        "count reasoning behaviours in generations (patterns or a judge)",
-    ),
+    "study-probe": ("lie.commands.study_probe", "sample a supervised model as the rollouts do"),
+    "study-gates": ("lie.commands.study_gates", "the gates on the supervised models, before any RL run"),
+    "study-responses": ("lie.commands.study_responses", "per-response depth and n-gram columns"),
+    "study-report": ("lie.commands.study_report", "figures and tables of the CPU study"),
+    "snakemake": ("lie.commands.snakemake", "run Snakemake after checking every --configfile"),
     "plan": ("lie.commands.plan", "steps, rollout tokens and GPU-hours of the selected runs"),
-    "preflight": ("lie.commands.preflight", "check a GPU node (image, NCCL, a 2-step verl run, ...) first"),
-    "study-probe": ("lie.commands.study_probe", "CPU study: sample a supervised model as the rollouts do"),
-    "study-responses": ("lie.commands.study_responses", "CPU study: per-response depth and n-gram columns"),
-    "study-gates": ("lie.commands.study_gates", "CPU study: the gates on the supervised models"),
-    "study-report": ("lie.commands.study_report", "figures and tables of the CPU study (make study)"),
-    "snakemake": (
-        "lie.commands.snakemake",
-        "run Snakemake (same arguments) after checking every --configfile with lie's bounded reader",
-    ),
+    "preflight": ("lie.commands.preflight", "check a GPU node before booking: image, NCCL, short verl runs"),
+    "score": ("lie.commands.score", "LIE reward of JSON-lines responses (R_acc + R_len + R_red)"),
+    "grade": ("lie.commands.grade", "grade JSON-lines responses (math-verify, multiple choice)"),
+    "behaviours": ("lie.commands.behaviours", "count reasoning behaviours in generations (patterns, judge)"),
 }
+# the headings of `lie --help`, each command under one
+GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "pipeline steps (a Snakemake rule each, in the DAG's order)",
+        ("data", "base-model", "reflen", "train", "merge", "generate", "evaluate", "report"),
+    ),
+    (
+        "study (the CPU study of the Shallow Exploration Trap: make study)",
+        ("study-probe", "study-gates", "study-responses", "study-report"),
+    ),
+    ("tools", ("snakemake", "plan", "preflight", "score", "grade", "behaviours")),
+)
 # commands that take their arguments as they come (passed on to another program)
 RAW = {"snakemake"}
+
+
+def _listing() -> str:
+    """The commands under their headings, one a line: name, then its one-line help."""
+    width = max(map(len, COMMANDS)) + 2
+    return "\n\n".join(
+        f"{heading}:\n" + "\n".join(f"  {name:<{width}}{COMMANDS[name][1]}" for name in names)
+        for heading, names in GROUPS
+    )
 
 
 def _top_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lie",
-        description="LIE reproduction pipeline. Run 'lie COMMAND --help' for a command's options.",
+        usage="lie [-h] [--version] COMMAND [ARGS...]",
+        description=f"The LIE reproduction pipeline: its DAG's steps, the CPU study's, and tools.\n\n{_listing()}",
+        epilog="Run 'lie COMMAND --help' for a command's options.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"lie {__version__}")
-    parser.add_argument(
-        "command", choices=sorted(COMMANDS), help="; ".join(f"{k}: {v[1]}" for k, v in COMMANDS.items())
-    )
+    parser.add_argument("command", metavar="COMMAND", choices=sorted(COMMANDS), help=argparse.SUPPRESS)
     return parser
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Each option's default after its help, where it says something: not where the help already names its
+    default (a config key, a folder of the layout), nor an unset, off or empty one."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        default = action.default
+        unset = default is None or default is False or default is argparse.SUPPRESS
+        empty = isinstance(default, (str, list, tuple, dict)) and not default
+        if action.help is None or unset or empty or "default" in action.help.lower():
+            return action.help
+        return super()._get_help_string(action)
 
 
 def _non_finite_flag(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -87,8 +116,10 @@ def _run(name: str, rest: list[str]) -> int:
     module = importlib.import_module(COMMANDS[name][0])
     if name in RAW:
         return int(module.run_raw(rest) or 0)
-    parser = argparse.ArgumentParser(prog=f"lie {name}", description=COMMANDS[name][1])
-    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    parser = argparse.ArgumentParser(
+        prog=f"lie {name}", description=COMMANDS[name][1], formatter_class=_HelpFormatter
+    )
+    parser.add_argument("--log-level", default="INFO", help="logging level")
     module.add_arguments(parser)
     args = parser.parse_args(rest)
     _non_finite_flag(parser, args)
@@ -109,8 +140,11 @@ def _fail(name: str, message: str, status: int = 2) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in COMMANDS:
-        _top_parser().parse_args(argv)  # prints help or a usage error and exits
+    if not argv:  # a usage error: the whole help, on standard error, status 2 (argparse's)
+        _top_parser().print_help(sys.stderr)
+        return 2
+    if argv[0] not in COMMANDS:
+        _top_parser().parse_args(argv)  # --help, --version (status 0), else a usage error (status 2)
         return 2
     name = argv[0]
     try:

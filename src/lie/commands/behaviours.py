@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     judge = parser.add_argument_group("judge mode (a model served by vLLM counts the behaviours)")
     judge.add_argument("--judge", action="store_true", help="also ask a judge model")
     judge.add_argument("--model", help="the judge: a local folder or a hub id")
-    judge.add_argument("--engine", choices=("vllm", "hf"), default="vllm", help="default vllm")
+    judge.add_argument("--engine", choices=("vllm", "hf"), default="vllm", help="the judge's engine")
     judge.add_argument("--engine-arg", type=key_value, action="append", default=[], metavar="KEY=VALUE")
     judge.add_argument("--prompt", help="judge prompt file (default: lie/analysis/judge_prompt.yaml)")
     judge.add_argument("--chunk-chars", type=int, default=12000, help="longest response part a request holds")

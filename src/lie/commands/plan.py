@@ -15,12 +15,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from lie.stages.plan import GEN_TOKENS_PER_S_4B, MFU
 
     add_config_option(parser)
-    parser.add_argument("--runs", nargs="*", help="runs to plan (default: config's runs, else all)")
+    parser.add_argument("--runs", nargs="*", help="runs to plan (default: the config's runs, else all)")
     parser.add_argument(
         "--group",
         action="append",
         default=[],
-        help="add the runs of an optional group (experiments.<run>.group)",
+        help="plan the runs of an optional group (experiments.<run>.group, e.g. sensitivity) instead of the "
+        "config's runs, beside those of --runs; repeat for more groups",
     )
     parser.add_argument(
         "--gen-tps", type=float, default=GEN_TOKENS_PER_S_4B, help="generated tokens/s per GPU, 4B model"
@@ -32,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="MODEL=BILLIONS",
-        help="model size override",
+        help="a model's size in billions of parameters, instead of the one read from its id (repeat)",
     )
 
 

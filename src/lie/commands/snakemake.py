@@ -13,12 +13,28 @@ Examples: ``lie snakemake --configfile workflow/configs/smoke.yaml --profile pro
 
 from __future__ import annotations
 
+HELP = """\
+usage: lie snakemake [SNAKEMAKE ARGUMENTS...]
+
+Run Snakemake with the same arguments, after reading every --configfile (else the Snakefile's
+config.yaml) with lie's bounded YAML reader: a bad file is one line and exit 2, where Snakemake's own
+loader would print a traceback or hang. Snakemake then runs in this process, from the environment lie
+runs in.
+
+examples:
+  lie snakemake --configfile workflow/configs/smoke.yaml --profile profiles/local -c2
+  lie snakemake -n                                   the paper's matrix (config.yaml), a dry run
+  lie snakemake --profile profiles/slurm             the paper's matrix on a Slurm cluster
+
+Snakemake's own options: python -m snakemake --help
+"""
+
 
 def run_raw(args: list[str]) -> int:
     """Check the config files, then replace this process with Snakemake (``lie.stages.snakemake``)."""
     from lie.stages.snakemake import check_then_exec
 
     if args[:1] in (["-h"], ["--help"]):
-        print(__doc__)
+        print(HELP, end="")
         return 0
     return check_then_exec(args)
