@@ -51,13 +51,13 @@ def checkpoint(data: ReportData, keys: list[str]) -> list[Note]:
     runs = _runs(data, keys)
     if not runs:
         return []
-    step = cfgmod.RunSettings.of(data.config, runs[0]).eval_step  # training.eval_step: one for every run
+    settings = cfgmod.RunSettings.of(data.config, runs[0])  # training.eval_step: one for every run
+    step = settings.eval_step
     paper = data.paper.checkpoint or "the paper does not say which checkpoint it reports"
     if step == "best_val":
-        settings = data.config.get("training") or {}
         ours = (
             "ours are each run's saved checkpoint (every training.save_freq steps, here "
-            f"{settings.get('save_freq')}) with the best in-training validation average (training.eval_step: "
+            f"{settings.save_freq}) with the best in-training validation average (training.eval_step: "
             f"best_val; training.val_sets at the training response length, one sample a problem): a selection "
             "on the test sets, so these numbers are optimistic. It is not the authors' selection, which keeps a "
             "copy at every validation (every 10 steps) and compares their valid_ood_qwen3.parquet average at "
