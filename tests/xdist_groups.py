@@ -21,7 +21,7 @@ import pytest
 # module -> group, for the modules that read one run made once per pytest run
 SHARED = {
     **dict.fromkeys(
-        ("test_smoke_e2e", "test_verl_main_ppo", "test_checkout_move"), "smoke"
+        ("test_smoke_e2e", "test_verl_main_ppo", "test_checkout_move", "test_make_report"), "smoke"
     ),  # tests/smoke_run.py
     **dict.fromkeys(
         ("test_analysis_dynamics", "test_behaviours_cli", "test_report", "test_report_snakemake"), "report"
