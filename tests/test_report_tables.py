@@ -323,3 +323,36 @@ def test_a_difference_without_spread_gets_no_interval_and_the_epochs_note_parts_
     data = report_data(paper_config())
     (note,) = epochs(data, table_keys(data.config, data.keys)["main"])
     assert "5: GSPO+LIE, continual stage 8k -> 12k; 10: GRPO / GRPO w/ higher clip / GSPO; 15: " in note.text
+
+
+def test_legends_name_the_papers_runs_and_a_line_at_zero_stays_in_sight(paper):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from lie.report.figures import _min_span, legend_name, new_figure
+
+    assert legend_name(paper, R + "gspo_lie") == f"GSPO+LIE ({R}gspo_lie)"
+    assert legend_name(paper, "qwen3-4b-base") == "Base (qwen3-4b-base)"
+    ax = new_figure(3, 2).subplots()
+    ax.plot([1, 2], [0.0, 0.0])  # an accuracy of 0 at every budget
+    _min_span(ax, 5.0, floor=0.0)
+    low, high = ax.get_ylim()
+    assert low < 0.0 < high and high - low == pytest.approx(5.0)
+
+
+def test_a_table_of_tiny_models_says_first_that_its_numbers_mean_nothing(paper):
+    assert "Tiny models" not in rendered(paper, "main")
+    config = paper_config()
+    config["models"]["qwen3-4b-base"]["tiny"] = {"seed": 0, "vocab_size": 400, "hidden": 64, "layers": 2}
+    notes = [line for line in rendered(report_data(config), "main").splitlines() if line.startswith("- ")]
+    assert notes[0].startswith("- Tiny models (qwen3-4b-base: built locally by `lie base-model`")
+    assert "they say nothing about LIE or the paper" in notes[0]
+
+
+def test_the_caption_explains_only_the_columns_and_rows_the_table_has(paper):
+    keys = table_keys(paper.config, paper.keys)["main"]
+    full = tables._caption(paper, keys, paper=True, gains=True, readers=True)
+    assert "Δ = ours − paper" in full and "beside the paper's gain" in full and "re-sampling SE" in full
+    bare = tables._caption(paper, keys, paper=False, gains=False, readers=False)
+    assert "No paper column" in bare and "Δ" not in bare and "A − B" not in bare and "(A-J)" not in bare
+    assert "main" in table_keys(paper.config, paper.keys) and "Δ = ours − paper" in rendered(paper, "main")

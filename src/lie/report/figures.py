@@ -64,6 +64,12 @@ def line_styles(data: ReportData) -> dict[str, dict[str, Any]]:
     }
 
 
+def legend_name(data: ReportData, key: str) -> str:
+    """A line's name in a legend: the paper's label (GSPO+LIE, ...) with the key, else the key."""
+    label = data.label(key)
+    return f"{label} ({key})" if label else key
+
+
 def _nan(values: Sequence[float | None]) -> list[float]:
     return [math.nan if v is None else float(v) for v in values]
 
@@ -74,8 +80,8 @@ def _min_span(ax: Any, span: float, floor: float | None = None) -> None:
     if high - low < span:
         middle = (low + high) / 2
         low, high = middle - span / 2, middle + span / 2
-        if floor is not None and low < floor:
-            low, high = floor, floor + span
+        if floor is not None and low < floor:  # a line on the floor stays above the axis, seen
+            low, high = floor - 0.04 * span, floor + 0.96 * span
         ax.set_ylim(low, high)
 
 
@@ -104,20 +110,21 @@ def tts_figure(data: ReportData, path: Path) -> None:
             if key not in data.runs:
                 style["linestyle"] = "-."
             if all(v is not None for v in full):
-                ax.plot(xs, [100 * v for v in full], label=key, **style)
+                ax.plot(xs, [100 * v for v in full], label=legend_name(data, key), **style)
             else:
                 partial = _nan([entry[str(b)].get("mean_of_present") for b in xs])
                 missing = len(data.summaries[key][domain].get("missing") or [])
                 style["linestyle"] = ":"
-                ax.plot(xs, [100 * v for v in partial], label=f"{key} (partial: {missing} missing)", **style)
+                ax.plot(xs, [100 * v for v in partial], label=f"{legend_name(data, key)} (partial: {missing} missing)",
+                        **style)  # fmt: skip
         if domain == data.paper.data["tts"]["bench"]:
             for key, (label, xs, ys) in curves.items():
                 if show_paper:
                     ax.plot(xs, [100 * y for y in ys], linestyle="--", linewidth=1.2, marker="x", markersize=4,
                             color=colour.get(key, "0.4"), alpha=0.8, label=label)  # fmt: skip
-            if not show_paper:
-                ax.text(0.02, 0.02, "paper's curves (4k-32k tokens) lie beyond these budgets",
-                        transform=ax.transAxes, fontsize=8, color="0.35")  # fmt: skip
+            if not show_paper:  # under the axis, where no marker is
+                ax.annotate("paper's curves (4k-32k tokens) lie beyond these budgets", (0.0, -0.2),
+                            xycoords="axes fraction", fontsize=8, color="0.35", va="top")  # fmt: skip
         ax.set_xscale("log", base=2)
         ticks = sorted(set(budgets) | (set(paper_budgets) if show_paper and domain == "in_domain" else set()))
         ax.set_xticks(ticks, [_budget_label(b) for b in ticks])
@@ -179,7 +186,7 @@ def dynamics_figure(data: ReportData, path: Path) -> None:
             style = dict(styles[run])
             if len(steps) > 40:
                 style["marker"] = None
-            ax.plot(steps, _nan(values), label=run, **style)
+            ax.plot(steps, _nan(values), label=legend_name(data, run), **style)
         if name == "c_context":
             title += _paper_c_context(data, ax, colour)
         if name in SHARES:
@@ -217,7 +224,8 @@ def lengths_figure(data: ReportData, rows: Sequence[dict[str, Any]], path: Path)
     for ax, bench in zip(axes, benches):
         values = [value.get((key, bench)) for key in data.keys]
         ax.barh(positions, _nan(values), color=[colour[k] for k in data.keys])
-        ax.set_yticks(positions, data.keys if ax in axes[::cols] else [""] * len(positions), fontsize=7)
+        names = [legend_name(data, key) for key in data.keys]
+        ax.set_yticks(positions, names if ax in axes[::cols] else [""] * len(positions), fontsize=7)
         ax.set_title(data.paper.title(bench), fontsize=9)
         ax.set_xlabel("tokens (mean)", fontsize=8)
         ax.tick_params(axis="x", labelsize=7)

@@ -287,7 +287,25 @@ def choice_mode(data: ReportData, keys: list[str]) -> list[Note]:
     ]
 
 
+def tiny(data: ReportData, keys: list[str]) -> list[Note]:
+    """A table of tiny models says first that its numbers test the pipeline, not LIE."""
+    names = [
+        m
+        for m in dict.fromkeys(model_of(data.config, k) for k in keys)
+        if cfgmod.model_entry(data.config, m).get("tiny")
+    ]
+    if not names:
+        return []
+    return [
+        Note(
+            f"Tiny models ({', '.join(names)}: built locally by `lie base-model`, models.<m>.tiny): these numbers "
+            "show that the pipeline runs end to end; they say nothing about LIE or the paper."
+        )
+    ]
+
+
 MAKERS = (
+    tiny,
     checkpoint,
     epochs,
     higher_clip,

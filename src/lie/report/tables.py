@@ -289,7 +289,9 @@ def result_table(data: ReportData, keys: list[str], rows: list[dict[str, Any]]) 
                 for note in filter(None, (r_.get("note") or "").split("; ")):
                     grouped.setdefault((_title(data, c), note), []).append(key)
         table.add(cells)
-    table.caption = _caption(data, keys)
+    table.caption = _caption(
+        data, keys, bool(with_paper), bool(pairs), bool(read_columns(data) & set(columns))
+    )
     notes = [f"{column}: {note} ({', '.join(dict.fromkeys(k))})" for (column, note), k in grouped.items()]
     if data.budget != data.paper.budget and with_paper:
         notes.insert(0, f"our largest budget is {data.budget} tokens, the paper's {data.paper.budget}")
@@ -297,7 +299,9 @@ def result_table(data: ReportData, keys: list[str], rows: list[dict[str, Any]]) 
     return table
 
 
-def _caption(data: ReportData, keys: list[str]) -> str:
+def _caption(data: ReportData, keys: list[str], paper: bool, gains: bool, readers: bool) -> str:
+    """What the table's numbers are; the paper's columns, the gain rows and the two readers are
+    explained only where the table has them."""
     sizes = []
     for bench in data.benchmarks:
         ns = sorted(
@@ -309,21 +313,43 @@ def _caption(data: ReportData, keys: list[str]) -> str:
         )
         sizes.append(f"{bench} {'/'.join(map(str, ns)) or '?'}")
     evaluation = data.config.get("evaluation") or {}
-    return (
+    parts = [
         f"Accuracy (%) at {data.budget} tokens: avg@n, the mean over problems of the share of a problem's "
         f"n samples graded correct (n: {', '.join(sizes)}). ID avg: mean over "
         f"{', '.join(evaluation.get('in_domain') or [])}; OOD avg: mean over "
-        f"{', '.join(evaluation.get('out_of_domain') or [])}. paper: the paper's number "
-        f"(src/lie/report/paper_numbers.yaml, at {data.paper.budget} tokens); Δ = ours − paper. "
-        f"Multiple choice: ({READERS[0]}) read as the authors' script reads it (math-verify, then their A-E "
-        f"rules), compared with the paper; {READERS[1]}: our default reader (A-J). "
-        "Rows 'A − B': LIE's gain over its baseline (ours, problem by problem) beside the paper's gain. "
-        "±: the 95% interval (1.96 standard errors from the per-problem scores; paired for a gain; a "
-        "difference with the paper takes both numbers as re-samplings of one model on the same "
-        "problems: √2 · the re-sampling SE, from p(1−p)/(k−1) per problem, or √2 · SE with one sample "
-        "a problem); ~: inside the noise (the interval holds 0). No interval includes the variance of "
+        f"{', '.join(evaluation.get('out_of_domain') or [])}."
+    ]
+    if paper:
+        parts.append(
+            f"paper: the paper's number (src/lie/report/paper_numbers.yaml, at {data.paper.budget} tokens); "
+            "Δ = ours − paper."
+        )
+    else:
+        parts.append(
+            "No paper column: no row of this table is a run of the paper (src/lie/report/paper_numbers.yaml)."
+        )
+    if readers:
+        parts.append(
+            f"Multiple choice: ({READERS[0]}) read as the authors' script reads it (math-verify, then their A-E "
+            f"rules){', compared with the paper' if paper else ''}; {READERS[1]}: our default reader (A-J)."
+        )
+    if gains:
+        parts.append(
+            "Rows 'A − B': LIE's gain over its baseline (ours, problem by problem)"
+            f"{' beside the paper' + chr(39) + 's gain' if paper else ''}."
+        )
+    interval = "±: the 95% interval (1.96 standard errors from the per-problem scores; paired for a gain"
+    if paper:
+        interval += (
+            "; a difference with the paper takes both numbers as re-samplings of one model on the same "
+            "problems: √2 · the re-sampling SE, from p(1−p)/(k−1) per problem, or √2 · SE with one sample "
+            "a problem"
+        )
+    parts.append(
+        f"{interval}); ~: inside the noise (the interval holds 0). No interval includes the variance of "
         f"training again with another seed. {MISSING}: not available (notes below). [n]: a footnote below."
     )
+    return " ".join(parts)
 
 
 # ---------------------------------------------------------------- evaluation lengths
