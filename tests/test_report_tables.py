@@ -356,3 +356,12 @@ def test_the_caption_explains_only_the_columns_and_rows_the_table_has(paper):
     bare = tables._caption(paper, keys, paper=False, gains=False, readers=False)
     assert "No paper column" in bare and "Δ" not in bare and "A − B" not in bare and "(A-J)" not in bare
     assert "main" in table_keys(paper.config, paper.keys) and "Δ = ours − paper" in rendered(paper, "main")
+
+
+def test_the_tables_of_one_reader_say_which(paper):
+    rows = tables.tts_rows(paper)
+    said = "multiple choice read by the robust reader (evaluation.choice_grading)"
+    assert {r["note"] for r in rows if r["bench"] in ("gpqa-diamond", "out_of_domain")} == {said}
+    assert {r["note"] for r in rows if r["bench"] in ("math500", "in_domain")} == {""}
+    authors = report_data(paper_config(), mode="authors")
+    assert tables.main_reader(authors) == said.replace("robust", "authors")

@@ -141,7 +141,11 @@ def tts_figure(data: ReportData, path: Path) -> None:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             legend.setdefault(label, handle)
     fig.legend(list(legend.values()), list(legend), loc="outside lower center", ncol=ncol, fontsize=7)
-    fig.suptitle("Test-time scaling: accuracy against the token budget", fontsize=11)
+    from lie.report.tables import main_reader
+
+    reader = main_reader(data)
+    fig.suptitle("Test-time scaling: accuracy against the token budget" + (f" ({reader})" if reader else ""),
+                 fontsize=11)  # fmt: skip
     fig.savefig(path)
 
 

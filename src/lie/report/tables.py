@@ -120,6 +120,17 @@ def value(data: ReportData, key: str, column: str, reader: str | None) -> tuple[
     return _pct(budgets[budget][entry["avg@n"]]), []
 
 
+def main_reader(data: ReportData) -> str:
+    """Which multiple-choice reader the summaries' main grades used (the tables of one reader: test-time
+    scaling, sensitivity): "" where no evaluated benchmark is multiple choice."""
+    if not read_columns(data):
+        return ""
+    modes = sorted(
+        {str((s.get("grading") or {}).get("choice_grading") or "?") for s in data.summaries.values()}
+    )
+    return f"multiple choice read by the {'/'.join(modes)} reader (evaluation.choice_grading)"
+
+
 def _domain_benches(data: ReportData, column: str) -> list[str]:
     return list((data.config.get("evaluation") or {}).get(column) or [])
 
@@ -428,6 +439,7 @@ def sensitivity_table(data: ReportData, rows: list[dict[str, Any]]) -> Table:
         f"Sensitivity of LIE to its redundancy threshold θ (reward.theta), n-gram size n (reward.n) and length "
         f"increment e (extra_tokens): accuracy (%) and mean in-domain response length at {data.budget} tokens, "
         "beside the run the others vary (the paper's appendix discusses these knobs)."
+        + (f" The averages' {main_reader(data)}." if main_reader(data) else "")
     )
     return table
 
@@ -440,6 +452,8 @@ def _experiments(data: ReportData) -> dict[str, Any]:
 def tts_rows(data: ReportData) -> list[dict[str, Any]]:
     """Accuracy (fraction) per key, benchmark or domain average, and budget, with the paper's curve."""
     rows = []
+    read = read_columns(data)
+    reader = main_reader(data)
     for key in data.keys:
         summary = data.summaries[key]
         budgets = [int(b) for b in summary["budgets"]]
@@ -453,10 +467,12 @@ def tts_rows(data: ReportData) -> list[dict[str, Any]]:
             for budget in budgets:
                 value = entry["budgets"][str(budget)][entry["avg@n"]]
                 rows.append(dict(key=key, label=label, bench=bench, metric=entry["avg@n"], budget=budget,
-                                 accuracy=value, note=""))  # fmt: skip
+                                 accuracy=value, note=reader if bench in read else ""))  # fmt: skip
         for domain in DOMAINS:
             entry = _domain_entry(data, key, domain)
-            note = f"missing: {' '.join(entry['missing'])}" if entry.get("missing") else ""
+            notes = [f"missing: {' '.join(entry['missing'])}" if entry.get("missing") else "",
+                     reader if domain in read else ""]  # fmt: skip
+            note = "; ".join(n for n in notes if n)
             for budget in budgets:
                 value = entry["budgets"][str(budget)]["avg"]
                 paper = data.paper.tts_value(key, domain, budget)
