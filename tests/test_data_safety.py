@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -520,3 +521,197 @@ def test_out_dash_is_refused_where_a_file_and_its_records_are_written(tmp_path, 
     assert proc.returncode == 2
     assert "--out - is standard output" in one_error_line(proc.stderr, command)
     assert not list(tmp_path.glob("-*"))
+
+
+# 10. files a user puts in lie's folders (issue 33 item 8) ----------------------------------------
+
+
+def _record(text: str | bytes) -> bytes:
+    return text if isinstance(text, bytes) else text.encode()
+
+
+NOT_LIES = "is not a folder lie built (lie_output.json in it is not lie's record"
+NOT_MADE = "is a folder lie did not make"
+RECORDS = {  # id: (marker file, its content, the line's words)
+    "text": ("lie_output.json", "a copy of my notes\n", NOT_LIES),
+    "list": ("lie_output.json", "[]", NOT_LIES),
+    "no-command": ("lie_output.json", '{"files": []}', NOT_LIES),
+    "files-not-a-list": ("lie_output.json", '{"command": "merge", "files": "w"}', NOT_LIES),
+    "deep": ("lie_output.json", "[" * 5000 + "]" * 5000, NOT_LIES),
+    "not-utf8": ("lie_output.json", b"\xff\xfe{}", NOT_LIES),
+    # a faithful copy of a record lie wrote: the files it lists are not these
+    "copied-record": ("lie_output.json", '{"command": "merge", "files": ["a"]}', "holds files lie did"),
+    "legacy-text": ("lie_source.json", "my own notes\n", NOT_MADE),
+    "legacy-list": ("lie_source.json", "[1]", NOT_MADE),
+}
+
+
+@pytest.mark.parametrize(("marker", "content", "message"), RECORDS.values(), ids=RECORDS.keys())
+def test_a_file_named_like_lies_record_claims_no_folder(tmp_path, marker, content, message):
+    """Issue 33 item 8: a folder holding any file named ``lie_output.json`` (or a base model's older
+    ``lie_source.json``) counted as lie's, and a rebuild replaced it whole. The record must be one lie
+    writes (a JSON object with a ``command`` and, since lie lists them, the ``files`` it wrote)."""
+    from lie.core.errors import LieError
+    from lie.formats.outputs import check_output_folder, partial_folder, replace_folder
+
+    mine = user_folder(tmp_path / "mine")
+    (mine / marker).write_bytes(_record(content))
+    before = {p.name: p.read_bytes() for p in mine.iterdir()}
+    with pytest.raises(LieError, match=re.escape(message)) as info:
+        check_output_folder(mine, legacy="lie_source.json")
+    assert "\n" not in str(info.value) and str(mine) in str(info.value)
+    tmp = partial_folder(mine)
+    with pytest.raises(LieError):
+        replace_folder(tmp, mine, {"command": "test"}, legacy="lie_source.json")
+    assert {p.name: p.read_bytes() for p in mine.iterdir()} == before
+
+
+def _kill_build(tmp: Path) -> None:
+    """What a SIGKILL of the building process leaves: the partial folder, its lock released."""
+    from lie.formats import outputs
+
+    outputs._BUILDING.pop(tmp).close()
+
+
+@pytest.mark.parametrize("kind", ["folder", "file"])
+def test_a_user_folder_named_like_lies_partial_folder_is_never_emptied(tmp_path, kind):
+    """Issue 33 item 8: ``.X.partial`` is the name lie builds ``X`` under, and a stale one was removed
+    unread. lie removes only a partial folder it marked as its own; a user's is one line, untouched."""
+    from lie.core.errors import LieError
+    from lie.formats.outputs import partial_folder
+
+    out = tmp_path / "model"
+    if kind == "folder":
+        mine = user_folder(tmp_path / ".model.partial")
+    else:
+        mine = tmp_path / ".model.partial"
+        mine.write_text("years of work\n")
+    with pytest.raises(LieError, match=r"\.model\.partial is not a folder lie is building") as info:
+        partial_folder(out)
+    assert "\n" not in str(info.value)
+    assert (mine / "thesis.tex" if kind == "folder" else mine).read_text() == "years of work\n"
+
+
+def test_a_partial_folder_a_killed_build_left_is_lies_and_a_user_old_folder_is_kept(tmp_path):
+    """A kill leaves lie's ``.X.partial``: the next build starts afresh there. A user's folder named like
+    a torn swap's old copy (``.X.old-N``) is not lie's: kept."""
+    from lie.formats.outputs import partial_folder, replace_folder
+
+    out = tmp_path / "model"
+    first = partial_folder(out)
+    (first / "half-written").write_text("h")
+    _kill_build(first)
+    again = partial_folder(out)
+    assert again == first and not (again / "half-written").exists()
+    mine = user_folder(tmp_path / ".model.old-7")
+    (again / "weights").write_text("w")
+    replace_folder(again, out, {"command": "test"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".model.old-7", "model"]
+    assert (mine / "thesis.tex").read_text() == "years of work\n"
+    assert sorted(p.name for p in out.iterdir()) == ["lie_output.json", "weights"]
+    assert json.loads((out / "lie_output.json").read_text())["files"] == ["weights"]
+
+
+@pytest.mark.parametrize("name", ["notes.txt", "sub/notes.txt", "shard-00000.jsonl.bak", "manifest.json~"])
+def test_a_file_of_the_user_in_a_shard_folder_stops_the_run_untouched(tmp_path, name):
+    """Issue 33 item 8: ``X.jsonl.shards/`` (generate's and reflen's work folder) is removed after
+    success, with a file the user left in it. A run refuses a shard folder holding files lie does not
+    write (one line naming one); a kill's leftover temporaries are lie's."""
+    from lie.core.errors import LieError
+    from lie.formats.resumable import run_in_shards
+
+    work = tmp_path / "gen.jsonl.shards"
+    run_in_shards(4, 2, work, {"s": 1}, _squares, progress=False)  # killed before the output was written
+    (work / ".shard-00001.jsonl.k1ll3d.partial").write_text('{"i": 2')  # a kill during a shard write
+    mine = work / name
+    mine.parent.mkdir(exist_ok=True)
+    mine.write_text("years of work\n")
+    with pytest.raises(LieError, match=rf"holds files lie did not write \({re.escape(name.split('/')[0])}\)"):
+        run_in_shards(4, 2, work, {"s": 1}, _squares, progress=False)
+    assert mine.read_text() == "years of work\n"
+    mine.unlink()
+    if mine.parent != work:
+        mine.parent.rmdir()
+    assert len(run_in_shards(4, 2, work, {"s": 1}, _squares, progress=False)) == 2
+
+
+def test_only_the_files_lie_wrote_leave_a_finished_shard_folder(tmp_path):
+    """After the output is written the shard folder goes: lie's files only; one the user put there
+    meanwhile stays, with its folder."""
+    from lie.formats.resumable import remove_work, run_in_shards
+
+    work = tmp_path / "gen.jsonl.shards"
+    run_in_shards(4, 2, work, {"s": 1}, _squares, progress=False)
+    (work / ".shard-00001.jsonl.k1ll3d.partial").write_text('{"i": 2')
+    remove_work(work)
+    assert not work.exists()
+    run_in_shards(4, 2, work, {"s": 1}, _squares, progress=False)
+    (work / "notes.txt").write_text("years of work\n")  # put there while the output was written
+    remove_work(work)
+    assert sorted(p.name for p in work.iterdir()) == ["notes.txt"]
+
+
+# 11. resume state lie did not write: one line, never a traceback (issue 33, "resume state") -------
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[]", '"settings"', "3", "[" * 5000 + "]" * 5000, '{"s": 1', '{"s": NaN}', b"\xff{}"],
+    ids=["list", "string", "number", "deep", "truncated", "nan", "not-utf8"],
+)
+def test_a_manifest_lie_did_not_write_is_one_line_naming_it(tmp_path, text):
+    from lie.core.errors import LieError
+    from lie.formats.resumable import run_in_shards
+
+    work = tmp_path / "gen.jsonl.shards"
+    run_in_shards(4, 2, work, {"s": 1}, _squares, progress=False)
+    manifest = work / "manifest.json"
+    manifest.write_bytes(_record(text))
+    before = sorted(p.name for p in work.iterdir())
+    with pytest.raises(LieError, match=re.escape(f"{manifest}: not a manifest lie wrote")) as info:
+        run_in_shards(4, 2, work, {"s": 1}, _squares, progress=False)
+    assert "\n" not in str(info.value) and f"delete the folder {work} to start over" in str(info.value)
+    assert sorted(p.name for p in work.iterdir()) == before  # nothing removed: the user decides
+
+
+def _deep_seal(seal: Path, shard: Path) -> None:
+    seal.write_text("[" * 5000 + "]" * 5000)
+
+
+def _deep_entry(seal: Path, shard: Path) -> None:
+    seal.write_text('{"files": {"shard-00001.jsonl": ' + "[" * 5000 + "]" * 5000 + "}}")
+
+
+def _list_seal(seal: Path, shard: Path) -> None:
+    seal.write_text("[]")
+
+
+def _no_digest(seal: Path, shard: Path) -> None:
+    """The minor case: a seal without its sha256 let a same-size tampered shard through."""
+    record = json.loads(seal.read_text())
+    del record["files"][shard.name]["sha256"]
+    seal.write_text(json.dumps(record))
+    data = shard.read_bytes()
+    shard.write_bytes(data.replace(b"9", b"8", 1))  # the square of 3: same size, another value
+
+
+def _nul_name(seal: Path, shard: Path) -> None:
+    seal.write_text(json.dumps({"files": {"shard\u00001.jsonl": {"bytes": 1}}, "units": 2}))
+
+
+@pytest.mark.parametrize("tamper", [_deep_seal, _deep_entry, _list_seal, _no_digest, _nul_name])
+def test_a_seal_lie_did_not_write_is_never_trusted(tmp_path, tamper, caplog):
+    """Issue 33: a deep seal was a RecursionError traceback, and a seal without its sha256 let a same-size
+    tampered shard through. Each is a shard not finished: one warning line naming it, the shard redone."""
+    from lie.formats.resumable import iter_shards, run_in_shards
+
+    work = tmp_path / "gen.jsonl.shards"
+    paths = run_in_shards(4, 2, work, {"s": 1}, _squares, progress=False)
+    whole = list(iter_shards(paths))
+    tamper(work / "shard-00001.seal.json", paths[1])
+    done = []
+    again = run_in_shards(4, 2, work, {"s": 1}, lambda r: done.append(list(r)) or _squares(r), progress=False)
+    assert done == [[2, 3]]
+    assert list(iter_shards(again)) == whole
+    warnings = [r.getMessage() for r in caplog.records if "shard-00001" in r.getMessage()]
+    assert len(warnings) == 1 and "redoing it" in warnings[0] and "\n" not in warnings[0], warnings

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
 import os
 import shutil
@@ -88,8 +87,59 @@ def check_output_file(
         raise LieError(f"cannot write {out}: {parent} is a file, not a folder")
 
 
-def owned(folder: str | os.PathLike[str]) -> bool:
-    return (Path(folder) / OWNER).is_file()
+RECORD_LIMIT = 16 << 20  # a record, manifest or seal lie writes is far smaller: a larger file is not one
+
+
+def read_object(path: str | os.PathLike[str]) -> tuple[dict[str, Any] | None, str]:
+    """The JSON object in the regular file ``path`` read strictly and bounded (size, nesting), or None and
+    why not: a file lie wrote as a record, manifest or seal is such an object."""
+    from lie.formats.jsonl import loads_line
+
+    where = os.fspath(path)
+    try:
+        if not stat.S_ISREG(os.stat(where).st_mode):
+            return None, "not a regular file"
+        with open(where, "rb") as handle:
+            data = handle.read(RECORD_LIMIT + 1)
+    except OSError as exc:
+        return None, f"unreadable: {exc.strerror or exc}"
+    if len(data) > RECORD_LIMIT:
+        return None, f"larger than {RECORD_LIMIT:,} bytes"
+    try:
+        value = loads_line(data, where)
+    except LieError as exc:
+        return None, str(exc).removeprefix(f"{where}: ").split("; ")[0]
+    if not isinstance(value, dict):
+        return None, f"a JSON {_json_kind(value)}, not an object"
+    return value, ""
+
+
+def _json_kind(value: Any) -> str:
+    kinds = {list: "list", str: "string", bool: "boolean", type(None): "null"}
+    return kinds.get(type(value), "number")
+
+
+def record_problem(folder: str | os.PathLike[str]) -> str | None:
+    """Why ``folder``'s :data:`OWNER` is not a record lie writes, or None when it is one: a JSON object
+    with a ``command`` and, where it has them (all but records of older code), the ``files`` lie wrote
+    as a list of names. A file of that name the user copied or made is no claim on the folder."""
+    record, why = read_object(Path(folder) / OWNER)
+    if record is None:
+        return why
+    if not isinstance(record.get("command"), str) or not record["command"]:
+        return "no command"
+    files = record.get("files", [])
+    if not isinstance(files, list) or not all(isinstance(name, str) for name in files):
+        return "its files are not a list of names"
+    return None
+
+
+def owned(folder: str | os.PathLike[str], legacy: str | None = None) -> bool:
+    """``folder`` holds a record lie writes (:func:`record_problem`), or the ``legacy`` marker older code
+    wrote (a JSON object)."""
+    if os.path.lexists(Path(folder) / OWNER):
+        return record_problem(folder) is None
+    return bool(legacy) and read_object(Path(folder) / str(legacy))[0] is not None
 
 
 def check_output_folder(
@@ -108,17 +158,17 @@ def check_output_folder(
             raise LieError(f"--out {out} holds the input {source}: write the output to another folder")
     if path.exists() and not path.is_dir():
         raise LieError(f"cannot write the folder {out}: it is a file; give a new folder")
-    if (
-        path.is_dir()
-        and any(path.iterdir())
-        and not owned(path)
-        and not (legacy and (path / legacy).is_file())
-    ):
+    if path.is_dir() and os.path.lexists(path / OWNER) and record_problem(path):
+        raise LieError(
+            f"{out} is not a folder lie built ({OWNER} in it is not lie's record: {record_problem(path)}): "
+            "give a new or empty folder, lie replaces only folders it built"
+        )
+    if path.is_dir() and any(path.iterdir()) and not owned(path, legacy):
         raise LieError(
             f"{out} is a folder lie did not make (no {OWNER} in it) and is not empty: "
             "give a new or empty folder, lie replaces only folders it built"
         )
-    if path.is_dir() and owned(path):
+    if path.is_dir() and os.path.lexists(path / OWNER):
         foreign = _foreign_files(path)
         if foreign:
             shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
@@ -136,11 +186,7 @@ def _written(folder: Path) -> list[str]:
 
 def record_of(folder: str | os.PathLike[str]) -> dict[str, Any]:
     """The record a command left in the folder it built (:data:`OWNER`); {} where none is readable."""
-    try:
-        record = json.loads((Path(folder) / OWNER).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return {}
-    return record if isinstance(record, dict) else {}
+    return read_object(Path(folder) / OWNER)[0] or {}
 
 
 def _foreign_files(folder: Path) -> list[str]:
@@ -156,10 +202,18 @@ _BUILDING: dict[Path, Any] = {}  # a partial folder -> its open, locked ``.<name
 
 
 def partial_folder(out: str | os.PathLike[str]) -> Path:
-    """An empty building folder beside ``out`` (``.<name>.partial``, lie's own name: a stale one is removed),
-    this process's alone until :func:`replace_folder`: a second build of the same ``out`` stops with one
-    line (``flock`` on ``.<name>.lock``, which the system releases however the holder ends)."""
+    """An empty building folder beside ``out`` (``.<name>.partial``), this process's alone until
+    :func:`replace_folder`: a second build of the same ``out`` stops with one line (``flock`` on
+    ``.<name>.lock``, which the system releases however the holder ends).
+
+    The folder carries lie's record (:data:`OWNER`, naming ``out``) from its first moment, put in place
+    by a rename: a stale one a killed build left is removed; anything else of that name (a folder or file
+    of the user's, or a partial folder of older code) is refused with one line and left as it is.
+    """
     import fcntl
+    import tempfile
+
+    from lie.formats.jsonl import dumps
 
     target = Path(os.path.abspath(out))
     tmp = target.with_name(f".{target.name}.partial")
@@ -177,16 +231,39 @@ def partial_folder(out: str | os.PathLike[str]) -> Path:
         ) from None
     except OSError as exc:  # a file system without locks: go on, say so
         log.warning("cannot lock %s (%s): a second build of %s would not be stopped", lock, exc, out)
+    if os.path.lexists(tmp):
+        problem = _partial_problem(tmp, target)
+        if problem:
+            handle.close()
+            raise LieError(
+                f"{tmp} is not a folder lie is building ({problem}): lie builds {out} under that name; "
+                "move it away (or delete it, if a build of older lie left it)"
+            )
+        shutil.rmtree(tmp)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent))
+    marker = {"command": "building", "building": str(target), "pid": os.getpid()}
+    (staging / OWNER).write_text(dumps(marker) + "\n", encoding="utf-8")
+    os.rename(staging, tmp)  # a kill before this leaves a hidden temporary, never a nameless .partial
     _BUILDING[tmp] = handle
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
     return tmp
 
 
-def _release(tmp: Path, target: Path) -> None:
-    """After a swap: old copies torn swaps left (``.<name>.old-PID``, lie's own name) and the lock go."""
+def _partial_problem(tmp: Path, target: Path) -> str | None:
+    """Why ``tmp`` (``.<name>.partial`` of ``target``) is no building folder of lie's, or None when it is."""
+    if tmp.is_symlink() or not tmp.is_dir():
+        return "it is not a folder"
+    if record_problem(tmp):
+        return f"no record of lie's building {target.name} in it"
+    if record_of(tmp).get("building") != str(target):
+        return f"its record names no build of {target}"
+    return None
+
+
+def _release(tmp: Path, target: Path, legacy: str | None = None) -> None:
+    """After a swap: old copies torn swaps left (``.<name>.old-PID``: a folder lie built, by its record)
+    and the lock go; a folder of the user's of such a name stays."""
     for old in target.parent.glob(f".{target.name}.old-*"):
-        if old.is_dir() and not old.is_symlink():
+        if old.is_dir() and not old.is_symlink() and owned(old, legacy) and not _foreign_files(old):
             shutil.rmtree(old, ignore_errors=True)
     handle = _BUILDING.pop(tmp, None)
     if handle is not None:
@@ -237,7 +314,7 @@ def replace_folder(
     fsync_folder(target.parent)
     if old is not None:
         shutil.rmtree(old)
-    _release(tmp, target)
+    _release(tmp, target, legacy)
     return target
 
 
@@ -315,11 +392,8 @@ def seal(seal_file: Path, files: Iterable[Path], extra: dict[str, Any] | None = 
 
 def read_seal(seal_file: Path) -> dict[str, Any] | None:
     """The seal's record, or None when it is absent or unreadable (then nothing it names is trusted)."""
-    try:
-        record = json.loads(seal_file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    files = record.get("files") if isinstance(record, dict) else None
+    record, _ = read_object(seal_file)  # bounded: a deep or huge seal is unreadable, not a traceback
+    files = record.get("files") if record is not None else None
     return record if isinstance(files, dict) and files else None
 
 
@@ -332,14 +406,19 @@ def seal_problem(seal_file: Path) -> str | None:
     base = seal_file.parent
     for name, entry in record["files"].items():
         path = base / name
-        if not isinstance(entry, dict) or not _inside(path, base):
-            return f"{seal_file.name} is malformed"
         try:
+            if not isinstance(entry, dict) or not _inside(path, base):
+                return f"{seal_file.name} is malformed"
             size = path.stat().st_size
+        except ValueError:  # a name with a NUL byte
+            return f"{seal_file.name} is malformed"
         except OSError:
             return f"{name} is missing"
-        if size != entry.get("bytes"):
-            return f"{name} has {size} bytes, sealed with {entry.get('bytes')}"
+        sealed = entry.get("bytes")
+        if type(sealed) is not int or size != sealed:
+            return f"{name} has {size} bytes, sealed with {sealed}"
+        if "sha256" not in entry and size <= DIGEST_LIMIT:  # seal() digests every file this small
+            return f"{name} is sealed without its sha256"
         if "sha256" in entry and _digest(path) != entry["sha256"]:
             return f"{name} changed since it was sealed"
     return None

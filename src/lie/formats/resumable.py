@@ -14,18 +14,23 @@ shards it lacks. :func:`iter_planned` reads the rows back in unit order, whateve
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
+import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from lie.core.errors import LieError
 from lie.formats.jsonl import atomic_output, dumps, loads_line
-from lie.formats.outputs import hold, read_seal, seal, seal_problem
+from lie.formats.outputs import hold, read_object, read_seal, seal, seal_problem
 
 log = logging.getLogger(__name__)
 LOCK = "lie.lock"
+MANIFEST = "manifest.json"
+# what lie writes in a work folder: the manifest, the lock, shards and their seals, and the hidden
+# temporaries a kill during one of those writes leaves (lie.formats.jsonl.atomic_output)
+_OURS = r"(?:manifest\.json|shard-\d{5,}\.(?:jsonl|seal\.json))"
+LIE_NAMES = re.compile(rf"(?:{_OURS}|lie\.lock|\.{_OURS}\.\w+\.partial)\Z", re.ASCII)
 
 
 def shard_ranges(total: int, shard_size: int) -> list[range]:
@@ -75,21 +80,32 @@ def plan_digest(plan: Sequence[Sequence[int]]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def _foreign(work_dir: Path) -> list[str]:
+    """The names in ``work_dir`` lie does not write there (a folder or link of such a name too)."""
+    return sorted(p.name for p in work_dir.iterdir()
+                  if not (LIE_NAMES.match(p.name) and p.is_file() and not p.is_symlink()))  # fmt: skip
+
+
 def _check_manifest(work_dir: Path, settings: dict[str, Any]) -> None:
-    manifest = work_dir / "manifest.json"
+    foreign = _foreign(work_dir)
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise LieError(
+            f"{work_dir} holds files lie did not write ({shown}): move them out first; lie works in that "
+            "folder and removes it once the output is written"
+        )
+    manifest = work_dir / MANIFEST
     if not manifest.exists() and any(p.name != LOCK for p in work_dir.iterdir()):
         raise LieError(
             f"{work_dir} is a folder lie did not make (no manifest.json): move it, lie works there"
         )
-    previous = None
     if manifest.exists():
-        try:
-            previous = json.loads(manifest.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            log.warning("%s is unreadable; its shards are redone", manifest)
-            for old in work_dir.glob("shard-*.seal.json"):
-                old.unlink()
-    if previous is not None:
+        previous, why = read_object(manifest)
+        if previous is None:
+            raise LieError(
+                f"{manifest}: not a manifest lie wrote ({why}); delete the folder {work_dir} to start over "
+                "(its shards are redone)"
+            )
         if previous != settings:
             changed = sorted(k for k in set(previous) | set(settings) if previous.get(k) != settings.get(k))
             raise LieError(
@@ -99,6 +115,22 @@ def _check_manifest(work_dir: Path, settings: dict[str, Any]) -> None:
         return
     with atomic_output(manifest) as out:
         out.write(dumps(settings, indent=2, sort_keys=True))
+
+
+def remove_work(work_dir: str | Path) -> None:
+    """Once the output is written: the files lie wrote in ``work_dir`` go, and the folder with them; a
+    file the user put there meanwhile stays, with its folder (a warning names it)."""
+    work_dir = Path(work_dir)
+    if not work_dir.is_dir() or work_dir.is_symlink():
+        return
+    foreign = _foreign(work_dir)
+    for path in work_dir.iterdir():
+        if path.name not in foreign:
+            path.unlink(missing_ok=True)
+    if foreign:
+        log.warning("%s: kept, it holds files lie did not write (%s)", work_dir, ", ".join(foreign))
+        return
+    work_dir.rmdir()
 
 
 def run_in_shards(
