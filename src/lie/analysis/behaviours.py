@@ -44,20 +44,82 @@ def split_sentences(text: str) -> list[str]:
 
 
 PATTERN_TIME_LIMIT_S = 2.0  # one search of a user's pattern in one sentence
+# A user's pattern is bounded before it is compiled: the regex engine writes a counted repetition out
+# in full (a{1000000000} fills the memory at compile time) and follows a recursive call ((?R)) until
+# the memory is gone. Phrase patterns need neither.
+MAX_PATTERN_CHARS = 1000
+MAX_REPEAT = 1000  # one count: a{1000}
+MAX_EXPANSION = 100_000  # counts multiplied through nested groups: (?:a{100}){1000}
+_COUNT = re.compile(r"\{(\d*)(?:,(\d*))?\}")
+_RECURSION = re.compile(r"\(\?(?:R|[-+]?\d+|&\w+|P>\w+)\)")
+
+
+def _skip_class(text: str, i: int) -> int:
+    """The index after the character class that starts at ``text[i] == "["``."""
+    j = i + 1
+    j += text.startswith("^", j)
+    j += text.startswith("]", j)
+    while j < len(text) and text[j] != "]":
+        j += 2 if text[j] == "\\" else 1
+    return j + 1
+
+
+def pattern_problem(text: str) -> str | None:
+    """What makes a user's pattern too costly to compile or run (see :data:`MAX_EXPANSION`), else None."""
+    if len(text) > MAX_PATTERN_CHARS:
+        return f"longer than {MAX_PATTERN_CHARS} characters"
+    stack = [1]  # per open group: the largest expansion of a counted repetition inside it
+    last, i = 1, 0  # last: the expansion of the item a quantifier would repeat
+    while i < len(text):
+        char, found = text[i], None
+        if char == "\\":
+            end = text.find("}", i) + 1 if text.startswith("{", i + 2) else 0  # \x{263a}, \p{L}, \N{...}
+            i, last = max(end, i + 2), 1
+            continue
+        if char == "[":
+            i, last = _skip_class(text, i), 1
+            continue
+        if char == "(":
+            found = _RECURSION.match(text, i)
+            if found:
+                return f"{found.group()} is a recursive call, which grows without end; write the phrase out"
+            stack.append(1)
+        elif char == ")":
+            last = stack.pop() if len(stack) > 1 else 1
+            stack[-1] = max(stack[-1], last)
+        elif char == "{" and (found := _COUNT.match(text, i)) and any(found.groups()):
+            count = max(int(g) for g in found.groups() if g)
+            if count > MAX_REPEAT:
+                return f"the repetition {found.group()} is more than {MAX_REPEAT} times"
+            last *= count
+            if last > MAX_EXPANSION:
+                return f"nested repetitions ending in {found.group()} expand to more than {MAX_EXPANSION:,} items"
+            stack[-1] = max(stack[-1], last)
+            i = found.end()
+            continue
+        else:
+            last = 1
+        i += 1
+    return None
 
 
 class TimedPattern:
-    """A user's pattern (``--patterns FILE``), searched with a time limit: one that backtracks
-    without end (``(a+)+$``) is a LieError naming it, never a hang (the ``regex`` engine's timeout)."""
+    """A user's pattern (``--patterns FILE``), bounded before it is compiled (:func:`pattern_problem`)
+    and searched with a time limit: one that backtracks without end (``(a+)+$``) is a LieError naming
+    it, never a hang (the ``regex`` engine's timeout)."""
 
     def __init__(self, text: str, where: str):
         import regex
 
         self.pattern, self.where = text, where
+        shown = repr(text) if len(text) <= 80 else repr(text[:80]) + "..."
+        problem = pattern_problem(text)
+        if problem:
+            raise LieError(f"{where} {shown}: {problem}")
         try:
             self._compiled = regex.compile(text, regex.IGNORECASE | regex.VERSION0)
-        except regex.error as exc:
-            raise LieError(f"{where} {text!r}: {exc}") from None
+        except (regex.error, OverflowError, MemoryError, RecursionError) as exc:
+            raise LieError(f"{where} {shown}: {exc}") from None
 
     def search(self, sentence: str) -> object:
         try:
@@ -66,6 +128,10 @@ class TimedPattern:
             raise LieError(
                 f"{self.where} {self.pattern!r} takes more than {PATTERN_TIME_LIMIT_S:g} s on one sentence "
                 "(nested repetition backtracks without end); simplify it"
+            ) from None
+        except (MemoryError, RecursionError):
+            raise LieError(
+                f"{self.where} {self.pattern!r} runs out of memory on one sentence; simplify it"
             ) from None
 
 

@@ -45,10 +45,31 @@ def validate_config(config: dict[str, Any], source: str = "config") -> None:
 
 
 def validate_workflow(config: dict[str, Any], files: list[str | Path]) -> None:
-    """Snakemake's config: each file read again (its loader keeps a repeated key silently), then the whole."""
+    """Snakemake's config: each file read again (its loader keeps a repeated key silently), then the whole.
+
+    The top-level keys whose values are not the files' (set by ``snakemake --config KEY=VALUE``) are
+    checked first on their own, so that a bad value there is blamed on ``--config``, not on a file.
+    """
+    from_files: dict[str, Any] = {}
     for path in files:
-        load_config(path, validate=False)
-    validate_config(config, source=" + ".join(map(str, files)) or "the Snakemake config")
+        _merge(from_files, load_config(path, validate=False))
+    source = " + ".join(map(str, files)) or "the Snakemake config"
+    changed = [k for k in config if k not in from_files or repr(config[k]) != repr(from_files[k])]
+    if changed:
+        overrides = {k: config[k] for k in changed}
+        _check_finite(overrides, "--config")
+        _check_schema(overrides, "--config", partial=True)
+        source = f"{source} with --config {', '.join(map(str, changed))}"
+    validate_config(config, source=source)
+
+
+def _merge(into: dict[Any, Any], other: dict[Any, Any]) -> None:
+    """``other`` merged into ``into`` as Snakemake merges config files (mappings key by key)."""
+    for key, value in other.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
 
 
 PROMPT_FIELDS = {"math": {"question"}, "choice": {"question", "choices"}}
@@ -127,11 +148,13 @@ def _validator(schema: dict[str, Any]) -> Any:
     return extended(schema)
 
 
-def _check_schema(config: dict[str, Any], source: str) -> None:
+def _check_schema(config: dict[str, Any], source: str, partial: bool = False) -> None:
+    """The schema; ``partial``: only the keys ``config`` has (``--config`` overrides), none required."""
     if not SCHEMA.exists():
         return
 
-    validator = _validator(_schema())
+    schema = _schema()
+    validator = _validator({**schema, "required": []} if partial else schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         first = errors[0]

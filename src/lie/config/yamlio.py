@@ -4,7 +4,8 @@ A YAML file is a bounded thing before anything walks it: nesting at most :data:`
 (deeper would exhaust Python's stack), at most :data:`MAX_NODES` values once every alias is
 expanded (a kilobyte of nested aliases, "billion laughs", expands to billions), no recursive alias,
 integers of at most :data:`MAX_INT_DIGITS` digits, and no lone surrogate (``"\\ud800"``, which no
-file or terminal can encode). Each is a LieError naming the line.
+file or terminal can encode). Each is a LieError naming the line. The file itself is a regular file of
+at most :data:`MAX_FILE_BYTES` (``/dev/zero``, ``/dev/urandom`` or a FIFO would be read without end).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from lie.core.errors import LieError
 MAX_DEPTH = 64
 MAX_NODES = 200_000
 MAX_INT_DIGITS = 100
+MAX_FILE_BYTES = 16 << 20  # a config or pattern file is kilobytes; /dev/zero and FIFOs are refused first
 _INT_TAG = "tag:yaml.org,2002:int"
 
 
@@ -140,11 +142,12 @@ def load_yaml_mapping(path: str | Path, section: str | None = None, what: str = 
 
     ``what`` names the file in errors ("cannot read the judge prompt <path>: ...").
     """
+    from lie.formats.jsonl import read_bounded
+
     label = f"{what} {path}" if what else str(path)
+    data = read_bounded(path, MAX_FILE_BYTES, what)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise LieError(f"cannot read {label}: {exc.strerror}") from None
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise LieError(f"{label}: not valid UTF-8 (byte {exc.start + 1}); save the file as UTF-8") from None
     data = load_yaml(text, str(path))

@@ -74,6 +74,16 @@ class RewardConfig:
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any], source: str = "reward config") -> RewardConfig:
         """Build from a mapping (YAML, ``--set``); unknown keys and bad values name the key."""
+        if not isinstance(mapping, Mapping):
+            raise LieError(
+                f"{source}: the reward knobs must be a mapping of key: value, got {type(mapping).__name__}"
+            )
+        for key in mapping:  # YAML keys may be numbers, null, booleans: name the key, never sort them
+            if not isinstance(key, str):
+                raise LieError(
+                    f"{source}: reward key {key!r} ({type(key).__name__}) is not a knob name; "
+                    f"valid keys: {', '.join(cls.keys())}"
+                )
         unknown = sorted(set(mapping) - set(cls.keys()))
         if unknown:
             raise LieError(

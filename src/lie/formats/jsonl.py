@@ -14,6 +14,7 @@ import json
 import math
 import os
 import re
+import stat
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -96,13 +97,67 @@ def loads_line(line: str | bytes, where: str) -> Any:
     return obj
 
 
-def _open_input(path: str) -> IO[bytes]:
-    if path == "-":
-        return sys.stdin.buffer
+MAX_LINE_BYTES = 64 << 20  # one JSON line (a generation with its token ids is well under 1 MiB)
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"))  # fmt: skip
+
+
+def open_input(path: str | os.PathLike[str], what: str = "") -> IO[bytes]:
+    """A named input opened for reading, refused in one line unless it is a regular file.
+
+    A device (``/dev/zero``, ``/dev/urandom``) never ends, and a FIFO without a writer never even
+    opens: the file is opened without blocking and its kind read from the open descriptor (no race
+    with a rename). ``what`` names the file in errors ("cannot read the config file <path>: ...").
+    """
+    label = f"{what} {path}" if what else str(path)
     try:
-        return open(path, "rb")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        raise LieError(f"cannot read {path}: {exc.strerror}") from None
+        raise LieError(f"cannot read {label}: {exc.strerror or exc}") from None
+    kind = next((name for test, name in _KINDS if test(os.fstat(fd).st_mode)), None)
+    if kind is not None:
+        os.close(fd)
+        raise LieError(f"cannot read {label}: it is {kind}, not a regular file")
+    if hasattr(os, "set_blocking"):
+        os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def read_bounded(path: str | os.PathLike[str], limit: int, what: str = "") -> bytes:
+    """The whole of a regular file (:func:`open_input`) of at most ``limit`` bytes, else one line."""
+    label = f"{what} {path}" if what else str(path)
+    with open_input(path, what) as handle:
+        try:
+            data = handle.read(limit + 1)
+        except OSError as exc:
+            raise LieError(f"cannot read {label}: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise LieError(f"{label}: larger than {limit:,} bytes; is it the right file?")
+    return data
+
+
+def _open_input(path: str) -> IO[bytes]:
+    return sys.stdin.buffer if path == "-" else open_input(path)
+
+
+def _bounded_lines(handle: IO[bytes], name: str) -> Iterator[tuple[int, bytes]]:
+    """(number, line) of every line, none longer than :data:`MAX_LINE_BYTES` (standard input may be a
+    device too: ``--in - < /dev/zero`` is one line that never ends)."""
+    lineno = 0
+    while True:
+        try:
+            line = handle.readline(MAX_LINE_BYTES + 1)
+        except OSError as exc:
+            raise LieError(f"cannot read {name}: {exc.strerror or exc}") from None
+        if not line:
+            return
+        lineno += 1
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            raise LieError(
+                f"{name} line {lineno}: longer than {MAX_LINE_BYTES:,} bytes without a line break; "
+                "is it a JSON-lines file?"
+            )
+        yield lineno, line
 
 
 def read_jsonl(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -110,7 +165,7 @@ def read_jsonl(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
     name = "<stdin>" if path == "-" else path
     handle = _open_input(path)
     try:
-        for lineno, line in enumerate(handle, start=1):
+        for lineno, line in _bounded_lines(handle, name):
             if not line.strip():
                 continue
             obj = loads_line(line, f"{name} line {lineno}")

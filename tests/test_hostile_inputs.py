@@ -1,0 +1,341 @@
+"""Hostile inputs, one row each: a file (or a setup), the command as a user types it, the line it must give.
+
+Issue 33 and the cases earlier sessions fixed (tests/test_bad_input.py, tests/test_data_safety.py)
+that need no model and no training. Every row runs the real entry point (``lie.cli.main``) in this
+process and asserts exit status 2, exactly one line ``lie COMMAND: error: ...`` on standard error
+holding the row's fragment, and no traceback. A new case is one row of :data:`ROWS`.
+
+In a row, ``{tmp}`` is the row's own folder (in the command, the fragment and file contents) and
+``{smoke}`` the smoke config; ``in.jsonl`` (one good row for ``lie score``) and ``gen.jsonl`` (one
+generation) are always there.
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import json
+import os
+import shlex
+import stat
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+import yaml
+
+from lie.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+SMOKE = REPO / "workflow" / "configs" / "smoke.yaml"
+ROW = {"response": "short", "correct": False, "num_tokens": 1, "ref_len": 3000}
+GEN = {"bench": "b", "index": 0, "sample": 0, "text": "Wait, that is wrong."}
+
+
+class Row(NamedTuple):
+    id: str
+    command: str  # as typed after `lie`
+    says: str  # a fragment of the one error line
+    files: dict[str, str | bytes] = {}  # written under {tmp} before the command
+    setup: Callable[[Path, pytest.MonkeyPatch], None] | None = None
+
+
+def smoke(edit: Callable[[dict[str, Any]], Any] | None = None) -> str:
+    """The smoke config as YAML text, its outdir under the row's folder, changed by ``edit``."""
+    config = yaml.safe_load(SMOKE.read_text(encoding="utf-8"))
+    config["outdir"] = "{tmp}/results"
+    if edit is not None:
+        edit(config)
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+def laughs(levels: int) -> str:
+    lines = ['l0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"l{k}: &l{k} [" + ",".join([f"*l{k - 1}"] * 10) + "]" for k in range(1, levels + 1)]
+    return "\n".join(lines) + "\n"
+
+
+def patterns(*texts: str) -> dict[str, str]:
+    """A ``--patterns`` file with one behaviour of these patterns (YAML single-quoted)."""
+    quoted = ", ".join("'" + t.replace("'", "''") + "'" for t in texts)
+    return {"p.yaml": f"behaviours:\n  mine: {{description: x, patterns: [{quoted}]}}\n"}
+
+
+def jsonl(line: str | bytes) -> dict[str, bytes]:
+    """``in.jsonl`` of a good line, ``line``, a good line: the error names line 2."""
+    good = json.dumps(ROW).encode()
+    return {"in.jsonl": b"\n".join([good, line if isinstance(line, bytes) else line.encode(), good]) + b"\n"}
+
+
+def fifo(name: str) -> Callable[[Path, pytest.MonkeyPatch], None]:
+    return lambda tmp, _: os.mkfifo(tmp / name)
+
+
+def sparse(name: str, size: int) -> Callable[[Path, pytest.MonkeyPatch], None]:
+    """A regular file of ``size`` zero bytes that takes no disk (a file that never ends, made finite)."""
+
+    def make(tmp: Path, _: pytest.MonkeyPatch) -> None:
+        with open(tmp / name, "wb") as handle:
+            handle.truncate(size)
+
+    return make
+
+
+def stdin_from(path: str) -> Callable[[Path, pytest.MonkeyPatch], None]:
+    """Standard input read from ``path`` (``lie score --in - < /dev/zero``)."""
+
+    def redirect(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        handle = open(path, "rb")  # noqa: SIM115 (closed with the row's folder: a device holds nothing)
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(handle))
+
+    return redirect
+
+
+def unreadable(name: str) -> Callable[[Path, pytest.MonkeyPatch], None]:
+    """``chmod 000 name``; as root (who reads it anyway) ``open`` answers as the kernel does a user
+    (the real kernel's answer: test_an_unreadable_input_says_permission_denied)."""
+
+    def deny(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        target = tmp / name
+        target.chmod(0)
+        if os.geteuid() != 0:
+            return
+
+        def as_a_user(real: Callable[..., Any]) -> Callable[..., Any]:
+            def opener(path: Any, *args: Any, **kwargs: Any) -> Any:
+                if not isinstance(path, int) and os.path.realpath(path) == str(target.resolve()):
+                    raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
+                return real(path, *args, **kwargs)
+
+            return opener
+
+        monkeypatch.setattr(os, "open", as_a_user(os.open))
+        monkeypatch.setattr(io, "open", as_a_user(io.open))
+        monkeypatch.setattr("builtins.open", as_a_user(open))
+
+    return deny
+
+
+SCORE = "score --in {tmp}/in.jsonl --out {tmp}/out.jsonl"
+DEEP_JSON = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
+RUNDIR = "results/runs/smoke_grpo"
+MERGE = "merge smoke_grpo --config {tmp}/c.yaml --out {tmp}/merged"
+
+ROWS: list[Row] = [
+    # reward knobs (issue 33: keys that are not strings, values of the wrong type)
+    Row("knob-int-key", SCORE + " --knobs {tmp}/k.yaml", "reward key 1 (int) is not a knob name",
+        {"k.yaml": "reward:\n  1: 2\n"}),
+    Row("knob-null-key", SCORE + " --knobs {tmp}/k.yaml", "reward key None (NoneType) is not a knob name",
+        {"k.yaml": "reward:\n  null: 2\n  eta: 0.0001\n"}),
+    Row("knob-mixed-keys-flat", SCORE + " --knobs {tmp}/k.yaml", "reward key 1 (int) is not a knob name",
+        {"k.yaml": "nope: 3\n1: 2\n"}),
+    Row("knob-float-key", SCORE + " --knobs {tmp}/k.yaml", "reward key 1.5 (float)", {"k.yaml": "1.5: 2\n"}),
+    Row("knob-bool-key", SCORE + " --knobs {tmp}/k.yaml", "reward key True (bool)",
+        {"k.yaml": "reward:\n  true: 2\n"}),
+    Row("knob-list-key", SCORE + " --knobs {tmp}/k.yaml", "k.yaml line 2: not valid YAML: found unhashable key",
+        {"k.yaml": "reward:\n  ? [a, b]\n  : 1\n"}),
+    Row("knob-list-value", SCORE + " --knobs {tmp}/k.yaml", "reward key 'n' must be int, got [1]",
+        {"k.yaml": "reward:\n  n: [1]\n"}),
+    Row("knob-mapping-value", SCORE + " --knobs {tmp}/k.yaml", "reward key 'variant' must be str",
+        {"k.yaml": "reward:\n  variant: {a: 1}\n"}),
+    Row("knob-string-bool", SCORE + " --set red_on_correct=maybe", "reward key 'red_on_correct' must be bool"),
+    Row("knob-fraction-int", SCORE + " --set n=2.5", "reward key 'n' must be int, got 2.5"),
+    Row("knob-nan", SCORE + " --set eta=nan", "reward key 'eta' must be a finite number"),
+    Row("knob-overflow", SCORE + " --set eta=1e308", "{tmp}/in.jsonl line 1: field 'r_len'"),
+    Row("knob-unknown", SCORE + " --set nope=1", "unknown reward key(s) nope"),
+    # endless or special files as config or input (issue 33)
+    Row("config-dev-zero", "plan --config /dev/zero", "cannot read /dev/zero: it is a character device"),
+    Row("config-dev-urandom", "plan --config /dev/urandom", "cannot read /dev/urandom: it is a character device"),
+    Row("config-fifo", "plan --config {tmp}/fifo", "cannot read {tmp}/fifo: it is a named pipe (FIFO)",
+        setup=fifo("fifo")),
+    Row("config-folder", "plan --config {tmp}", "cannot read {tmp}: it is a folder"),
+    Row("config-huge", "plan --config {tmp}/big.yaml", "{tmp}/big.yaml: larger than 16,777,216 bytes",
+        setup=sparse("big.yaml", 17 << 20)),
+    Row("knobs-dev-zero", SCORE + " --knobs /dev/zero", "cannot read /dev/zero: it is a character device"),
+    Row("patterns-dev-urandom", "behaviours --gen {tmp}/gen.jsonl --patterns /dev/urandom",
+        "cannot read behaviour patterns /dev/urandom: it is a character device"),
+    Row("configfile-dev-zero", "snakemake --configfile /dev/zero -n",
+        "cannot read config file /dev/zero: it is a character device"),
+    Row("in-dev-zero", "score --in /dev/zero --out {tmp}/out.jsonl", "cannot read /dev/zero: it is a character device"),
+    Row("gen-dev-urandom", "behaviours --gen /dev/urandom", "cannot read /dev/urandom: it is a character device"),
+    Row("grade-in-fifo", "grade --in {tmp}/fifo --out {tmp}/out.jsonl", "it is a named pipe (FIFO)",
+        setup=fifo("fifo")),
+    Row("stdin-dev-zero", "score --in - --out {tmp}/out.jsonl",
+        "<stdin> line 1: longer than 67,108,864 bytes without a line break", setup=stdin_from("/dev/zero")),
+    Row("in-one-endless-line", SCORE, "{tmp}/in.jsonl line 1: longer than 67,108,864 bytes",
+        setup=sparse("in.jsonl", (64 << 20) + 10)),
+    Row("in-unreadable", SCORE, "cannot read {tmp}/in.jsonl: Permission denied", setup=unreadable("in.jsonl")),
+    Row("config-unreadable", "plan --config {tmp}/c.yaml", "cannot read {tmp}/c.yaml: Permission denied",
+        {"c.yaml": smoke()}, unreadable("c.yaml")),
+    # behaviour patterns (issue 33): bounded before the regex engine compiles them
+    Row("pattern-huge-count", "behaviours --gen {tmp}/gen.jsonl --patterns {tmp}/p.yaml",
+        "behaviours.mine.patterns[0] 'a{1000000000}': the repetition {1000000000} is more than 1000 times",
+        patterns("a{1000000000}")),
+    Row("pattern-recursion", "behaviours --gen {tmp}/gen.jsonl --patterns {tmp}/p.yaml",
+        "patterns[1] '(?R)?x': (?R) is a recursive call", patterns("wait", "(?R)?x")),
+    Row("pattern-nested-counts", "behaviours --gen {tmp}/gen.jsonl --patterns {tmp}/p.yaml",
+        "expand to more than 100,000 items", patterns("(?:(?:ab){200}c){1000}")),
+    Row("pattern-long", "behaviours --gen {tmp}/gen.jsonl --patterns {tmp}/p.yaml",
+        "longer than 1000 characters", patterns("x" * 1001)),
+    Row("pattern-syntax", "behaviours --gen {tmp}/gen.jsonl --patterns {tmp}/p.yaml",
+        "behaviours.mine.patterns[0] '(wait': missing )", patterns("(wait")),
+    # JSON lines (issue 13, 21)
+    Row("json-latin1", SCORE, "{tmp}/in.jsonl line 2: not valid UTF-8", jsonl(b'{"response": "caf\xe9"}')),
+    Row("json-surrogate", SCORE, "line 2: a lone surrogate", jsonl('{"response": "\\ud800"}')),
+    Row("json-long-int", SCORE, "line 2: an integer of 5001 digits", jsonl('{"w": 1' + "0" * 5000 + "}")),
+    Row("json-overflow", SCORE, "line 2: the number 1e999 overflows", jsonl('{"w": 1e999}')),
+    Row("json-nan", SCORE, "line 2: NaN is not a finite number", jsonl('{"w": NaN}')),
+    Row("json-not-object", SCORE, "line 2: expected a JSON object, got list", jsonl("[1, 2]")),
+    Row("json-deep-score", SCORE, "line 2: JSON nested deeper than 100", jsonl(DEEP_JSON)),
+    Row("json-deep-grade", "grade --in {tmp}/in.jsonl --out {tmp}/o.jsonl", "line 1: JSON nested deeper than",
+        {"in.jsonl": DEEP_JSON}),
+    Row("json-deep-behaviours", "behaviours --gen {tmp}/gen.jsonl", "line 1: JSON nested deeper than",
+        {"gen.jsonl": DEEP_JSON}),
+    # YAML configs (issue 21)
+    Row("yaml-deep-list", "plan --config {tmp}/c.yaml", "c.yaml line 1: not valid YAML: nested deeper than 64",
+        {"c.yaml": "a: " + "[" * 2000 + "]" * 2000}),
+    Row("yaml-deep-map", "plan --config {tmp}/c.yaml", "nested deeper than 64",
+        {"c.yaml": "".join("  " * i + f"k{i}:\n" for i in range(2000)) + "  " * 2000 + "x: 1\n"}),
+    Row("yaml-long-int", "plan --config {tmp}/c.yaml", "an integer of more than 100 digits",
+        {"c.yaml": "a: 1" + "0" * 5000}),
+    Row("yaml-laughs", "plan --config {tmp}/c.yaml", "once its aliases are expanded", {"c.yaml": laughs(10)}),
+    Row("yaml-recursive", "plan --config {tmp}/c.yaml", "recursive alias", {"c.yaml": "a: &a [*a]"}),
+    Row("yaml-key-twice", "plan --config {tmp}/c.yaml", "key 'a' appears twice", {"c.yaml": "a: 1\na: 2\n"}),
+    Row("yaml-latin1", "plan --config {tmp}/c.yaml", "c.yaml: not valid UTF-8", {"c.yaml": b"a: caf\xe9\n"}),
+    Row("yaml-not-mapping", "plan --config {tmp}/c.yaml", "expected a mapping at the top level, got list",
+        {"c.yaml": "- 1\n"}),
+    Row("configfile-laughs", "snakemake --configfile {tmp}/c.yaml -n", "once its aliases are expanded",
+        {"c.yaml": laughs(10)}),
+    Row("configfile-long-int", "snakemake -n --configfile={tmp}/c.yaml", "c.yaml line 1",
+        {"c.yaml": "a: 1" + "0" * 5000}),
+    # config values (issue 21, 33)
+    Row("config-surrogate", "plan --config {tmp}/c.yaml", "surrogate",
+        {"c.yaml": smoke(lambda c: c["prompt"].update(math="\ud800 {question}"))}),
+    Row("config-beta", "plan --config {tmp}/c.yaml", "key 'reward.beta'", {"c.yaml": smoke(lambda c: c["reward"].update(beta=5))}),
+    Row("config-eta", "plan --config {tmp}/c.yaml", "key 'reward.eta'",
+        {"c.yaml": smoke(lambda c: c["reward"].update(eta=1e300))}),
+    Row("config-runs-twice", "plan --config {tmp}/c.yaml", "key 'runs'",
+        {"c.yaml": smoke(lambda c: c.update(runs=["smoke_grpo", "smoke_grpo"]))}),
+    Row("config-max-steps", "plan --config {tmp}/c.yaml", "key 'training.max_steps'",
+        {"c.yaml": smoke(lambda c: c["training"].update(max_steps=10**30))}),
+    Row("config-name-newline", "plan --config {tmp}/c.yaml", "key 'name'",
+        {"c.yaml": smoke(lambda c: c.update(name="smoke\n"))}),
+    Row("config-int-model-name", "plan --config {tmp}/c.yaml", "the name 1 is not allowed",
+        {"c.yaml": smoke(lambda c: c["models"].update({1: c["models"]["tiny"]}))}),
+    Row("config-template-attribute", "plan --config {tmp}/c.yaml", "'{question.x}' is not a field",
+        {"c.yaml": smoke(lambda c: c["prompt"].update(math="{question} {question.x}"))}),
+    Row("config-missing", "plan --config {tmp}/nope.yaml", "cannot read {tmp}/nope.yaml: No such file"),
+    # flags (issue 13, 21)
+    Row("flag-nan", "grade --in {tmp}/in.jsonl --out {tmp}/o.jsonl --timeout nan", "not a finite number"),
+    Row("flag-mfu-inf", "plan --mfu inf", "argument --mfu: inf is not a finite number"),
+    Row("flag-nnodes", "train smoke_grpo --config {smoke} --nnodes -2", "argument --nnodes: expected an integer >= 1"),
+    Row("flag-engine-arg-nan", "generate arith-test --config {smoke} --model m --data d --out {tmp}/o "
+        "--engine-arg temperature=.nan", "not a finite number"),
+    Row("flag-set-twice-key", SCORE + " --set 'eta={a: 1, a: 2}'", "key 'a' appears twice"),
+    # outputs (issue 13, 21, 33)
+    Row("out-folder", "score --in {tmp}/in.jsonl --out {tmp}", "cannot write {tmp}: it is a folder"),
+    Row("out-under-file", "score --in {tmp}/in.jsonl --out {tmp}/in.jsonl/o", "cannot write {tmp}/in.jsonl/o"),
+    Row("out-is-input", "score --in {tmp}/in.jsonl --out {tmp}/sub/../in.jsonl", "is the input --in"),
+    Row("out-device", "score --in {tmp}/in.jsonl --out /dev/null", "it is a device"),
+    Row("out-dash-generate", "generate arith-test --config {tmp}/c.yaml --model tiny --data d.parquet --out -",
+        "--out - is standard output", {"c.yaml": smoke()}),
+    # a run's final.json (issue 21)
+    *(Row(f"merge-final-{name}", MERGE, says, {"c.yaml": smoke(), f"{RUNDIR}/final.json": text})
+      for name, text, says in (
+          ("truncated", '{"engine": "trl", "checkp', "not valid JSON"),
+          ("missing-key", '{"engine": "trl"}', "'engine' and 'checkpoint'"),
+          ("list", '["trl", "x"]', "'engine' and 'checkpoint'"),
+          ("etc", '{"engine": "trl", "checkpoint": "/etc", "step": 1}', "is not a checkpoint under"),
+          ("dot-dot", '{"engine": "verl", "checkpoint": "{tmp}/results/runs/smoke_grpo/checkpoints/../../../.."}',
+           "is not a checkpoint under"),
+      )),
+]  # fmt: skip
+
+
+def _fill(text: str, tmp: Path) -> str:
+    return text.replace("{tmp}", str(tmp)).replace("{smoke}", str(SMOKE))
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])
+def test_a_hostile_input_is_one_line(row: Row, tmp_path: Path, capsys, monkeypatch):
+    (tmp_path / "in.jsonl").write_text(json.dumps(ROW) + "\n")
+    (tmp_path / "gen.jsonl").write_text(json.dumps(GEN) + "\n")
+    for name, content in row.files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(_fill(content, tmp_path), encoding="utf-8")
+    if row.setup is not None:
+        row.setup(tmp_path, monkeypatch)
+    argv = [_fill(word, tmp_path) for word in shlex.split(row.command)]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(os, "execv", lambda *a: pytest.fail(f"lie {row.command} started {a[0]}"))
+    try:
+        status = main(argv)
+    except SystemExit as stop:  # argparse's usage errors
+        status = stop.code
+    err = capsys.readouterr().err
+    assert status == 2, err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+    mine = [line for line in err.splitlines() if line.startswith(f"lie {argv[0]}:")]
+    assert len(mine) == 1 and mine[0].startswith(f"lie {argv[0]}: error: "), err[-3000:]
+    assert _fill(row.says, tmp_path) in mine[0], mine[0]
+
+
+def test_every_row_has_its_own_name():
+    names = [row.id for row in ROWS]
+    assert len(names) == len(set(names))
+
+
+def test_special_files_are_never_opened_blocking(tmp_path):
+    """The FIFO row would hang in ``open`` if the reader opened it blocking: the kind is read first."""
+    from lie.core.errors import LieError
+    from lie.formats.jsonl import open_input
+
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(LieError, match="named pipe"):
+        open_input(tmp_path / "fifo")
+    assert stat.S_ISFIFO(os.stat(tmp_path / "fifo").st_mode)
+
+
+def test_a_snakemake_config_override_is_blamed_on_config_not_the_file():
+    """Issue 33 (minor): ``snakemake --config name=<5000 digits>`` (Snakemake reads it as infinity)
+    was blamed on the config file."""
+    from lie.config import validate_workflow
+    from lie.core.errors import LieError
+
+    config = yaml.safe_load(SMOKE.read_text(encoding="utf-8"))
+    config["name"] = float("1" + "0" * 5000)  # Snakemake's parse_config: int() refuses, float() gives inf
+    with pytest.raises(LieError) as error:
+        validate_workflow(config, [SMOKE])
+    assert str(error.value).startswith("--config: key 'name': inf is not a finite number"), error.value
+    config["name"] = 12345
+    with pytest.raises(LieError, match=r"^--config: key 'name': 12345 is not of type 'string'"):
+        validate_workflow(config, [SMOKE])
+    config["name"] = yaml.safe_load(SMOKE.read_text(encoding="utf-8"))["name"]  # the file's again
+    config["runs"] = ["nope"]  # a reference that fails only with the files: both named
+    with pytest.raises(LieError, match=rf"^{SMOKE} with --config runs: runs names 'nope'"):
+        validate_workflow(config, [SMOKE])
+
+
+def test_an_unreadable_input_says_permission_denied(tmp_path):
+    """Issue 33 (minor): a chmod-000 input, as the kernel answers a user (root runs without its
+    override of file modes, ``setpriv``): ``Permission denied`` naming the file, never "No such file"."""
+    config = tmp_path / "c.yaml"
+    config.write_text(SMOKE.read_text(encoding="utf-8"))
+    rows = tmp_path / "in.jsonl"
+    rows.write_text(json.dumps(ROW) + "\n")
+    for path in (config, rows):
+        path.chmod(0)
+    user = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--inh-caps", "-all"]
+    lie = [*(user if os.geteuid() == 0 else []), str(Path(sys.executable).parent / "lie")]
+    for args, path in ((["plan", "--config", str(config)], config),
+                       (["score", "--in", str(rows), "--out", str(tmp_path / "o.jsonl")], rows)):  # fmt: skip
+        proc = subprocess.run([*lie, *args], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2, proc.stderr[-3000:]
+        assert proc.stderr.splitlines() == [f"lie {args[0]}: error: cannot read {path}: Permission denied"]
