@@ -280,12 +280,27 @@ def test_the_study_report_reads_the_files_of_a_real_run():
     tests = {r["test"]: r for r in csv.DictReader(paths[8].open())}
     assert set(tests) == {"effect:weak", "effect:mid", "primary", "interaction", "slope", "persistence"}
     expected = paired_test([float(d) for d in primary["diffs"].split()])
+    held = tests["persistence"]["verdict"] == "holds"
+    qualifier = "" if held else "; the trap did not persist"  # on every verdict where the check fails
     if expected is None:  # no spread: the test cannot be read
-        assert tests["primary"]["verdict"] == "too few pairs to test"
+        assert tests["primary"]["verdict"] == "no result (too few pairs, or no spread)"
     else:
         assert float(tests["primary"]["p"]) == pytest.approx(expected.p, abs=1e-3)
-        assert tests["primary"]["verdict"] == ("supported" if expected.p < 0.05 else "not supported")
-    assert tests["primary"]["n"] == "3" and tests["interaction"]["verdict"] == "too few pairs to test"
+        assert (
+            tests["primary"]["verdict"] == ("supported" if expected.p < 0.05 else "not supported") + qualifier
+        )
+    # make study gives no verdict on the interaction and the slope, nor on a level other than the strong one
+    assert tests["primary"]["n"] == "3"
+    assert (
+        tests["interaction"]["verdict"]
+        == tests["slope"]["verdict"]
+        == ("no verdict: underpowered at this look (decided by make study-full)")
+    )
+    assert (
+        tests["effect:weak"]["verdict"]
+        == tests["effect:mid"]["verdict"]
+        == "no verdict: not a registered test"
+    )
     trap_means = [
         sum(float(r["trap_index"]) for r in steps if r["arm"] == "grpo" and r["condition"] == "strong"
             and r["step"] == str(step)) / 3
@@ -295,14 +310,24 @@ def test_the_study_report_reads_the_files_of_a_real_run():
     assert tests["persistence"]["verdict"] == (
         "holds" if float(tests["persistence"]["estimate"]) >= 0.6 else "fails"
     )
-    assert primary["verdict"] in ("supported", "not supported", "rule met; no evidence of an effect")
-    assert primary["prediction"] == "positive"
+    assert primary["verdict"].removesuffix(qualifier) in (
+        "supported",
+        "not supported",
+        "rule met; no evidence of an effect",
+    )
+    assert primary["prediction"] == "positive" and primary["verdict"].endswith(qualifier)
     weak = next(r for r in paired_rows if r["condition"] == "weak" and r["registered"] == "primary")
-    assert weak["prediction"] == "zero" and weak["verdict"] in ("as predicted", "not as predicted")
+    assert weak["prediction"] == "zero"
+    assert weak["verdict"] in ("as predicted" + qualifier, "not as predicted" + qualifier)
     # another machine's pairs pooled as further pairs (here: this study's own outdir, its pairs twice)
     assert main(["study-report", "--config", str(p.cfg), "--pool", str(p.layout.root)]) == 0
     pooled = {r["test"]: r for r in csv.DictReader((paths[8].parent / "study_tests_pooled.csv").open())}
     assert pooled["primary"]["machines"] == "2" and pooled["primary"]["n"] == "6"
+    # the pool's persistence check reads both machines' GRPO runs (here the same runs twice: the same value)
+    assert (
+        pooled["persistence"]["n"] == "6"
+        and pooled["persistence"]["verdict"] == tests["persistence"]["verdict"]
+    )
     if tests["primary"]["estimate"]:  # (no spread over the pairs: no test, here or pooled)
         assert float(pooled["primary"]["estimate"]) == pytest.approx(float(tests["primary"]["estimate"]))
     text = paths[7].read_text()

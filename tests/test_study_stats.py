@@ -11,8 +11,8 @@ import yaml
 from small import REPO
 
 from lie.core.errors import LieError
-from lie.study import stats
-from lie.study.registered import persistence, registered_rows
+from lie.study import registered, stats
+from lie.study.registered import Persistence, persistence, registered_rows
 from lie.study.spec import RegisteredTests, study_spec
 
 
@@ -101,11 +101,14 @@ def test_the_slope_by_hand():
 TESTS = RegisteredTests(alpha=0.05, power=0.8, strong="strong", weak="weak",
               strength={"weak": 0.47, "mid": 0.776, "strong": 0.91}, persistence_steps=20,
               persistence_threshold=0.6)  # fmt: skip
+HELD = Persistence(steps=20, threshold=0.6, lowest=0.617, lowest_step=19, runs=12)
+FAILED = Persistence(steps=20, threshold=0.6, lowest=0.553, lowest_step=17, runs=30)
+VERDICTS = ("supported", "not supported")
 
 
 def test_the_registered_rows_read_every_level():
     effects = {"weak": [0.0, 0.1, -0.05, 0.02], "mid": [0.1, 0.05], "strong": [0.2, 0.1, 0.15, 0.3, 0.12]}
-    rows = {r["test"]: r for r in registered_rows(effects, TESTS)}
+    rows = {r["test"]: r for r in registered_rows(effects, TESTS, HELD)}
     assert list(rows) == ["effect:weak", "effect:mid", "primary", "interaction", "slope"]
     primary = stats.paired_test(effects["strong"])
     assert rows["primary"]["p"] == pytest.approx(primary.p) and rows["primary"]["n"] == 5
@@ -118,11 +121,87 @@ def test_the_registered_rows_read_every_level():
         [0.47] * 4 + [0.776] * 2 + [0.91] * 5, effects["weak"] + effects["mid"] + effects["strong"]
     )
     assert rows["slope"]["estimate"] == pytest.approx(slope.estimate) and rows["slope"]["n"] == 11
-    assert rows["effect:weak"]["verdict"] == "not supported"
-    few = {r["test"]: r["verdict"] for r in registered_rows({"weak": [0.1], "strong": [0.1]}, TESTS)}
-    assert few["interaction"] == few["slope"] == "too few pairs to test"
-    equal = {r["test"]: r for r in registered_rows({"weak": [-0.033, -0.033], "strong": [0.1, 0.2]}, TESTS)}
+    assert rows["effect:weak"]["p"] == pytest.approx(stats.paired_test(effects["weak"]).p)
+    few = {r["test"]: r["verdict"] for r in registered_rows({"weak": [0.1], "strong": [0.1]}, TESTS, HELD)}
+    assert few["primary"] == "no result (too few pairs, or no spread)"
+    assert (
+        few["interaction"]
+        == few["slope"]
+        == "no verdict: underpowered at this look (decided by make study-full)"
+    )
+    equal = {
+        r["test"]: r for r in registered_rows({"weak": [-0.033, -0.033], "strong": [0.1, 0.2]}, TESTS, HELD)
+    }
     assert equal["effect:weak"]["sd"] == 0 and equal["effect:weak"]["detectable"] is None  # "—", not 0.000
+
+
+# make study's shapes (docs/study.md): 12 strong pairs, 1 mid, 2 weak pairs whose differences are equal
+STRONG_12 = [0.259, -0.216, 0.10, 0.05, -0.02, 0.15, 0.20, -0.10, 0.08, 0.12, -0.05, 0.00]
+MAKE_STUDY_EFFECTS = {"weak": [-0.033, -0.033], "mid": [0.02], "strong": STRONG_12}
+
+
+def test_welch_with_a_level_without_spread_gives_no_result():
+    # the weak level's 2 pairs have SD 0: a Welch test would rest on the strong level's variance alone
+    assert stats.interaction(STRONG_12, [-0.033, -0.033]) is None
+    assert stats.interaction([0.1, 0.1, 0.1], [0.0, 0.2]) is None
+    assert stats.interaction(STRONG_12, [-0.033, -0.03]) is not None  # any spread: a result
+    rows = {r["test"]: r for r in registered_rows(MAKE_STUDY_EFFECTS, TESTS, HELD)}
+    assert rows["interaction"]["p"] is None and rows["interaction"]["verdict"] not in VERDICTS
+
+
+def test_make_study_states_no_verdict_the_registration_withholds():
+    # the registration: interaction and slope are decided by make study-full (30 / 15 / 15 pairs); make
+    # study's are "reported as underpowered, not as a verdict"; the weak and mid levels alone are no
+    # registered test at any look
+    spread = {**MAKE_STUDY_EFFECTS, "weak": [-0.10, -0.14]}  # a weak level with spread: the Welch test runs
+    rows = {r["test"]: r for r in registered_rows(spread, TESTS, HELD)}
+    assert rows["interaction"]["p"] is not None and rows["interaction"]["p"] < 0.05  # computed, printed...
+    assert rows["slope"]["p"] is not None
+    for test in ("interaction", "slope"):  # ... but no verdict
+        assert rows[test]["verdict"] == "no verdict: underpowered at this look (decided by make study-full)"
+    for test in ("effect:weak", "effect:mid"):
+        assert rows[test]["verdict"] == "no verdict: not a registered test"
+    assert rows["primary"]["verdict"] in VERDICTS
+    table = registered.tests_markdown(list(rows.values()), HELD)
+    for test in ("interaction", "slope", "effect:weak", "effect:mid"):
+        (line,) = [x for x in table if x.startswith(f"| {test} |")]
+        assert line.endswith(
+            "| **no verdict: underpowered at this look (decided by make study-full)** |"
+        ) or (line.endswith("| **no verdict: not a registered test** |")), line
+    # at make study-full's size the interaction and the slope get their verdicts; the weak and mid rows none
+    full = {"weak": [-0.12 + 0.02 * (i % 3 - 1) for i in range(15)], "mid": [0.0 + 0.02 * (i % 3 - 1) for i in range(15)],
+            "strong": [s + 0.02 for s in STRONG_12] * 2 + STRONG_12[:6]}  # fmt: skip
+    verdicts = {r["test"]: r["verdict"] for r in registered_rows(full, TESTS, HELD)}
+    assert verdicts["interaction"] == "supported" and verdicts["slope"] in VERDICTS
+    assert verdicts["effect:weak"] == verdicts["effect:mid"] == "no verdict: not a registered test"
+    # one pair short in a level: still make study's reading
+    short = {**full, "mid": full["mid"][:14]}
+    assert {r["test"]: r["verdict"] for r in registered_rows(short, TESTS, HELD)}["interaction"].startswith(
+        "no "
+    )
+
+
+def test_a_failed_persistence_check_puts_its_words_on_every_verdict():
+    # make study-full: 30 / 15 / 15 pairs, GRPO's trap index fell to 0.553 < 0.6 at step 17
+    effects = {"weak": [0.017 + 0.01 * (i % 3 - 1) for i in range(15)],
+               "mid": [-0.045 + 0.02 * (i % 5 - 2) for i in range(15)],
+               "strong": [0.027 + 0.1 * ((i % 7) - 3) / 3 for i in range(30)]}  # fmt: skip
+    rows = registered_rows(effects, TESTS, FAILED)
+    verdicts = [r["verdict"] for r in rows if not r["verdict"].startswith("no ")]
+    assert len(verdicts) == 3  # primary, interaction, slope
+    assert all(v.endswith("; the trap did not persist") for v in verdicts), verdicts
+    assert all(v.split(";")[0] in VERDICTS for v in verdicts)
+    # a check that holds adds nothing; a check with no step to read does not hold
+    assert all("persist" not in r["verdict"] for r in registered_rows(effects, TESTS, HELD))
+    empty = persistence([], 20, 0.6)
+    assert all(
+        r["verdict"].endswith("the trap did not persist")
+        for r in registered_rows(effects, TESTS, empty)
+        if not r["verdict"].startswith("no ")
+    )
+    table = "\n".join(registered.tests_markdown(rows, FAILED))
+    assert "0.553 (step 17), threshold 0.6: **fails**" in table
+    assert table.count("the trap did not persist") >= 3
 
 
 def test_the_persistence_check_reads_the_running_mean_through_the_registered_step():
@@ -197,7 +276,7 @@ def test_study_full_only_adds_runs():
 
 
 def test_pairs_of_another_machine_are_pooled_as_further_pairs(tmp_path):
-    from lie.study.registered import pool, read_effects
+    from lie.study.registered import pool, read_curves, read_effects
 
     header = "condition,comparison,measure,seeds,diffs,mean,registered\n"
     here, there = tmp_path / "here.csv", tmp_path / "there.csv"
@@ -209,11 +288,19 @@ def test_pairs_of_another_machine_are_pooled_as_further_pairs(tmp_path):
     assert read_effects(here) == {"strong": [0.1, 0.2], "weak": [0.05]}
     pooled = pool(read_effects(here), read_effects(there))
     assert pooled == {"strong": [0.1, 0.2, 0.3], "weak": [0.05, -0.05]}
-    rows = {r["test"]: r for r in registered_rows(pooled, TESTS)}
+    rows = {r["test"]: r for r in registered_rows(pooled, TESTS, HELD)}
     assert rows["primary"]["n"] == 3 and rows["primary"]["p"] == pytest.approx(
         stats.paired_test([0.1, 0.2, 0.3]).p
     )
     assert rows["interaction"]["estimate"] == pytest.approx(0.2 - 0.0)
+    # the pool's persistence check reads every machine's GRPO runs of the strong level
+    steps = tmp_path / "study_steps.csv"
+    steps.write_text("condition,arm,run,seed,step,trap_index\n"
+                     "strong,grpo,r0,m0/s0,1,0.9\nstrong,grpo,r0,m0/s0,2,0.5\nstrong,grpo,r1,m0/s1,1,0.7\n"
+                     "strong,grpo,r1,m0/s1,2,0.3\nstrong,grpo-lie,r2,m0/s0,1,0.1\nweak,grpo,r3,m0/s0,1,0.0\n")  # fmt: skip
+    assert read_curves(steps, "strong", "grpo") == [{1: 0.9, 2: 0.5}, {1: 0.7, 2: 0.3}]
+    with pytest.raises(LieError, match=r"no step of arm 'grpo' in condition 'mid'"):
+        read_curves(steps, "mid", "grpo")
     bad = tmp_path / "bad.csv"
     bad.write_text(header + "strong,x,acc_limit,m0/s0,zero,0,primary\n")
     with pytest.raises(LieError, match=r"bad.csv line 2: 'diffs' must be numbers"):

@@ -36,6 +36,8 @@ from lie.study.registered import (
     Persistence,
     persistence,
     pool,
+    qualified,
+    read_curves,
     read_effects,
     registered_rows,
     tests_markdown,
@@ -309,8 +311,10 @@ def per_seed(data: StudyData, condition: Condition, arm: str, column: str) -> di
 
 
 def paired_rows(data: StudyData) -> list[dict[str, Any]]:
-    """Every arm minus the baseline on :data:`PAIRED_COLUMNS`, then the pre-registered comparisons."""
-    spec, rows = data.spec, []
+    """Every arm minus the baseline on :data:`PAIRED_COLUMNS`, then the pre-registered comparisons (in a
+    config of the second registration, the first one's rule, its verdicts read with "the trap did not
+    persist" where the second registration's persistence check fails)."""
+    spec, rows, check = data.spec, [], registered_persistence(data)
 
     def row(c: Condition, comparison: str, column: str, p: Paired, **extra: Any) -> dict[str, Any]:
         half = p.half_width
@@ -337,7 +341,8 @@ def paired_rows(data: StudyData) -> list[dict[str, Any]]:
             rows.append(
                 row(c, f"{pred.minuend} - {pred.subtrahend}", pred.column, p, registered=pred.name,
                     prediction=pred.prediction,
-                    verdict=verdict(p, pred.prediction, spec.min_positive_seeds, spec.zero_margin))
+                    verdict=qualified(verdict(p, pred.prediction, spec.min_positive_seeds, spec.zero_margin),
+                                      check))
             )  # fmt: skip
     return rows
 
@@ -459,7 +464,7 @@ def tests_table(data: StudyData) -> list[dict[str, Any]]:
     tests, check = data.spec.tests, registered_persistence(data)
     if tests is None or check is None:
         return [{"test": "none", "comparison": "the first registration has no tests of this kind"}]
-    rows = registered_rows(registered_effects(data), tests)
+    rows = registered_rows(registered_effects(data), tests, check)
     rows.append({"test": "persistence", "comparison": f"GRPO's trap index in {tests.strong} through step "
                  f"{check.steps}", "estimate": check.lowest, "step": check.lowest_step,
                  "n": check.runs, "alpha": None, "verdict": "holds" if check.holds else "fails"})  # fmt: skip
@@ -492,7 +497,7 @@ def registered_markdown(data: StudyData) -> list[str]:
     check = registered_persistence(data)
     if data.spec.tests is None or check is None:
         return []
-    return [*tests_markdown(registered_rows(registered_effects(data), data.spec.tests), check), ""]
+    return [*tests_markdown(registered_rows(registered_effects(data), data.spec.tests, check), check), ""]
 
 
 def step_rows(data: StudyData) -> list[dict[str, Any]]:
@@ -524,11 +529,21 @@ def pooled_tests(data: StudyData, others: Sequence[str | Path]) -> list[dict[str
     outdirs, each with ``tables/study_paired.csv``): the pooling rule of preregistration-v2."""
     if data.spec.tests is None:
         raise LieError("--pool needs a config with study.tests (the second registration)")
+    tests = data.spec.tests
     machines = [
         registered_effects(data),
         *(read_effects(Path(o) / "tables" / "study_paired.csv") for o in others),
     ]
-    rows = registered_rows(pool(*machines), data.spec.tests)
+    # the persistence check of the pool: the same check over every machine's GRPO runs of the strong level
+    arm = next(c for c in data.spec.conditions if c.name == tests.strong).arm(data.spec.baseline)
+    curves = [{p.step: p.trap_index for p in data.curves[run]} for run in arm.runs]  # type: ignore[union-attr]
+    for o in others:
+        curves += read_curves(Path(o) / "tables" / "study_steps.csv", tests.strong, data.spec.baseline)
+    check = persistence(curves, tests.persistence_steps, tests.persistence_threshold)
+    rows = registered_rows(pool(*machines), tests, check)
+    rows.append({"test": "persistence", "comparison": f"GRPO's trap index in {tests.strong} through step "
+                 f"{check.steps}, all machines' runs", "estimate": check.lowest, "step": check.lowest_step,
+                 "n": check.runs, "alpha": None, "verdict": "holds" if check.holds else "fails"})  # fmt: skip
     return [row | {"machines": len(machines)} for row in rows]
 
 

@@ -5,7 +5,8 @@
 - :func:`detectable_effect`: the smallest true mean difference that test detects with the given power,
   ``(t[1 - alpha] + t[power]) * sd / sqrt(n)`` (the usual approximation of the noncentral t);
 - :func:`interaction`: the mean paired difference of one level minus that of another, a one-sided
-  Welch test (degrees of freedom rounded down, which is conservative);
+  Welch test (degrees of freedom rounded down, which is conservative; no result where a level has no
+  spread);
 - :func:`slope`: the least-squares slope of per-pair differences on a level's trap strength, with its
   one-sided t-test on ``n - 2`` degrees of freedom.
 
@@ -92,10 +93,17 @@ def _test(estimate: float, se: float, df: int, n: int) -> Test | None:
     return Test(estimate, se, t, df, t_sf(t, df), n)
 
 
+SPREAD_TOL = 1e-12  # values closer than this are equal: no spread (floating-point noise is not variance)
+
+
+def _spread(values: Sequence[float]) -> bool:
+    return max(values) - min(values) > SPREAD_TOL
+
+
 def paired_test(diffs: Sequence[float]) -> Test | None:
     """One-sided paired t-test of ``mean(diffs) > 0`` (None with fewer than 2 pairs or no spread)."""
     n = len(diffs)
-    if n < 2:
+    if n < 2 or not _spread(diffs):
         return None
     return _test(_mean(diffs), _sd(diffs) / math.sqrt(n), n - 1, n)
 
@@ -107,12 +115,14 @@ def detectable_effect(sd: float, n: int, alpha: float = 0.05, power: float = 0.8
 
 
 def interaction(strong: Sequence[float], weak: Sequence[float]) -> Test | None:
-    """One-sided Welch test of ``mean(strong) - mean(weak) > 0`` (paired differences of two levels)."""
-    if len(strong) < 2 or len(weak) < 2:
+    """One-sided Welch test of ``mean(strong) - mean(weak) > 0`` (paired differences of two levels).
+
+    None with fewer than 2 pairs in a level or a level without spread: Welch estimates each level's
+    variance from its own pairs, and a level whose differences are all equal gives no estimate (the test
+    would rest on the other level's variance alone)."""
+    if len(strong) < 2 or len(weak) < 2 or not (_spread(strong) and _spread(weak)):
         return None
     v1, v2 = _sd(strong) ** 2 / len(strong), _sd(weak) ** 2 / len(weak)
-    if v1 + v2 <= 0:
-        return None
     df = (v1 + v2) ** 2 / (v1**2 / (len(strong) - 1) + v2**2 / (len(weak) - 1))
     estimate = _mean(strong) - _mean(weak)
     return _test(estimate, math.sqrt(v1 + v2), max(1, math.floor(df)), len(strong) + len(weak))
