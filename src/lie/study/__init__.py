@@ -13,6 +13,8 @@ and reports, from files only:
 - :mod:`lie.study.paired`: paired differences by seed, intervals and the first registration's verdicts;
 - :mod:`lie.study.stats`, :mod:`lie.study.registered`: the second registration's tests (one-sided paired
   t-test, smallest detectable effect, interaction, slope) and its persistence check;
+- :mod:`lie.study.decision`: the third registration's rule (supported / refuted at the smallest effect of
+  interest / inconclusive), its binding check, per-model means and the gates' confidence bounds;
 - :mod:`lie.study.report`, :mod:`lie.study.figures`: tables and figures (``lie study-report``, through
   ``lie.stages.study``).
 """

@@ -1,0 +1,132 @@
+"""The third registration's readings (docs/study/preregistration-v3.md), from per-pair numbers only.
+
+- :func:`binding`: does the trap bind? The median over the GRPO runs of the training samples graded
+  right in a run must be at most the registered number (1);
+- :func:`decision`: the primary test and its verdict either way. With ``L`` and ``U`` the one-sided
+  ``1 - alpha`` lower and upper bounds of the mean paired difference (GRPO + LIE minus GRPO) and ``m``
+  the smallest effect of interest: "supported" (``L > 0``, ``U >= m``), "supported, below m" (``L > 0``,
+  ``U < m``), "refuted at m" (``L <= 0``, ``U < m``), "inconclusive" (``L <= 0``, ``U >= m``). When the
+  binding check fails the verdict carries "the trap did not bind";
+- :func:`per_model`: the mean difference per supervised model, a readout without a verdict;
+- :func:`run_successes`: a run's training samples graded right, from its per-step points;
+- :func:`wilson_lower`, :func:`binomial_upper`: the one-sided confidence bounds the gates read (G1 and
+  G2 on the Wilson lower bound, G3 on the Clopper-Pearson upper bound), so that no gate passes by noise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lie.study.inputs import StepPoint
+from lie.study.stats import paired_test, t_quantile
+
+Z95 = 1.6448536269514722  # the standard normal's 95% point: one-sided 95% bounds
+NOT_BOUND = "the trap did not bind"  # the registration's words when the binding check fails
+INCONCLUSIVE = "inconclusive"
+
+
+@dataclass(frozen=True)
+class Binding:
+    successes: tuple[int, ...]  # per GRPO run: training samples graded right over its steps
+    max_median: float
+
+    @property
+    def median(self) -> float | None:
+        values = sorted(self.successes)
+        if not values:
+            return None
+        mid = len(values) // 2
+        return float(values[mid]) if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+    @property
+    def holds(self) -> bool:
+        return self.median is not None and self.median <= self.max_median
+
+
+def binding(successes: Sequence[int], max_median: float) -> Binding:
+    """The binding check over ``successes`` (one count per GRPO run); no run: it does not hold."""
+    return Binding(tuple(int(s) for s in successes), float(max_median))
+
+
+def run_successes(points: Sequence[StepPoint]) -> int:
+    """Training samples graded right over a run's steps (each step's accuracy times its samples)."""
+    return sum(round(p.accuracy * p.samples) for p in points)
+
+
+def _verdict(low: float, high: float, sesoi: float) -> str:
+    if low > 0:
+        return "supported" if high >= sesoi else f"supported, below {sesoi:g}"
+    return f"refuted at {sesoi:g}" if high < sesoi else INCONCLUSIVE
+
+
+def decision(diffs: Sequence[float], alpha: float, sesoi: float, check: Binding) -> dict[str, Any]:
+    """The primary row: paired t of ``diffs`` (one-sided), its one-sided bounds and the verdict."""
+    test = paired_test(diffs)
+    row: dict[str, Any] = {"test": "primary", "n": len(diffs), "alpha": alpha, "sesoi": sesoi,
+                           **dict.fromkeys(("estimate", "se", "t", "df", "p", "low", "high"))}  # fmt: skip
+    if test is None:
+        return row | {"verdict": "no result (too few pairs, or no spread)"}
+    half = t_quantile(1 - alpha, test.df) * test.se
+    low, high = test.estimate - half, test.estimate + half
+    verdict = _verdict(low, high, sesoi)
+    if not check.holds:
+        verdict = f"{verdict}; {NOT_BOUND}"
+    return row | test.as_dict() | {"low": low, "high": high, "verdict": verdict}
+
+
+def per_model(diffs: Mapping[str, float]) -> list[dict[str, Any]]:
+    """``diffs``: pair label (``model/sSEED``) -> difference; per model its n, mean and SD (no verdict)."""
+    groups: dict[str, list[float]] = {}
+    for label, d in diffs.items():
+        groups.setdefault(str(label).rsplit("/", 1)[0], []).append(d)
+    rows = []
+    for model, values in groups.items():
+        mean = sum(values) / len(values)
+        sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else None
+        rows.append({"test": f"model:{model}", "n": len(values), "estimate": mean, "sd": sd,
+                     "verdict": "no verdict: a readout"})  # fmt: skip
+    return rows
+
+
+def wilson_lower(successes: int, n: int, z: float = Z95) -> float:
+    """One-sided Wilson score lower bound of a binomial share (``z`` = 1.645: 95%)."""
+    if n < 1 or not 0 <= successes <= n:
+        raise ValueError(f"need 0 <= successes <= n, n >= 1; got {successes} of {n}")
+    p = successes / n
+    centre, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return (centre - half) / (1 + z * z / n)
+
+
+def _binomial_cdf(k: int, n: int, p: float) -> float:
+    if p <= 0:
+        return 1.0
+    if p >= 1:
+        return 1.0 if k >= n else 0.0
+    log_p, log_q = math.log(p), math.log1p(-p)
+    return sum(
+        math.exp(
+            math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * log_p + (n - i) * log_q
+        )
+        for i in range(k + 1)
+    )
+
+
+def binomial_upper(successes: int, n: int, alpha: float = 0.05) -> float:
+    """One-sided Clopper-Pearson upper bound: the ``p`` with ``P(X <= successes; n, p) = alpha``."""
+    if n < 1 or not 0 <= successes <= n:
+        raise ValueError(f"need 0 <= successes <= n, n >= 1; got {successes} of {n}")
+    if successes == n:
+        return 1.0
+    low, high = successes / n, 1.0
+    for _ in range(200):
+        mid = (low + high) / 2
+        if _binomial_cdf(successes, n, mid) > alpha:
+            low = mid
+        else:
+            high = mid
+        if high - low < 1e-12:
+            break
+    return (low + high) / 2
