@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -175,6 +177,59 @@ def test_the_slurm_profile_leaves_cpus_to_the_rules_and_binds_the_hub_cache():
     assert "--env PYTHONPATH=$PWD/src" in profile["apptainer-args"]  # the tree's code in the image
     # what the launcher does with them (--num-cpus on every Ray node, the hub cache and src/ bound in
     # the image) runs against stand-in srun/apptainer/ray in tests/test_slurm_launcher.py
+
+
+def _site_file_of_the_docs() -> str:
+    """The site file docs/cluster.md shows (its ```yaml block that starts with `# site.yaml`)."""
+    text = (REPO / "docs/cluster.md").read_text()
+    blocks = [textwrap.dedent(b.split("```")[0].rstrip(" ")) for b in text.split("```yaml\n")[1:]]
+    return next(b for b in blocks if b.startswith("# site.yaml"))
+
+
+def _slurm_dry_run(tmp_path: Path, *configfiles: str) -> subprocess.CompletedProcess:
+    """`lie snakemake --profile profiles/slurm -n` for the GSPO+LIE run's merged model, where no apptainer
+    is on PATH and no LIE_SLURM_* variable is set (stand-ins for the Slurm tools)."""
+    bin_dir = write_tools(tmp_path / "bin", {k: v for k, v in FAKES.items() if k != "apptainer"})
+    for name in ("Snakefile", "workflow", "profiles"):
+        os.symlink(REPO / name, tmp_path / name)
+    config = paper_config()
+    config.update(outdir=str(tmp_path / "out"), runs=[RUN])
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    path = f"{bin_dir}:{Path(sys.executable).parent}:{os.environ['PATH']}"
+    assert shutil.which("apptainer", path=path) is None and shutil.which("singularity", path=path) is None
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LIE_SLURM_")}
+    return subprocess.run(
+        [sys.executable, "-m", "lie", "snakemake", str(tmp_path / "out" / "models" / RUN), "--profile",
+         "profiles/slurm", "-n", "--configfile", "c.yaml", *configfiles],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**env, "PATH": path},
+    )  # fmt: skip
+
+
+def test_a_slurm_dry_run_needs_no_apptainer_and_names_the_unset_site_settings(tmp_path):
+    """Issue 34 item 6: the dry run stopped for want of apptainer, and left an unset account and
+    partitions out of sbatch without a word."""
+    proc = _slurm_dry_run(tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "lie: apptainer is not on PATH: this dry run plans without it; the jobs need it" in proc.stderr
+    (unset,) = [line for line in proc.stderr.splitlines() if "site settings unset" in line]
+    assert unset == ("lie: Slurm site settings unset, left out of sbatch: cluster.account ($LIE_SLURM_ACCOUNT), "
+                     "cluster.gpu_partition ($LIE_SLURM_GPU_PARTITION), cluster.cpu_partition ($LIE_SLURM_CPU_PARTITION)")  # fmt: skip
+
+
+def test_a_site_file_beside_the_config_sets_the_site_settings(tmp_path):
+    """docs/cluster.md's site file, given after config.yaml (`--configfile config.yaml site.yaml`):
+    its account and partitions reach the jobs' resources, and the dry run names none as unset."""
+    (tmp_path / "site.yaml").write_text(_site_file_of_the_docs())
+    proc = _slurm_dry_run(tmp_path, "site.yaml")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "site settings unset" not in proc.stderr
+    site = yaml.safe_load(_site_file_of_the_docs())["cluster"]
+    resources = [line for line in proc.stdout.splitlines() if line.strip().startswith("resources:")]
+    train = next(line for line in resources if "nodes=1" in line and "gres=gpu:4" in line)
+    assert f"slurm_account={site['account']}" in train and f"slurm_partition={site['gpu_partition']}" in train
+    assert any(f"slurm_partition={site['cpu_partition']}" in line for line in resources)
+    assert f"constraint={site['constraint']}" in train
+    assert "mem_mb=480000" in train  # merged key by key: config.yaml's cluster.mem_mb_per_node stays
 
 
 def test_downloads_run_where_snakemake_runs_not_through_sbatch(slurm_runs):

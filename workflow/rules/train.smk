@@ -1,4 +1,10 @@
 # Training (verl on GPUs through Ray, or TRL on a CPU), the continual stage, and merging.
+from lie.stages.snakemake import planning_notes
+
+
+# Said once, on the host that plans (lie.stages.snakemake.planning_notes): the Slurm site settings
+# left unset, and, in a dry run without apptainer on PATH, that the plan went without it.
+planning_notes(workflow, config, IMAGE)
 
 
 rule train:
