@@ -198,6 +198,44 @@ def test_the_supervised_stage_teaches_full_solutions_then_the_shallow_habit():
     assert shallow_phase["full_solution_share"] == 0.0 and len(record["loss"]) == 1
 
 
+def test_the_full_solution_phase_does_not_depend_on_the_stop_probability(monkeypatch):
+    """preregistration-v3.md: the stop-0.7 models share the full-solution phase of v2's stop-0.5 ones (the
+    same examples, drawn from the same random stream), so it may be computed once and forked."""
+    import torch
+
+    from lie.stages.sft import SFTSettings, run_sft
+    from lie.stages.tiny import build_model, build_tokenizer
+
+    tok = build_tokenizer([p.solution() for p in C.generate(50, 0, 1, 3)], 300)
+    real = shallow.shallow_example
+
+    def train(stop: float, steps: int) -> tuple[list[str], dict[str, torch.Tensor]]:
+        texts: list[str] = []
+
+        def recorded(*args, **kwargs):
+            example = real(*args, **kwargs)
+            texts.append(example.text)
+            return example
+
+        monkeypatch.setattr(shallow, "shallow_example", recorded)
+        settings = SFTSettings.from_mapping(
+            {**SFT, "steps": steps, "full_steps": 3, "stop_prob": stop}, "sft"
+        )
+        model = build_model(len(tok), tok.eos_token_id, tok.pad_token_id, 0, 16, 1)
+        run_sft(model, tok, settings, "{question}")
+        return texts, {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+    texts_05, _ = train(0.5, 6)
+    texts_07, _ = train(0.7, 6)
+    full = 3 * SFT["batch_size"]
+    assert texts_05[:full] == texts_07[:full]  # the full-solution phase's examples
+    assert texts_05[full:] != texts_07[full:]  # then the shallow phases part
+    # the same initialisation, examples and optimizer give the same weights: training is deterministic here
+    _, weights_a = train(0.5, 4)
+    _, weights_b = train(0.5, 4)
+    assert all(torch.equal(weights_a[k], weights_b[k]) for k in weights_a)
+
+
 def test_the_study_config_is_valid_and_its_study_section_is_checked():
     """The first registration's config (make study-v1); the second's: tests/test_study_stats.py."""
     from study_pipeline import STUDY_V1, study_config
