@@ -7,7 +7,15 @@ import math
 
 import pytest
 
-from lie.study.decision import binding, binomial_upper, decision, per_model, run_successes, wilson_lower
+from lie.study.decision import (
+    binding,
+    binomial_upper,
+    decision,
+    per_model,
+    read_gates,
+    run_successes,
+    wilson_lower,
+)
 from lie.study.inputs import StepPoint
 
 T95_23 = 1.714  # printed one-sided 5% point of Student's t, 23 degrees of freedom
@@ -91,3 +99,19 @@ def test_the_gates_bounds_match_scipy():
     assert wilson_lower(4260, 5000) < 0.85
     with pytest.raises(ValueError):
         wilson_lower(3, 2)
+
+
+def test_the_gates_read_their_bounds_with_a_margin():
+    registered = {
+        "step_accuracy": 0.85,
+        "full_depth_accuracy": 0.30,
+        "max_right_per_run": 3.0,
+        "run_samples": 1280,
+    }
+    good = read_gates(4400, 5000, 400, 848, 1, 3392, **registered)
+    assert good.passes and good.passed == (True, True, True)
+    assert good.right_per_run_high == pytest.approx(1.79, abs=5e-3)
+    # v2's tiny-m1: 0.852 step accuracy is above 0.85 but not by a margin: G1 fails
+    assert read_gates(4260, 5000, 400, 848, 1, 3392, **registered).passed == (False, True, True)
+    # 0.31 full-depth accuracy over 848 samples: G2 fails; 4 right natural samples of 3,392: G3 fails
+    assert read_gates(4400, 5000, 263, 848, 4, 3392, **registered).passed == (True, False, False)

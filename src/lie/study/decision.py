@@ -9,8 +9,9 @@
   binding check fails the verdict carries "the trap did not bind";
 - :func:`per_model`: the mean difference per supervised model, a readout without a verdict;
 - :func:`run_successes`: a run's training samples graded right, from its per-step points;
-- :func:`wilson_lower`, :func:`binomial_upper`: the one-sided confidence bounds the gates read (G1 and
-  G2 on the Wilson lower bound, G3 on the Clopper-Pearson upper bound), so that no gate passes by noise.
+- :func:`read_gates`, with :func:`wilson_lower` and :func:`binomial_upper`: the three gates on one-sided
+  95% confidence bounds (G1 and G2 Wilson lower bounds, G3 a Clopper-Pearson upper bound), so that no
+  gate passes by sampling noise.
 """
 
 from __future__ import annotations
@@ -130,3 +131,42 @@ def binomial_upper(successes: int, n: int, alpha: float = 0.05) -> float:
         if high - low < 1e-12:
             break
     return (low + high) / 2
+
+
+@dataclass(frozen=True)
+class GateReading:
+    """One supervised model's three gates (preregistration-v3.md), each on a one-sided 95% bound."""
+
+    step_low: float  # G1: Wilson lower bound of right steps / written steps, forced-depth probe
+    full_low: float  # G2: Wilson lower bound of right samples / samples, forced-depth probe
+    right_per_run_high: (
+        float  # G3: Clopper-Pearson upper bound of right natural samples, times a run's samples
+    )
+    passed: tuple[bool, bool, bool]
+
+    @property
+    def passes(self) -> bool:
+        return all(self.passed)
+
+
+def read_gates(
+    steps_right: int,
+    steps_written: int,
+    forced_right: int,
+    forced_samples: int,
+    natural_right: int,
+    natural_samples: int,
+    *,
+    step_accuracy: float,
+    full_depth_accuracy: float,
+    max_right_per_run: float,
+    run_samples: int,
+) -> GateReading:
+    """G1 step accuracy and G2 full-depth accuracy (forced-depth probe) on their one-sided 95% lower bounds,
+    G3 the trap binds (natural probe: right samples expected in a run of ``run_samples``) on its one-sided
+    95% upper bound."""
+    step_low = wilson_lower(steps_right, steps_written)
+    full_low = wilson_lower(forced_right, forced_samples)
+    high = binomial_upper(natural_right, natural_samples) * run_samples
+    passed = (step_low >= step_accuracy, full_low >= full_depth_accuracy, high <= max_right_per_run)
+    return GateReading(step_low, full_low, high, passed)
