@@ -120,14 +120,18 @@ def value(data: ReportData, key: str, column: str, reader: str | None) -> tuple[
     return _pct(budgets[budget][entry["avg@n"]]), []
 
 
+def graded_by(summary: dict[str, Any]) -> str | None:
+    """The multiple-choice reader a summary's main grades used (``lie evaluate`` records it)."""
+    grading = summary.get("grading") or {}
+    return grading.get("choice_grading")
+
+
 def main_reader(data: ReportData) -> str:
     """Which multiple-choice reader the summaries' main grades used (the tables of one reader: test-time
     scaling, sensitivity): "" where no evaluated benchmark is multiple choice."""
     if not read_columns(data):
         return ""
-    modes = sorted(
-        {str((s.get("grading") or {}).get("choice_grading") or "?") for s in data.summaries.values()}
-    )
+    modes = sorted({str(graded_by(summary) or "?") for summary in data.summaries.values()})
     return f"multiple choice read by the {'/'.join(modes)} reader (evaluation.choice_grading)"
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from lie.config.sections import Engines, Evaluation, thinking_at_evaluation
 from lie.core.errors import LieError
 from lie.engines.generation import SamplingSettings
 from lie.formats.generations import generation_line
+from lie.formats.resumable import remove_work
 from lie.formats.rows import answer_of, prompt_messages, read_rows
 from lie.stages.sample_shards import Draw, Drawn, Prompt, sample_in_shards
 
@@ -165,7 +165,7 @@ def run_generate(
                "budget_capped": capped}  # fmt: skip
     with atomic_output(manifest_path(out)) as handle:
         handle.write(dumps(summary, indent=2) + "\n")
-    shutil.rmtree(work_dir, ignore_errors=True)
+    remove_work(work_dir)  # lie's files only: a file the user put there stays
     log.info("%s: %d samples of %d problems, %d cut at their budget", out, count, len(problems), truncated)
     if capped:
         log.warning(

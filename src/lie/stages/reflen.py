@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import math
-import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
@@ -27,6 +26,7 @@ from lie.config.sections import Engines
 from lie.core.errors import LieError
 from lie.engines.generation import SamplingSettings
 from lie.engines.rewarding import Rollout
+from lie.formats.resumable import remove_work
 from lie.formats.rows import REFLEN_EXTRA_FIELDS, REFLEN_REWARD_FIELDS, answer_of, prompt_messages
 from lie.grading.executor import DEFAULT_TIMEOUT_S
 
@@ -304,7 +304,7 @@ def run_reflen(
         "budget_capped_samples": capped,
     }
     write_table(with_metadata(result, metadata), out)
-    shutil.rmtree(work_dir, ignore_errors=True)
+    remove_work(work_dir)  # lie's files only: a file the user put there stays
     if capped:
         log.warning(
             "reflen: %d samples had less than max_tokens=%d: the model's context minus the prompt",
