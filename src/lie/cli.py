@@ -1,4 +1,4 @@
-"""The ``lie`` command: one subcommand per pipeline stage (DESIGN.md); run ``lie --help``.
+"""The ``lie`` command: one subcommand per pipeline stage (README's data flow); run ``lie --help``.
 
 Subcommand modules are imported only when chosen, so that ``lie score`` starts without torch.
 """
