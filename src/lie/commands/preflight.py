@@ -5,7 +5,9 @@ Examples:
   apptainer exec --nv containers/lie-gpu.sif lie preflight --config config.yaml   # on a GPU node
   lie preflight --config config.yaml --runs qwen3-4b-base_dapo_gspo_lie           # one shape
   make preflight                                                                  # on this machine
-Prints a pass/fail table; exits 1 when a check failed. GPU-only checks say "skipped: no GPU" on a CPU.
+Prints a pass/fail table, each row as its check ends; exits 1 when a check failed. GPU-only checks
+say "skipped: no GPU" on a CPU. Each trial's commands (lie train, its resume, lie merge, lie generate)
+write their whole output to <workdir>/<trial>/logs/*.log, named in the trial's rows.
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ from lie.commands.argtypes import add_config_option, load_config_option
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_option(parser)
     parser.add_argument("--runs", nargs="*", help="runs whose training shapes to try (default: the config's)")
-    parser.add_argument("--workdir", help="the trials' folder (default: <outdir>/preflight; emptied first)")
+    parser.add_argument(
+        "--workdir",
+        help="the trials' folder, their logs under <trial>/logs (default: <outdir>/preflight; emptied first)",
+    )
     parser.add_argument(
         "--device", choices=["auto", "gpu", "cpu"], default="auto", help="auto: gpu when one is visible"
     )
@@ -39,6 +44,5 @@ def run(args: argparse.Namespace) -> int:
             f"preflight --fetch: {', '.join(fetched) or 'nothing to fetch'}; next: lie preflight on a GPU node"
         )
         return 0
-    table, passed = run_preflight(config, args.runs, args.workdir, args.device)
-    print(table)
+    passed = run_preflight(config, args.runs, args.workdir, args.device)  # prints each row as it ends
     return 0 if passed else 1

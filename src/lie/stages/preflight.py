@@ -23,9 +23,10 @@ import logging
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from lie import config as cfgmod
 from lie.core.errors import LieError
@@ -225,19 +226,27 @@ def check_flash_attn(gpu: bool) -> Check:
 # ---- the table ----------------------------------------------------------------------------------
 
 
-def render(checks: list[Check]) -> str:
-    width = max(len(c.name) for c in checks)
-    lines = [f"{'check':{width}}  result", "-" * (width + 30)]
-    for c in checks:
-        lines.append(f"{c.name:{width}}  {c.status}" + (f"  ({c.detail})" if c.detail else ""))
+NAME_WIDTH = 56  # the table's first column; a longer name pushes its row's result right
+
+
+def header() -> str:
+    return f"{'check':{NAME_WIDTH}}  result\n" + "-" * (NAME_WIDTH + 30)
+
+
+def row(check: Check) -> str:
+    """One row of the table: printed as soon as its check has finished."""
+    return f"{check.name:{NAME_WIDTH}}  {check.status}" + (f"  ({check.detail})" if check.detail else "")
+
+
+def summary(checks: list[Check]) -> str:
     counts = {k: sum(c.status.startswith(k) for c in checks) for k in ("pass", "fail", "skipped")}
-    lines.append("-" * (width + 30))
-    lines.append(f"preflight: {counts['pass']} passed, {counts['fail']} failed, {counts['skipped']} skipped")
-    return "\n".join(lines)
+    return "-" * (NAME_WIDTH + 30) + (
+        f"\npreflight: {counts['pass']} passed, {counts['fail']} failed, {counts['skipped']} skipped"
+    )
 
 
-def preflight(config: dict[str, Any], runs: list[str], workdir: Path, gpu: bool) -> list[Check]:
-    """Every check, in order; a failed one does not stop the others."""
+def iter_preflight(config: dict[str, Any], runs: list[str], workdir: Path, gpu: bool) -> Iterator[Check]:
+    """Every check, in order, each as soon as it has finished; a failed one does not stop the others."""
     from lie.stages.preflight_trial import trial_checks
 
     found = shapes(config, runs)
@@ -249,15 +258,22 @@ def preflight(config: dict[str, Any], runs: list[str], workdir: Path, gpu: bool)
         if missing := missing_models(config, runs):
             log.warning("preflight: not downloaded: %s; run `lie preflight --fetch` on a node with network "
                         "first (their trials fail)", ", ".join(missing))  # fmt: skip
-    checks = [*check_image(gpu, vllm_venv(config)), check_driver(gpu), check_nccl(gpu), check_flash_attn(gpu)]
+    yield from check_image(gpu, vllm_venv(config))
+    yield check_driver(gpu)
+    yield check_nccl(gpu)
+    yield check_flash_attn(gpu)
     if gpu:
         for i, shape in enumerate(found):
-            checks += trial_checks(config, shape, workdir / f"shape-{i + 1}", gpu=True)
+            yield from trial_checks(config, shape, workdir / f"shape-{i + 1}", gpu=True)
     else:
         label = f"{len(found)} shape(s) of {len(runs)} run(s); on a CPU one trial at a small shape"
         log.info("preflight: %s", label)
-        checks += trial_checks(config, found[0], workdir / "cpu", gpu=False)
-    return checks
+        yield from trial_checks(config, found[0], workdir / "cpu", gpu=False)
+
+
+def preflight(config: dict[str, Any], runs: list[str], workdir: Path, gpu: bool) -> list[Check]:
+    """Every check of :func:`iter_preflight`, once all have finished."""
+    return list(iter_preflight(config, runs, workdir, gpu))
 
 
 def run_preflight(
@@ -265,9 +281,13 @@ def run_preflight(
     runs: list[str] | None = None,
     workdir: str | Path | None = None,
     device: str = "auto",
-) -> tuple[str, bool]:
-    """``lie preflight``: (the table, whether every check passed) for ``runs`` (default: the config's)
-    in ``workdir`` (default ``<outdir>/preflight``); ``device``: gpu, cpu, or auto (gpu when visible)."""
+    out: TextIO | None = None,
+) -> bool:
+    """``lie preflight``: the table printed to ``out`` (default stdout) one row as each check finishes
+    (a trial takes minutes), for ``runs`` (default: the config's) in ``workdir`` (default
+    ``<outdir>/preflight``; each trial keeps its commands' logs under ``<trial>/logs``, named in its
+    rows); ``device``: gpu, cpu, or auto (gpu when visible). Whether every check passed."""
+    out = out or sys.stdout
     runs = list(runs) if runs else cfgmod.selected_runs(config)
     folder = Path(workdir) if workdir else cfgmod.outdir(config) / "preflight"
     if device == "auto":
@@ -276,5 +296,10 @@ def run_preflight(
         gpu = bool(torch.cuda.is_available())
     else:
         gpu = device == "gpu"
-    checks = preflight(config, runs, folder, gpu)
-    return render(checks), not any(c.status == "fail" for c in checks)
+    checks = []
+    print(header(), file=out, flush=True)
+    for check in iter_preflight(config, runs, folder, gpu):
+        checks.append(check)
+        print(row(check), file=out, flush=True)
+    print(summary(checks), file=out, flush=True)
+    return not any(c.status == "fail" for c in checks)

@@ -18,10 +18,12 @@ import copy
 import json
 import logging
 import os
+import shlex
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,18 +50,29 @@ ROWS = 16
 
 
 def _lie(
-    args: list[str], python: str = sys.executable, env: dict[str, str] | None = None, timeout: int = 1800
-) -> subprocess.CompletedProcess:
-    """A ``lie`` command as the pipeline runs it (its own process)."""
+    args: list[str],
+    log_file: Path,
+    python: str = sys.executable,
+    env: dict[str, str] | None = None,
+    timeout: int = 1800,
+) -> None:
+    """A ``lie`` command as the pipeline runs it (its own process), its whole output (stdout and
+    stderr, interleaved) kept in ``log_file``; a failure is one line that names the log."""
     full_env = {**os.environ, **(env or {})}
-    proc = subprocess.run(
-        [python, "-m", "lie", *args], capture_output=True, text=True, timeout=timeout, env=full_env
-    )
+    cmd = [python, "-m", "lie", *args]
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_file, "w", encoding="utf-8") as out:
+        out.write(f"$ {shlex.join(cmd)}\n")
+        out.flush()
+        try:
+            proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, timeout=timeout, env=full_env)
+        except subprocess.TimeoutExpired:
+            raise LieError(f"lie {args[0]} ran past {timeout} s (log: {log_file})") from None
     if proc.returncode != 0:
-        lines = [x for x in proc.stderr.splitlines() if x.strip()] or [str(proc.returncode)]
+        text = log_file.read_text(encoding="utf-8", errors="replace")
+        lines = [x for x in text.splitlines()[1:] if x.strip()] or [f"exit {proc.returncode}"]
         ours = [x for x in lines if x.startswith("lie ")]  # lie's own one-line error, when it wrote one
-        raise LieError(f"lie {args[0]} failed: {(ours or lines)[-1]}")
-    return proc
+        raise LieError(f"lie {args[0]} failed: {(ours or lines)[-1]} (log: {log_file})")
 
 
 def _rows(config: dict[str, Any], name: str, count: int, seed: int, ref_len: int | None) -> list[dict]:
@@ -168,11 +181,15 @@ class Trial:
         self.val_file = _write_rows(_rows(self.config, "preflight-val", 4, 2, None), root / "val.parquet")
         self.model = model
         self.rundir = _rundir(self.config)
+        self.logs = root / "logs"  # every command's whole output, named in the trial's rows
 
-    def train(self) -> subprocess.CompletedProcess:
-        return _lie(["train", RUN, "--config", str(self.config_file), "--engine", "verl",
-                     "--device", "gpu" if self.gpu else "cpu", "--train-file", self.train_file,
-                     "--val-file", self.val_file, "--model", self.model])  # fmt: skip
+    def train(self, log_name: str = "train.log") -> Path:
+        """``lie train`` of the trial's run; its log."""
+        log_file = self.logs / log_name
+        _lie(["train", RUN, "--config", str(self.config_file), "--engine", "verl",
+              "--device", "gpu" if self.gpu else "cpu", "--train-file", self.train_file,
+              "--val-file", self.val_file, "--model", self.model], log_file)  # fmt: skip
+        return log_file
 
 
 def _rundir(config: dict[str, Any]):
@@ -182,29 +199,33 @@ def _rundir(config: dict[str, Any]):
 # ---- the checks of a trial ----------------------------------------------------------------------
 
 
-def trial_checks(config: dict[str, Any], shape: Shape, root: Path, gpu: bool) -> list[Check]:
+def trial_checks(config: dict[str, Any], shape: Shape, root: Path, gpu: bool) -> Iterator[Check]:
+    """The trial's rows, each as soon as it is known; its commands' logs under ``root/logs``."""
     where = f"{shape.family}, {shape.prompt_len}+{shape.response_len} tokens, {shape.gpus_per_node} GPU(s)"
     label = where if gpu else f"small CPU shape for {where}"
     name = f"{TRIAL_STEPS}-step verl run ({label})"
     try:
         trial = Trial(config, shape, root, gpu)
         started = time.monotonic()
-        trial.train()
+        train_log = trial.train()
         from lie.formats.runs import read_metrics
 
         metrics = read_metrics(trial.rundir)
         if [m["step"] for m in metrics] != list(range(1, TRIAL_STEPS + 1)):
-            raise LieError(f"verl logged steps {[m['step'] for m in metrics]}, not 1..{TRIAL_STEPS}")
+            steps = [m["step"] for m in metrics]
+            raise LieError(f"verl logged steps {steps}, not 1..{TRIAL_STEPS} (log: {train_log})")
     except LieError as exc:
         skipped = f"skipped: the {TRIAL_STEPS}-step run failed"
-        return [Check(name, "fail", str(exc))] + [
-            Check(n, skipped)
-            for n in ("projection", "reward share", "save + resume + merge", "vLLM generation")
-        ]
-    done = Check(name, "pass", f"{time.monotonic() - started:.0f} s, {root}")
+        yield Check(name, "fail", str(exc))
+        for n in ("projection", "reward share", "save + resume + merge", "vLLM generation"):
+            yield Check(n, skipped)
+        return
+    yield Check(name, "pass", f"{time.monotonic() - started:.0f} s, log: {train_log}")
     timed = metrics[TIMED_STEP - 1]
-    return [done, projection(config, shape, trial, timed), memory(trial, timed),
-            reward_share(trial, timed), *resume_and_merge(trial)]  # fmt: skip
+    yield projection(config, shape, trial, timed)
+    yield memory(trial, timed)
+    yield reward_share(trial, timed)
+    yield from resume_and_merge(trial)
 
 
 SAVE_TIMER = "timing_s/save_checkpoint"  # verl's timer of a save, inside its step timer
@@ -308,7 +329,7 @@ def reward_share(trial: Trial, last: dict) -> Check:
     return Check(name, status, f"{detail} (at most {REWARD_SHARE_MAX:.0%})")
 
 
-def resume_and_merge(trial: Trial) -> list[Check]:
+def resume_and_merge(trial: Trial) -> Iterator[Check]:
     """The last checkpoint removed (a kill after the one before): the rerun resumes from it, then merges."""
     from lie.engines.verl import checkpoints as verl_checkpoints
     from lie.engines.verl.overrides import COMPLETED
@@ -322,7 +343,7 @@ def resume_and_merge(trial: Trial) -> list[Check]:
         trial.rundir.final_json.unlink()
         (ckpts / verl_checkpoints.TRACKER).write_text(str(TRIAL_STEPS - TRIAL_SAVE_FREQ))
         launches = len(list((trial.rundir.root / "metrics").glob("*.jsonl")))
-        trial.train()
+        resume_log = trial.train("resume.log")
         steps = [m["step"] for m in read_metrics(trial.rundir)]
         relaunched = len(list((trial.rundir.root / "metrics").glob("*.jsonl"))) > launches
         if (
@@ -330,15 +351,21 @@ def resume_and_merge(trial: Trial) -> list[Check]:
             or not (ckpts / f"global_step_{TRIAL_STEPS}" / "actor").is_dir()
             or steps[-1] != TRIAL_STEPS
         ):
-            raise LieError(f"the rerun did not resume at step {TRIAL_STEPS} (metrics steps {steps})")
+            raise LieError(
+                f"the rerun did not resume at step {TRIAL_STEPS} (metrics steps {steps}; log: {resume_log})"
+            )
         merged = trial.root / "merged"
-        _lie(["merge", RUN, "--config", str(trial.config_file), "--out", str(merged)])
+        merge_log = trial.logs / "merge.log"
+        _lie(["merge", RUN, "--config", str(trial.config_file), "--out", str(merged)], merge_log)
         if not (merged / "config.json").exists() or not list(merged.glob("*.safetensors")):
             raise LieError(f"lie merge wrote no Hugging Face model to {merged}")
     except (LieError, OSError) as exc:
-        return [Check(name, "fail", str(exc)), Check("vLLM generation", "skipped: no merged model")]
-    done = Check(name, "pass", f"resumed from step {TRIAL_STEPS - TRIAL_SAVE_FREQ}, merged into {merged}")
-    return [done, vllm_generation(trial, merged)]
+        yield Check(name, "fail", str(exc))
+        yield Check("vLLM generation", "skipped: no merged model")
+        return
+    yield Check(name, "pass", f"resumed from step {TRIAL_STEPS - TRIAL_SAVE_FREQ}, merged into {merged}; "
+                f"logs: {resume_log}, {merge_log}")  # fmt: skip
+    yield vllm_generation(trial, merged)
 
 
 def vllm_generation(trial: Trial, merged: Path) -> Check:
@@ -355,14 +382,17 @@ def vllm_generation(trial: Trial, merged: Path) -> Check:
         python, env = str(candidate), {k: str(v) for k, v in cpu["env"].items()}
         engine_args = cpu["engine_args"]
     out = trial.root / "generations.jsonl"
+    log_file = trial.logs / "generate.log"
     extra = [
         f"--engine-arg={k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in engine_args.items()
     ]
     try:
         _lie(["generate", "preflight-val", "--config", str(trial.config_file), "--model", str(merged),
               "--data", trial.val_file, "--out", str(out), "--engine", "vllm", "--n", "1",
-              "--max-tokens", "16", "--no-progress", *extra], python=python, env=env)  # fmt: skip
+              "--max-tokens", "16", "--no-progress", *extra], log_file, python=python, env=env)  # fmt: skip
     except LieError as exc:
         return Check(name, "fail", str(exc))
     rows = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
-    return Check(name, "pass" if len(rows) == 4 else "fail", f"{len(rows)} samples of 4 problems")
+    return Check(
+        name, "pass" if len(rows) == 4 else "fail", f"{len(rows)} samples of 4 problems, log: {log_file}"
+    )
