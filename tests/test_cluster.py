@@ -205,15 +205,30 @@ def _slurm_dry_run(tmp_path: Path, *configfiles: str) -> subprocess.CompletedPro
     )  # fmt: skip
 
 
-def test_a_slurm_dry_run_needs_no_apptainer_and_names_the_unset_site_settings(tmp_path):
-    """Issue 34 item 6: the dry run stopped for want of apptainer, and left an unset account and
-    partitions out of sbatch without a word."""
+def test_a_slurm_dry_run_needs_no_apptainer_shows_the_train_command_and_names_unset_site_settings(tmp_path):
+    """Issue 34 item 6: the dry run stopped for want of apptainer, printed `Shell command: None` for
+    every train job (a `run:` rule) and left an unset account and partitions out without a word."""
     proc = _slurm_dry_run(tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "lie: apptainer is not on PATH: this dry run plans without it; the jobs need it" in proc.stderr
     (unset,) = [line for line in proc.stderr.splitlines() if "site settings unset" in line]
     assert unset == ("lie: Slurm site settings unset, left out of sbatch: cluster.account ($LIE_SLURM_ACCOUNT), "
                      "cluster.gpu_partition ($LIE_SLURM_GPU_PARTITION), cluster.cpu_partition ($LIE_SLURM_CPU_PARTITION)")  # fmt: skip
+    shells = [
+        line.split("Shell command:", 1)[1].strip()
+        for line in proc.stdout.splitlines()
+        if "Shell command:" in line
+    ]
+    assert "None" not in shells
+    (train,) = [cmd for cmd in shells if "train_job.sh" in cmd]
+    out = tmp_path / "out"
+    assert train.startswith(
+        "LIE_GPUS_PER_NODE=4 LIE_CPUS_PER_NODE=32 LIE_ATTEMPT=1 LIE_IMAGE=containers/lie-gpu.sif "
+        f"workflow/scripts/train_job.sh verl {RUN} --config {out}/config.yaml --train-file "
+    ), train
+    assert train.endswith(
+        f"2>&1 | tee -a $(dirname {out}/logs/train/{RUN}.log)/{RUN}.attempts.log > {out}/logs/train/{RUN}.log"
+    )
 
 
 def test_a_site_file_beside_the_config_sets_the_site_settings(tmp_path):
@@ -230,6 +245,10 @@ def test_a_site_file_beside_the_config_sets_the_site_settings(tmp_path):
     assert any(f"slurm_partition={site['cpu_partition']}" in line for line in resources)
     assert f"constraint={site['constraint']}" in train
     assert "mem_mb=480000" in train  # merged key by key: config.yaml's cluster.mem_mb_per_node stays
+    (command,) = [
+        line for line in proc.stdout.splitlines() if "Shell command:" in line and "train_job.sh" in line
+    ]
+    assert " NCCL_SOCKET_IFNAME=ib0 LIE_ATTEMPT=1 " in command  # the site's NCCL setting, merged too
 
 
 def test_downloads_run_where_snakemake_runs_not_through_sbatch(slurm_runs):

@@ -36,23 +36,23 @@ rule train:
         # only when `mpi` is true. train_job.sh starts its own steps, one per node.
         mpi="",
         attempt_no=lambda w, attempt: attempt,
+        train_env=train_env,
         **site_resources("gpu"),
-    # A `run:` block, not containerised by Snakemake: verl starts its Ray processes inside the image
-    # itself (workflow/scripts/train_job.sh), spanning several nodes through srun, which a job
-    # inside a container could not call. TRL runs in the environment Snakemake runs in.
+    # A shell rule without a container: verl starts its Ray processes inside the image itself
+    # (workflow/scripts/train_job.sh), spanning several nodes through srun, which a job inside a
+    # container could not call. TRL runs in the environment Snakemake runs in. A dry run prints this
+    # command as each job would run it.
     # Snakemake deletes {log} before each attempt: every attempt is also appended to
-    # <run>.attempts.log, which it does not manage (train_job.sh heads each with its number, time,
-    # host and Slurm job), so that a failed attempt's output survives its retry.
-    # The environment is not a param: a changed NCCL setting must not rerun a finished run.
-    run:
-        env = train_env(wildcards)
-        history = Path(log[0]).with_suffix(".attempts.log")
-        shell(
-            "{env} LIE_ATTEMPT={resources.attempt_no} LIE_IMAGE={params.image}"
-            " workflow/scripts/train_job.sh {params.engine} {wildcards.run} --config {params.config}"
-            " --train-file {input.data} --model {input.model} {params.val} 2>&1 | tee -a {history} > {log}"
-        )
-
+    # <run>.attempts.log beside it, which it does not manage (train_job.sh heads each with its
+    # number, time, host and Slurm job), so that a failed attempt's output survives its retry.
+    # The environment (train_env: GPUs and CPUs of each Ray node, cluster.nccl) is a string resource,
+    # not a param: a changed NCCL setting must not rerun a finished run; the Slurm plugin passes no
+    # string resource on, the job inside Slurm computes it again from the same config.
+    shell:
+        "{resources.train_env} LIE_ATTEMPT={resources.attempt_no} LIE_IMAGE={params.image}"
+        " workflow/scripts/train_job.sh {params.engine} {wildcards.run} --config {params.config}"
+        " --train-file {input.data} --model {input.model} {params.val}"
+        " 2>&1 | tee -a $(dirname {log:q})/{wildcards.run}.attempts.log > {log:q}"
 
 rule merge:
     input:
