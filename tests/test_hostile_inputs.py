@@ -7,7 +7,11 @@ holding the row's fragment, and no traceback. A new case is one row of :data:`RO
 
 In a row, ``{tmp}`` is the row's own folder (in the command, the fragment and file contents) and
 ``{smoke}`` the smoke config; ``in.jsonl`` (one good row for ``lie score``) and ``gen.jsonl`` (one
-generation) are always there.
+generation) are always there. A row with ``model`` gets ``{tmp}/m``, a copy of the tiny model
+(tests/conftest.py's ``arith_tiny``, built once per pytest run) spoiled by that function, beside
+``test.parquet``, ``train.parquet`` (the smoke data sets) and ``tiny-gen.jsonl`` (generations of the
+intact model), made once per module. Model folders that need a slow run (a full disk while training
+or building a model) are in tests/test_models.py.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import io
 import json
 import os
 import shlex
+import shutil
 import stat
 import subprocess
 import sys
@@ -41,6 +46,7 @@ class Row(NamedTuple):
     says: str  # a fragment of the one error line
     files: dict[str, str | bytes] = {}  # written under {tmp} before the command
     setup: Callable[[Path, pytest.MonkeyPatch], None] | None = None
+    model: Callable[[Path], Any] | None = None  # spoils {tmp}/m, a copy of the tiny model
 
 
 def smoke(edit: Callable[[dict[str, Any]], Any] | None = None) -> str:
@@ -119,10 +125,87 @@ def unreadable(name: str) -> Callable[[Path, pytest.MonkeyPatch], None]:
     return deny
 
 
+def spoil(name: str, content: str | bytes | None) -> Callable[[Path], Any]:
+    """The model folder's file ``name`` replaced by ``content`` (None: removed)."""
+
+    def change(model: Path) -> None:
+        path = model / name
+        if content is None:
+            path.unlink()
+        elif isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+
+    return change
+
+
+def truncated(model: Path) -> None:
+    weights = model / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+
+
+def emptied(model: Path) -> None:
+    for path in model.iterdir():
+        path.unlink()
+
+
+def nan_weights(model: Path) -> None:
+    from safetensors.torch import load_file, save_file
+
+    tensors = {k: v.clone().fill_(float("nan")) for k, v in load_file(model / "model.safetensors").items()}
+    save_file(tensors, model / "model.safetensors", metadata={"format": "pt"})
+
+
+def merger_says(*lines: str) -> Callable[[Path, pytest.MonkeyPatch], None]:
+    """A verl run whose final checkpoint verl's merger fails on, its error output ending in ``lines``."""
+
+    def setup(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        step = tmp / RUNDIR / "checkpoints" / "global_step_1"
+        (step / "actor").mkdir(parents=True)
+        (step / "data.pt").write_text("x")
+        (step / "actor" / "model_world_size_1_rank_0.pt").write_text("x")
+        (tmp / RUNDIR / "final.json").write_text(
+            json.dumps({"engine": "verl", "checkpoint": str(step), "step": 1})
+        )
+        merger = tmp / "merger"
+        text = "\n".join(["Traceback (most recent call last):", *(_fill(line, tmp) for line in lines)])
+        merger.write_text(f"#!/bin/sh\ncat >&2 <<'END'\n{text}\nEND\nexit 1\n")
+        merger.chmod(0o755)
+        monkeypatch.setattr("lie.stages.merge._merger_python", lambda config, rundir: str(merger))
+
+    return setup
+
+
+def local_data(name: str) -> Callable[[dict[str, Any]], Any]:
+    """The smoke config with evaluation set arith-test read from ``{tmp}/name``."""
+    return lambda c: c["datasets"]["eval"]["arith-test"].update(local="{tmp}/" + name, synthetic=None)
+
+
+def json_array_over(limit: int) -> Callable[[Path, pytest.MonkeyPatch], None]:
+    """``d.json``, a JSON array larger than the bound, lowered to ``limit`` bytes for the test."""
+
+    def setup(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr("lie.stages.data.tables.MAX_JSON_ARRAY_BYTES", limit)
+        row = json.dumps({"problem": "1 + 1", "answer": "2"})
+        (tmp / "d.json").write_text("[" + ",".join([row] * (limit // len(row) + 1)) + "]")
+
+    return setup
+
+
 SCORE = "score --in {tmp}/in.jsonl --out {tmp}/out.jsonl"
 DEEP_JSON = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
 RUNDIR = "results/runs/smoke_grpo"
 MERGE = "merge smoke_grpo --config {tmp}/c.yaml --out {tmp}/merged"
+MODEL_COMMANDS = {
+    "generate": "generate arith-test --config {smoke} --model {tmp}/m --data {tmp}/test.parquet --out {tmp}/o.jsonl "
+    "--engine hf --limit 1 --no-progress",
+    "reflen": "reflen --config {smoke} --model {tmp}/m --data {tmp}/train.parquet --out {tmp}/r.parquet --engine hf "
+    "--limit 1 --no-progress",
+    "evaluate": "evaluate --config {smoke} --gen {tmp}/tiny-gen.jsonl --tokenizer {tmp}/m --out-scores {tmp}/s.jsonl "
+    "--out-summary {tmp}/s.json --no-progress",
+    "train": "train smoke_grpo --config {smoke} --engine trl --model {tmp}/m --train-file {tmp}/train.parquet",
+}
 
 ROWS: list[Row] = [
     # reward knobs (issue 33: keys that are not strings, values of the wrong type)
@@ -252,6 +335,58 @@ ROWS: list[Row] = [
           ("dot-dot", '{"engine": "verl", "checkpoint": "{tmp}/results/runs/smoke_grpo/checkpoints/../../../.."}',
            "is not a checkpoint under"),
       )),
+    # model folders (issue 33): checked file by file before a library loads them, one line naming the file
+    *(Row(f"model-{name}-{cmd}", command, says, model=change)
+      for name, change, says, cmds in (
+          ("weights-truncated", truncated, "{tmp}/m/model.safetensors: not a readable safetensors file",
+           ("generate", "reflen", "train")),
+          ("weights-empty", spoil("model.safetensors", b""), "{tmp}/m/model.safetensors: 0 bytes", ("generate",)),
+          ("weights-garbage", spoil("model.safetensors", b"\xff" * 4096), "its header claims", ("generate", "train")),
+          ("weights-missing", spoil("model.safetensors", None), "model folder {tmp}/m: no weights", ("generate",)),
+          ("config-list", spoil("config.json", "[]"), "{tmp}/m/config.json: holds a JSON list, not an object",
+           ("generate", "evaluate", "train")),
+          ("config-deep", spoil("config.json", DEEP_JSON), "{tmp}/m/config.json: JSON nested deeper than 100",
+           ("generate", "evaluate")),
+          ("config-missing", spoil("config.json", None), "model folder {tmp}/m: config.json is missing",
+           ("generate", "reflen", "train")),
+          ("config-no-type", spoil("config.json", '{"vocab_size": 300}'), "config.json: names no model_type",
+           ("generate", "evaluate")),
+          ("tokenizer-bytes", spoil("tokenizer.json", b"\x9c\xac" * 500), "{tmp}/m/tokenizer.json: not valid UTF-8",
+           ("generate", "evaluate", "train")),
+          ("tokenizer-keys", spoil("tokenizer.json", '{"model": 1}'),
+           "cannot load a tokenizer from '{tmp}/m' (tokenizer.json, tokenizer_config.json): ", ("generate", "evaluate")),
+          ("tokenizer-config", spoil("tokenizer_config.json", "{nope"), "{tmp}/m/tokenizer_config.json: not valid JSON",
+           ("generate", "evaluate")),
+          ("template-raises", spoil("chat_template.jinja", "{{ raise_exception('no chat here') }}"),
+           "model folder {tmp}/m: the chat template does not render a user message (TemplateError: no chat here)",
+           ("generate", "reflen", "train")),
+          ("template-syntax", spoil("chat_template.jinja", "{% if %}"), "(TemplateSyntaxError: ", ("generate",)),
+          ("template-undefined", spoil("chat_template.jinja", "{{ messages[0].nope.deeper }}"), "(UndefinedError: ",
+           ("generate",)),
+          ("empty", emptied, "model folder {tmp}/m is empty", ("generate", "evaluate", "train")),
+          ("nan", nan_weights, "the model's logits are NaN or infinite", ("generate", "reflen", "train")),
+      )
+      for cmd in cmds
+      for command in [MODEL_COMMANDS[cmd]]),
+    # verl's merger on a full disk (issue 33): its error output's last line, the file it was writing
+    Row("merge-verl-disk-full", MERGE, "cannot write {tmp}/.merged.partial/model-00001-of-00002.safetensors "
+        "(No space left on device): verl.model_merger stopped (status 1)", {"c.yaml": smoke()},
+        merger_says("OSError: [Errno 28] No space left on device: '{tmp}/.merged.partial/model-00001-of-00002.safetensors'")),
+    Row("merge-verl-file-limit", MERGE, "cannot write {tmp}/.merged.partial/model.safetensors (File too large)",
+        {"c.yaml": smoke()},
+        merger_says("safetensors_rust.SafetensorError: Error while serializing: I/O error: File too large (os error 27)")),
+    Row("merge-verl-fails", MERGE, "verl.model_merger failed on {tmp}/results/runs/smoke_grpo/checkpoints/global_step_1 "
+        "(status 1): ValueError: no actor", {"c.yaml": smoke()}, merger_says("ValueError: no actor")),
+    # local data sets (issue 33): the strict readers, bounded
+    Row("local-json-array-huge", "data arith-test --config {tmp}/c.yaml --out {tmp}/o.parquet",
+        "datasets.eval.arith-test: {tmp}/d.json: larger than 1,000 bytes", {"c.yaml": smoke(local_data("d.json"))},
+        json_array_over(1000)),
+    Row("local-jsonl-endless-line", "data arith-test --config {tmp}/c.yaml --out {tmp}/o.parquet",
+        "{tmp}/d.jsonl line 1: longer than 67,108,864 bytes", {"c.yaml": smoke(local_data("d.jsonl"))},
+        sparse("d.jsonl", (64 << 20) + 10)),
+    Row("local-json-nan", "data arith-test --config {tmp}/c.yaml --out {tmp}/o.parquet",
+        "datasets.eval.arith-test: {tmp}/d.jsonl line 1: NaN is not a finite number",
+        {"c.yaml": smoke(local_data("d.jsonl")), "d.jsonl": '{"problem": "x", "answer": NaN}\n'}),
 ]  # fmt: skip
 
 
@@ -259,8 +394,38 @@ def _fill(text: str, tmp: Path) -> str:
     return text.replace("{tmp}", str(tmp)).replace("{smoke}", str(SMOKE))
 
 
+@pytest.fixture(scope="module")
+def model_inputs(request, tmp_path_factory) -> Path:
+    """The tiny model, the smoke data sets it reads and its generations (rows with ``model``)."""
+    from lie.stages.data.build import build_dataset
+
+    tiny = request.getfixturevalue("arith_tiny")
+    folder = tmp_path_factory.mktemp("model-inputs")
+    config = yaml.safe_load(SMOKE.read_text(encoding="utf-8"))
+    for name in ("test", "train"):
+        build_dataset(config, f"arith-{name}", folder / f"{name}.parquet", progress=False)
+    generate = MODEL_COMMANDS["generate"].replace("{smoke}", str(SMOKE)).replace("{tmp}/m", str(tiny))
+    assert (
+        main(
+            shlex.split(
+                generate.replace("{tmp}/o.jsonl", "{tmp}/tiny-gen.jsonl").replace("{tmp}", str(folder))
+            )
+        )
+        == 0
+    )
+    (folder / "tiny-gen.manifest.json").unlink(missing_ok=True)
+    shutil.copytree(tiny, folder / "m", ignore=shutil.ignore_patterns(".*", "lie_output.json"))
+    return folder
+
+
 @pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])
-def test_a_hostile_input_is_one_line(row: Row, tmp_path: Path, capsys, monkeypatch):
+def test_a_hostile_input_is_one_line(row: Row, tmp_path: Path, capsys, monkeypatch, request):
+    if row.model is not None:
+        inputs = request.getfixturevalue("model_inputs")
+        for name in ("test.parquet", "train.parquet", "tiny-gen.jsonl"):
+            shutil.copy(inputs / name, tmp_path / name)
+        shutil.copytree(inputs / "m", tmp_path / "m")
+        row.model(tmp_path / "m")
     (tmp_path / "in.jsonl").write_text(json.dumps(ROW) + "\n")
     (tmp_path / "gen.jsonl").write_text(json.dumps(GEN) + "\n")
     for name, content in row.files.items():

@@ -1,11 +1,18 @@
-"""``lie base-model``: a pinned snapshot from a pre-filled hub cache (offline), and tiny models."""
+"""``lie base-model``: a pinned snapshot from a pre-filled hub cache (offline), and tiny models;
+model folders written on a full disk (base-model, TRL's checkpoints): one line naming the file, and
+nothing that looks complete. The cheap model-folder cases (a corrupt folder given to generate,
+reflen, evaluate, train) are rows of tests/test_hostile_inputs.py.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import resource
+import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hubcache import add_dataset, pinned_revision
@@ -111,3 +118,77 @@ def test_the_preflight_fetches_the_largest_model_of_each_shape_offline(tmp_path,
     assert not (tmp_path / "out" / "base" / "qwen3-1.7b-base").exists()  # one shape: its largest model
     again = _run(["preflight", "--fetch", "--config", str(path), *runs], env, os.getcwd())
     assert again.returncode == 0 and "nothing to fetch" in again.stdout
+
+
+SMOKE = Path(__file__).resolve().parents[1] / "workflow" / "configs" / "smoke.yaml"
+
+
+def _run_with_file_limit(args, limit, cwd):
+    """``lie ARGS`` where no file may grow past ``limit`` bytes (RLIMIT_FSIZE: writes fail with EFBIG,
+    as on a full disk; SIGXFSZ ignored so the process sees the error instead of dying of the signal)."""
+
+    def limited():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return subprocess.run(
+        [sys.executable, "-m", "lie", *args], cwd=cwd, capture_output=True, text=True, timeout=300,
+        preexec_fn=limited,
+    )  # fmt: skip
+
+
+def _one_line(proc, command):
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    mine = [line for line in proc.stderr.splitlines() if line.startswith(f"lie {command}:")]
+    assert len(mine) == 1, proc.stderr[-3000:]
+    return mine[0]
+
+
+@pytest.fixture(scope="module")
+def smoke_data(tmp_path_factory):
+    import yaml
+
+    from lie.stages.data.build import build_dataset
+
+    folder = tmp_path_factory.mktemp("smoke-data")
+    config = yaml.safe_load(SMOKE.read_text(encoding="utf-8"))
+    for name in ("arith-train", "arith-test"):
+        build_dataset(config, name, folder / f"{name}.parquet", progress=False)
+    return folder
+
+
+def test_a_full_disk_while_building_a_tiny_model_names_the_file(tmp_path, smoke_data):
+    """Issue 33: safetensors' own error (no errno, no file name) was a traceback; the folder never appears."""
+    out = tmp_path / "tiny"
+    corpus = [
+        a for name in ("arith-train", "arith-test") for a in ("--corpus", str(smoke_data / f"{name}.parquet"))
+    ]
+    proc = _run_with_file_limit(["base-model", "tiny", "--config", str(SMOKE), "--out", str(out), *corpus],
+                                100_000, tmp_path)  # fmt: skip
+    line = _one_line(proc, "base-model")
+    assert line.startswith(f"lie base-model: error: cannot write {tmp_path}/.tiny.partial/model.safetensors "
+                           "(File too large) while building"), line  # fmt: skip
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("limit, file", [(200_000, "model.safetensors"), (600_000, "optimizer.pt")])
+def test_a_full_disk_while_trl_saves_a_checkpoint_names_the_file(tmp_path, arith_tiny, limit, file):
+    """Issue 33: TRL's checkpoint save on a full disk (safetensors' or torch's own error) was a
+    traceback; the checkpoint stays unsealed, so neither a rerun nor ``lie merge`` takes it."""
+    from small import small_config, write_config
+
+    from lie.engines.trl.train import SEAL
+
+    config = small_config(tmp_path / "out", arith_tiny, max_steps=1)
+    path = write_config(tmp_path / "c.yaml", config)
+    train = write_parquet(tmp_path / "train.parquet", arithmetic_rows(8, ref_len=600))
+    args = ["train", "tiny_grpo", "--config", str(path), "--engine", "trl", "--train-file", str(train),
+            "--model", str(arith_tiny), "--threads", "1"]  # fmt: skip
+    line = _one_line(_run_with_file_limit(args, limit, tmp_path), "train")
+    checkpoint = tmp_path / "out" / "runs" / "tiny_grpo" / "checkpoints" / "checkpoint-1"
+    assert line.startswith(f"lie train: error: cannot write {checkpoint / file} ("), line
+    assert (
+        not (checkpoint / SEAL).exists()
+        and not (tmp_path / "out" / "runs" / "tiny_grpo" / "final.json").exists()
+    )

@@ -166,15 +166,79 @@ def checked_finish(reason: str | None) -> str:
     )
 
 
-def load_tokenizer(model_path: str, trust_remote_code: bool = False, revision: str | None = None):
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "tokenizer.model")
+
+
+def load_tokenizer(
+    model_path: str, trust_remote_code: bool = False, revision: str | None = None, chat: bool = False
+):
+    """The tokenizer of the model folder ``model_path``; any failure is one line naming the folder.
+
+    ``chat``: its chat template must render one user message (every prompt of the pipeline goes
+    through it). A folder is first checked file by file (``lie.formats.model_folder``).
+    """
     from transformers import AutoTokenizer
 
+    from lie.formats.model_folder import check_model_folder
+
+    if revision is None and os.path.isdir(model_path):
+        check_model_folder(model_path, weights=False)
     try:
-        return AutoTokenizer.from_pretrained(
+        tokenizer = AutoTokenizer.from_pretrained(
             model_path, trust_remote_code=trust_remote_code, revision=revision
         )
-    except OSError as exc:
-        raise LieError(f"cannot load a tokenizer from {model_path!r}: {exc}") from None
+    except (MemoryError, RecursionError):
+        raise LieError(
+            f"cannot load a tokenizer from {model_path!r}: its files are too large or deep"
+        ) from None
+    except Exception as exc:  # the tokenizers and transformers raise anything on a broken file
+        files = (
+            ", ".join(n for n in TOKENIZER_FILES if os.path.isfile(os.path.join(model_path, n))) or "no file"
+        )
+        raise LieError(f"cannot load a tokenizer from {model_path!r} ({files}): {_reason(exc)}") from None
+    if chat:
+        from lie.formats.prompts import chat_messages, prompt_token_ids
+
+        prompt_token_ids(tokenizer, chat_messages("What is 1 + 1?"), where=f"model folder {model_path}")
+    return tokenizer
+
+
+def _reason(exc: BaseException) -> str:
+    """An exception as one short line: its type and the first line of its message."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__
+
+
+def load_model(model_path: str, trust_remote_code: bool = False, **kwargs: Any) -> Any:
+    """A causal LM from the model folder ``model_path`` (checked first); any failure is one line."""
+    from transformers import AutoModelForCausalLM
+
+    from lie.formats.model_folder import check_model_folder
+
+    if os.path.isdir(model_path):
+        check_model_folder(model_path)
+    try:
+        return AutoModelForCausalLM.from_pretrained(model_path, trust_remote_code=trust_remote_code, **kwargs)
+    except Exception as exc:  # a config transformers cannot build, weights of the wrong shapes
+        raise LieError(f"cannot load a model from {model_path!r}: {_reason(exc)}") from None
+
+
+def check_finite(model: Any, model_path: str, token_id: int = 0) -> None:
+    """One forward pass over one token: NaN or infinite logits are broken weights, named in one line.
+
+    Every weight but the untied embedding rows of other tokens enters these logits, so a NaN almost
+    anywhere shows; the cost is one token (checking every tensor of an 8B model would read 16 GB).
+    """
+    import torch
+
+    device = next(model.parameters()).device
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([[int(token_id)]], device=device)).logits
+    if not bool(torch.isfinite(logits).all()):
+        raise LieError(
+            f"model folder {model_path}: the model's logits are NaN or infinite on a one-token input: its "
+            "weights (model.safetensors) are broken; fetch or copy the model again, or retrain it"
+        )
 
 
 class HFEngine:
@@ -194,24 +258,19 @@ class HFEngine:
         batch_size: int = 64,
     ):
         import torch
-        from transformers import AutoModelForCausalLM
 
         self.torch = torch
-        self.tokenizer = load_tokenizer(model_path, trust_remote_code)
+        self.tokenizer = load_tokenizer(model_path, trust_remote_code, chat=True)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         dtype = dtype or ("auto" if self.device != "cpu" else "float32")
         self.batch_size = int(batch_size)
-        try:
-            self.model = AutoModelForCausalLM.from_pretrained(
-                model_path, trust_remote_code=trust_remote_code, dtype=dtype
-            ).to(self.device)
-        except OSError as exc:
-            raise LieError(f"cannot load a model from {model_path!r}: {exc}") from None
+        self.model = load_model(model_path, trust_remote_code, dtype=dtype).to(self.device)
         self.model.eval()
         self.max_model_len = max_model_len or _context_length(self.model.config, model_path)
         self.eos_ids = _eos_ids(self.tokenizer, self.model)
         pad = self.tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else self.eos_ids[0]
+        check_finite(self.model, model_path, self.eos_ids[0])
 
     def generate(
         self, prompts: Sequence[Sequence[int]], settings: SamplingSettings, seeds: Sequence[int]
@@ -278,6 +337,11 @@ class VLLMEngine:
             # on the CPU a prompt is scheduled whole (vLLM then raises the step's token budget to at
             # least the context). tests/test_vllm_cpu.py holds the tripwire.
             engine_kwargs.setdefault("enable_chunked_prefill", False)
+        if os.path.isdir(model_path):  # before vLLM's engine starts: one line, not a worker's traceback
+            from lie.formats.model_folder import check_model_folder
+
+            check_model_folder(model_path)
+            load_tokenizer(model_path, trust_remote_code, chat=True)
         self.llm = LLM(model=model_path, trust_remote_code=trust_remote_code, **engine_kwargs)
         self.tokenizer = self.llm.get_tokenizer()
         # after start-up: vLLM may have fitted max_model_len to the KV cache (core_client.py)

@@ -37,20 +37,36 @@ def prompt_token_ids(
     messages: Sequence[dict[str, str]],
     enable_thinking: bool | None = None,
     max_prompt_tokens: int | None = None,
+    where: str | None = None,
 ) -> list[int]:
-    """Token ids of ``messages`` through the chat template, ready for generation."""
+    """Token ids of ``messages`` through the chat template, ready for generation.
+
+    A template that raises (``raise_exception``), does not parse or renders no text is one line
+    naming the model folder (``where``, else the tokenizer's ``name_or_path``).
+    """
     kwargs: dict[str, Any] = {}
     if enable_thinking is not None:
         kwargs["enable_thinking"] = enable_thinking
-    if getattr(tokenizer, "chat_template", None):
+    folder = where or f"model folder {getattr(tokenizer, 'name_or_path', '') or '?'}"
+    if not getattr(tokenizer, "chat_template", None):
+        raise LieError(
+            f"{folder}: the tokenizer has no chat template; every model of this pipeline needs one "
+            "(base models such as Qwen3-*-Base ship one)"
+        )
+    try:
         text = tokenizer.apply_chat_template(
             list(messages), add_generation_prompt=True, tokenize=False, **kwargs
         )
-    else:
+    except (MemoryError, RecursionError) as exc:
+        raise LieError(f"{folder}: the chat template does not render ({type(exc).__name__})") from None
+    except Exception as exc:  # jinja2's TemplateError and whatever a template's own code raises
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
         raise LieError(
-            "the tokenizer has no chat template; every model of this pipeline needs one "
-            "(base models such as Qwen3-*-Base ship one)"
-        )
+            f"{folder}: the chat template does not render a {messages[-1].get('role', '?')} message "
+            f"({type(exc).__name__}: {first}); fix chat_template.jinja (or tokenizer_config.json's chat_template)"
+        ) from None
+    if not isinstance(text, str) or not text:
+        raise LieError(f"{folder}: the chat template renders no text; fix chat_template.jinja")
     ids = tokenizer(text, add_special_tokens=False)["input_ids"]
     if max_prompt_tokens is not None and len(ids) > max_prompt_tokens:
         ids = ids[-max_prompt_tokens:]

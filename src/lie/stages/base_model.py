@@ -7,7 +7,9 @@ recorded beside the weights (``lie_source.json``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -128,12 +130,13 @@ def fetch_model(name: str, entry: dict[str, Any], out: Path) -> Path:
     where = f"models.{name}: {entry['hf_id']}@{entry['revision']}"
     hf_id, revision = entry["hf_id"], entry["revision"]
     tmp = partial_folder(out)
-    for path in folder.rglob("*"):
-        if path.is_file():
-            link = tmp / path.relative_to(folder)
-            link.parent.mkdir(parents=True, exist_ok=True)
-            link.symlink_to(path.resolve())
-    _replace_dir(tmp, out, {"hf_id": hf_id, "revision": revision, "commit": folder.name})
+    with _writing(tmp, out):
+        for path in folder.rglob("*"):
+            if path.is_file():
+                link = tmp / path.relative_to(folder)
+                link.parent.mkdir(parents=True, exist_ok=True)
+                link.symlink_to(path.resolve())
+        _replace_dir(tmp, out, {"hf_id": hf_id, "revision": revision, "commit": folder.name})
     log.info("%s: commit %s, linked from %s", where, folder.name, out)
     return out
 
@@ -184,18 +187,39 @@ def build_tiny_model(
             source["sft"] = run_sft(model, tokenizer, settings, template)
 
     tmp = partial_folder(out)
-    build_tiny(
-        tmp,
-        corpus,
-        seed=int(tiny.get("seed", 0)),
-        vocab_size=int(tiny.get("vocab_size", 512)),
-        hidden=int(tiny.get("hidden", 64)),
-        layers=int(tiny.get("layers", 2)),
-        train=train,
-        head_dim=int(tiny["head_dim"]) if tiny.get("head_dim") else None,
-    )
-    _replace_dir(tmp, out, source)
+    with _writing(tmp, out):
+        build_tiny(
+            tmp,
+            corpus,
+            seed=int(tiny.get("seed", 0)),
+            vocab_size=int(tiny.get("vocab_size", 512)),
+            hidden=int(tiny.get("hidden", 64)),
+            layers=int(tiny.get("layers", 2)),
+            train=train,
+            head_dim=int(tiny["head_dim"]) if tiny.get("head_dim") else None,
+        )
+        _replace_dir(tmp, out, source)
     return out
+
+
+@contextlib.contextmanager
+def _writing(tmp: Path, out: Path) -> Iterator[None]:
+    """A model folder the file system refused (full disk, quota, file-size limit) is one line naming
+    the file; the folder stays ``.partial`` (the output never appears, a rerun starts it again)."""
+    from lie.formats.model_folder import failed_file, write_failure
+
+    try:
+        yield
+    except LieError:
+        raise
+    except Exception as exc:  # safetensors and tokenizers wrap a full disk in their own errors
+        reason = write_failure(exc)
+        if reason is None:
+            raise
+        raise LieError(
+            f"cannot write {failed_file(exc, tmp)} ({reason}) while building {out}; free space (or choose "
+            "another place) and rerun"
+        ) from exc
 
 
 def make_base_model(

@@ -9,6 +9,8 @@ with the modes the user's umask gives (safetensors writes 0600).
 from __future__ import annotations
 
 import json
+import logging
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +20,8 @@ from lie.config.layout import Layout
 from lie.core.errors import LieError
 from lie.formats.outputs import check_output_folder, partial_folder, replace_folder
 from lie.formats.runs import RunDir
+
+log = logging.getLogger(__name__)
 
 
 def read_final(rundir: RunDir) -> tuple[str, Path]:
@@ -90,7 +94,33 @@ def _merge(config: dict[str, Any], layout: Layout, rundir: RunDir, out: str | Pa
            "--local_dir", str(checkpoint / "actor"), "--target_dir", str(tmp)]  # fmt: skip
     if config.get("trust_remote_code"):
         cmd.append("--trust-remote-code")
-    code = subprocess.run(cmd).returncode
-    if code != 0:
-        raise LieError(f"verl.model_merger failed on {checkpoint} (status {code})")
+    proc = subprocess.run(cmd, stderr=subprocess.PIPE, text=True, errors="replace")
+    if proc.stderr:
+        log.debug("verl.model_merger's standard error:\n%s", proc.stderr[-20000:])
+    if proc.returncode != 0:
+        raise merger_failure(proc.returncode, proc.stderr, checkpoint, tmp, target)
     return replace_folder(tmp, target, record)
+
+
+_NAMED = re.compile(r"""^(\w+(?:\.\w+)*(?:Error|Exception)): (?:\[Errno \d+\] )?(.*?)(?:: '([^']+)')?$""")
+
+
+def merger_failure(code: int, stderr: str, checkpoint: Path, tmp: Path, target: Path) -> LieError:
+    """verl's merger exited ``code``: one line with the last line of its error output (the exception it
+    died of), naming the file it could not write when the disk was full. Its folder stays ``.partial``:
+    ``target`` never appears half-written (``--log-level DEBUG`` shows the merger's whole output)."""
+    from lie.formats.model_folder import WEIGHTS, write_failure
+
+    lines = [line.strip() for line in (stderr or "").splitlines() if line.strip()]
+    last = lines[-1][:300] if lines else "no error output"
+    reason = write_failure(RuntimeError(last))
+    if reason is not None:
+        named = _NAMED.match(last)
+        file = (
+            named.group(3) if named and named.group(3) else str(tmp / WEIGHTS if "afetensor" in last else tmp)
+        )
+        return LieError(
+            f"cannot write {file} ({reason}): verl.model_merger stopped (status {code}) merging {checkpoint} "
+            f"into {target}; free space (or choose another --out) and rerun `lie merge`"
+        )
+    return LieError(f"verl.model_merger failed on {checkpoint} (status {code}): {last}")

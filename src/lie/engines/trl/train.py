@@ -215,7 +215,29 @@ def _trainer_class():
         def _get_train_sampler(self, dataset=None):
             return EpochSampler(super()._get_train_sampler(dataset))
 
+        def _save_checkpoint(self, model, trial):
+            try:
+                return super()._save_checkpoint(model, trial)
+            except Exception as exc:  # torch and safetensors wrap a full disk in their own errors
+                folder = Path(self.args.output_dir) / f"checkpoint-{self.state.global_step}"
+                raise save_failure(exc, folder) from exc
+
     return LIEGRPOTrainer
+
+
+def save_failure(exc: BaseException, checkpoint: Path) -> LieError:
+    """A checkpoint that could not be written, as one line naming the file; it stays unsealed, so no
+    rerun takes it for complete (:func:`seal_checkpoint`), and the run resumes from the one before."""
+    from lie.formats.model_folder import failed_file, write_failure
+
+    reason = write_failure(exc)
+    if reason is None:
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        reason = f"{type(exc).__name__}: {first}; is the disk full?"
+    return LieError(
+        f"cannot write {failed_file(exc, checkpoint)} ({reason}); free space (or choose another outdir) "
+        "and rerun `lie train`: it resumes from the last complete checkpoint"
+    )
 
 
 SEAL = "lie_complete.json"  # in checkpoint-N: written last, every file's size and digest
@@ -334,7 +356,9 @@ def train(
     """Train the run of settings ``s`` with TRL; return the run folder. Resumes from the latest checkpoint."""
     import torch
     from datasets import Dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from lie.engines.generation import check_finite, load_model, load_tokenizer
+    from lie.formats.model_folder import check_model_folder
 
     if threads:
         torch.set_num_threads(threads)
@@ -342,7 +366,8 @@ def train(
     rundir = Layout(config).run_dir(run)
     model_entry = cfgmod.model_entry(config, s.model)
     trust = bool(config.get("trust_remote_code", False))
-    tokenizer = AutoTokenizer.from_pretrained(str(model_path), trust_remote_code=trust)
+    check_model_folder(model_path)  # before the run folder is claimed: one line, nothing written
+    tokenizer = load_tokenizer(str(model_path), trust_remote_code=trust, chat=True)
     rows = load_rows(train_file, s.max_prompt_length, tokenizer, model_entry.get("enable_thinking"))
     sched = schedule(s, len(rows))
 
@@ -364,9 +389,8 @@ def train(
             rundir.run_json,
             {"engine": "trl", "run": run, "settings": s.as_dict(), "grpo_config": args.to_dict()},
         )
-        model = AutoModelForCausalLM.from_pretrained(
-            str(model_path), trust_remote_code=trust, dtype=torch.float32
-        )
+        model = load_model(str(model_path), trust, dtype=torch.float32)
+        check_finite(model, str(model_path), tokenizer.eos_token_id or 0)
         callbacks = [_metrics_callback(rundir.new_metrics_file(), sched), _seal_callback()]
         if stop_after:
             callbacks.append(_stop_callback(stop_after, sched))
@@ -413,4 +437,8 @@ def export_model(checkpoint: Path, folder: Path) -> None:
     skip = {"trainer_state.json", "training_args.bin", "rng_state.pth", "scheduler.pt", "optimizer.pt", SEAL}
     for path in checkpoint.iterdir():
         if path.is_file() and path.suffix in keep and path.name not in skip:
-            shutil.copy2(path, folder / path.name)
+            try:
+                shutil.copy2(path, folder / path.name)
+            except OSError as exc:  # a full disk: the folder stays partial, never renamed into place
+                reason = exc.strerror or str(exc)
+                raise LieError(f"cannot write {folder / path.name}: {reason}; free space and rerun") from None

@@ -44,8 +44,17 @@ def _missing(have: Sequence[str], required: Sequence[str], path: Path, where: st
         )
 
 
+MAX_JSON_ARRAY_BYTES = 1 << 30  # a data set as one JSON array (JSON lines are bounded per line instead)
+
+
 def _read_one(path: Path, required: Sequence[str], optional: Sequence[str], where: str) -> pa.Table:
+    from lie.formats.jsonl import open_input
+
     suffix = path.suffix.lower()
+    try:
+        open_input(path).close()  # a device, FIFO or folder never ends or never opens: one line first
+    except LieError as exc:
+        raise LieError(f"{where}: {exc}") from None
     try:
         if suffix == ".parquet":
             import pyarrow.parquet as pq
@@ -70,14 +79,14 @@ def _read_one(path: Path, required: Sequence[str], optional: Sequence[str], wher
 def _read_json(path: Path, required: Sequence[str], optional: Sequence[str], where: str) -> pa.Table:
     """JSON lines, or one JSON array, read by the strict reader (lie.formats.jsonl: no NaN, bounded
     numbers and depth, UTF-8 only); every error names the data set's key and the file."""
-    from lie.formats.jsonl import loads_line, read_jsonl
+    from lie.formats.jsonl import loads_line, open_input, read_bounded, read_jsonl
 
-    with open(path, "rb") as handle:
-        first = handle.read(4096).lstrip()
     records: list[Any]
     try:
+        with open_input(path) as handle:
+            first = handle.read(4096).lstrip()
         if first.startswith(b"["):
-            records = loads_line(path.read_bytes(), str(path))
+            records = loads_line(read_bounded(path, MAX_JSON_ARRAY_BYTES), str(path))
         else:
             records = [obj for _, obj in read_jsonl(str(path))]
     except LieError as exc:

@@ -1,0 +1,171 @@
+"""A model folder checked before any library loads it: one line naming the folder and the file.
+
+transformers, tokenizers and safetensors answer a cut-short download, a ``config.json`` that is
+``[]`` or 100,000 levels deep, or a tokenizer file of random bytes with a ``TypeError``,
+``RecursionError`` or ``KeyError`` from deep inside. Here every file the loaders read is checked
+by lie's own readers first: ``config.json`` a JSON object with a ``model_type``; each weights file's
+safetensors header readable, its tensors' sizes filling the file exactly; the tokenizer's JSON files
+JSON objects; the chat template UTF-8. Loading the tokenizer, rendering the chat template and the
+weights' values (NaN) are checked where the libraries load them (``lie.engines.generation``).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from lie.core.errors import LieError
+
+CONFIG_LIMIT = 16 << 20  # config.json, tokenizer_config.json: a few KiB in every released model
+TOKENIZER_LIMIT = 512 << 20  # tokenizer.json (Qwen3: 11 MB; the largest vocabularies: ~100 MB)
+HEADER_LIMIT = 100 << 20  # safetensors' own bound on a header (MAX_HEADER_SIZE)
+JSON_FILES = ("tokenizer_config.json", "tokenizer.json", "special_tokens_map.json", "generation_config.json")
+WEIGHTS = "model.safetensors"
+INDEX = "model.safetensors.index.json"
+REFETCH = "fetch or copy the model again (`lie base-model`), or point --model at a complete folder"
+
+
+def _json_object(path: Path, limit: int) -> dict[str, Any]:
+    """The JSON object of ``path`` by lie's strict reader (bounded size and depth, UTF-8, finite)."""
+    from lie.formats.jsonl import FIX, loads_line, read_bounded
+
+    data = read_bounded(path, limit)
+    try:
+        value = loads_line(data, str(path))
+    except LieError as exc:
+        raise LieError(f"{str(exc).removesuffix('; ' + FIX)}; {REFETCH}") from None
+    if not isinstance(value, dict):
+        raise LieError(f"{path}: holds a JSON {type(value).__name__}, not an object; {REFETCH}")
+    return value
+
+
+def _safetensors_problem(path: Path) -> str | None:
+    """Why the safetensors file ``path`` cannot be loaded (its header, read by the safetensors library,
+    and the file's size against the tensors it declares), else None."""
+    from safetensors import SafetensorError, safe_open
+
+    size = path.stat().st_size
+    if size < 8:
+        return f"{size} bytes, shorter than a safetensors header"
+    with open(path, "rb") as handle:
+        declared = int.from_bytes(handle.read(8), "little")
+    if declared > min(HEADER_LIMIT, size - 8):
+        return f"its header claims {declared:,} bytes of a {size:,}-byte file: not safetensors, or cut short"
+    try:
+        with safe_open(str(path), framework="numpy"):
+            pass
+    except (SafetensorError, OSError, ValueError) as exc:
+        return f"not a readable safetensors file ({str(exc).strip()[:200]})"
+    return None
+
+
+def _weights(folder: Path) -> list[Path]:
+    """The safetensors files the folder's loader reads (one file, or the shards of its index)."""
+    if (folder / INDEX).is_file():
+        index = _json_object(folder / INDEX, CONFIG_LIMIT)
+        weight_map = index.get("weight_map")
+        if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+            raise LieError(f"model folder {folder}: {INDEX} has no weight_map of file names; {REFETCH}")
+        shards = sorted(set(weight_map.values()))
+        for name in shards:
+            if Path(name).name != name:
+                raise LieError(f"model folder {folder}: {INDEX} names {name!r}, not a file of the folder")
+            if not (folder / name).is_file():
+                raise LieError(f"model folder {folder}: {name} (named by {INDEX}) is missing; {REFETCH}")
+        return [folder / name for name in shards]
+    if (folder / WEIGHTS).is_file():
+        return [folder / WEIGHTS]
+    if any((folder / name).is_file() for name in ("pytorch_model.bin", "pytorch_model.bin.index.json")):
+        return []  # pickled weights: the loader's own checks (lie's pipeline writes safetensors)
+    raise LieError(f"model folder {folder}: no weights ({WEIGHTS} or {INDEX}); {REFETCH}")
+
+
+def check_model_folder(path: str | os.PathLike[str], weights: bool = True) -> dict[str, Any] | None:
+    """Refuse, in one line naming the folder and file, a model folder a loader would fail on.
+
+    ``weights=False`` checks what a tokenizer needs (``config.json`` then optional). Returns the
+    parsed ``config.json`` (None where a tokenizer-only check found none).
+    """
+    folder = Path(path)
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise LieError(f"model folder {folder} {what}")
+    if not any(folder.iterdir()):
+        raise LieError(f"model folder {folder} is empty; {REFETCH}")
+    config = None
+    if (folder / "config.json").exists() or weights:
+        if not (folder / "config.json").exists():
+            raise LieError(f"model folder {folder}: config.json is missing; {REFETCH}")
+        config = _json_object(folder / "config.json", CONFIG_LIMIT)
+        if not isinstance(config.get("model_type"), str) or not config["model_type"]:
+            raise LieError(f"{folder / 'config.json'}: names no model_type; {REFETCH}")
+    for name in JSON_FILES:
+        if (folder / name).exists():
+            _json_object(folder / name, TOKENIZER_LIMIT if name == "tokenizer.json" else CONFIG_LIMIT)
+    if (folder / "chat_template.jinja").exists():
+        from lie.formats.jsonl import read_bounded
+
+        try:
+            read_bounded(folder / "chat_template.jinja", CONFIG_LIMIT).decode("utf-8")
+        except UnicodeDecodeError:
+            raise LieError(f"{folder / 'chat_template.jinja'}: not UTF-8 text; {REFETCH}") from None
+    if weights:
+        for file in _weights(folder):
+            problem = _safetensors_problem(file)
+            if problem:
+                raise LieError(f"{file}: {problem}; {REFETCH}")
+    return config
+
+
+# what torch ("file write failed"), safetensors ("os error 28") and Python say when a disk is full
+_FULL = re.compile(
+    r"No space left on device|File too large|Disk quota exceeded|Read-only file system|file write failed"
+    r"|os error (?:28|27|122|30)\b",
+    re.IGNORECASE,
+)
+_TORCH_WRITER = re.compile(r"inline_container|PytorchStreamWriter|iostream error")
+_FULL_ERRNOS = frozenset(
+    getattr(errno, name) for name in ("ENOSPC", "EDQUOT", "EFBIG", "EROFS") if hasattr(errno, name)
+)
+
+
+def write_failure(exc: BaseException) -> str | None:
+    """The reason, if ``exc`` (or what caused it) is a write the file system refused: a full disk, a
+    quota, a file-size limit (EFBIG), a read-only file system; also when torch or safetensors wrap
+    it in their own error (no errno, no file name), else None."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, OSError) and cause.errno in _FULL_ERRNOS:
+            return cause.strerror or os.strerror(cause.errno)
+        match = _FULL.search(str(cause))
+        if match:
+            text = match.group(0)
+            if text.lower().startswith("os error"):
+                return os.strerror(int(text.split()[-1]))
+            return "the disk is full or the file too large" if text == "file write failed" else text
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def failed_file(exc: BaseException, folder: str | os.PathLike[str]) -> Path:
+    """The file a failed save into ``folder`` was writing: the one the error names, the weights when
+    safetensors failed (its error names no file), else the folder."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, OSError) and cause.filename is not None:
+            return Path(os.fsdecode(cause.filename2 if cause.filename2 is not None else cause.filename))
+        if type(cause).__module__.startswith("safetensors"):
+            return Path(folder) / WEIGHTS
+        if _TORCH_WRITER.search(str(cause)):  # torch.save: the newest pickle in the folder
+            pickles = [p for p in Path(folder).glob("*.p*") if p.suffix in (".pt", ".pth", ".bin")]
+            if pickles:
+                return max(pickles, key=lambda p: p.stat().st_mtime_ns)
+        cause = cause.__cause__ or cause.__context__
+    return Path(folder)
