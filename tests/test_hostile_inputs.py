@@ -205,6 +205,8 @@ MODEL_COMMANDS = {
     "evaluate": "evaluate --config {smoke} --gen {tmp}/tiny-gen.jsonl --tokenizer {tmp}/m --out-scores {tmp}/s.jsonl "
     "--out-summary {tmp}/s.json --no-progress",
     "train": "train smoke_grpo --config {smoke} --engine trl --model {tmp}/m --train-file {tmp}/train.parquet",
+    "train-verl": "train smoke_gspo_lie --config {smoke} --engine verl --model {tmp}/m --train-file "
+    "{tmp}/train.parquet --device cpu",
 }
 
 ROWS: list[Row] = [
@@ -339,7 +341,7 @@ ROWS: list[Row] = [
     *(Row(f"model-{name}-{cmd}", command, says, model=change)
       for name, change, says, cmds in (
           ("weights-truncated", truncated, "{tmp}/m/model.safetensors: not a readable safetensors file",
-           ("generate", "reflen", "train")),
+           ("generate", "reflen", "train", "train-verl")),
           ("weights-empty", spoil("model.safetensors", b""), "{tmp}/m/model.safetensors: 0 bytes", ("generate",)),
           ("weights-garbage", spoil("model.safetensors", b"\xff" * 4096), "its header claims", ("generate", "train")),
           ("weights-missing", spoil("model.safetensors", None), "model folder {tmp}/m: no weights", ("generate",)),
@@ -363,7 +365,7 @@ ROWS: list[Row] = [
           ("template-syntax", spoil("chat_template.jinja", "{% if %}"), "(TemplateSyntaxError: ", ("generate",)),
           ("template-undefined", spoil("chat_template.jinja", "{{ messages[0].nope.deeper }}"), "(UndefinedError: ",
            ("generate",)),
-          ("empty", emptied, "model folder {tmp}/m is empty", ("generate", "evaluate", "train")),
+          ("empty", emptied, "model folder {tmp}/m is empty", ("generate", "evaluate", "train", "train-verl")),
           ("nan", nan_weights, "the model's logits are NaN or infinite", ("generate", "reflen", "train")),
       )
       for cmd in cmds

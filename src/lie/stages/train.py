@@ -108,6 +108,9 @@ def _train_verl(config: dict[str, Any], settings: RunSettings, request: TrainReq
 
     run, inputs, device = request.run, verl_inputs(config, request), verl_device(request)
     rundir = Layout(config).run_dir(run)
+    from lie.formats.model_folder import check_model_folder
+
+    check_model_folder(inputs.model_path)  # before verl starts: one line, not verl's traceback
     for path in (inputs.train_file, *inputs.val_files):
         if not Path(path).exists():
             raise LieError(
