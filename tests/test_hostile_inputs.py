@@ -206,7 +206,7 @@ MODEL_COMMANDS = {
     "--out-summary {tmp}/s.json --no-progress",
     "train": "train smoke_grpo --config {smoke} --engine trl --model {tmp}/m --train-file {tmp}/train.parquet",
     "train-verl": "train smoke_gspo_lie --config {smoke} --engine verl --model {tmp}/m --train-file "
-    "{tmp}/train.parquet --device cpu",
+    "{tmp}/train.parquet --val-file {tmp}/test.parquet --device cpu",
 }
 
 ROWS: list[Row] = [

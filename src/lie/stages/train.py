@@ -108,9 +108,6 @@ def _train_verl(config: dict[str, Any], settings: RunSettings, request: TrainReq
 
     run, inputs, device = request.run, verl_inputs(config, request), verl_device(request)
     rundir = Layout(config).run_dir(run)
-    from lie.formats.model_folder import check_model_folder
-
-    check_model_folder(inputs.model_path)  # before verl starts: one line, not verl's traceback
     for path in (inputs.train_file, *inputs.val_files):
         if not Path(path).exists():
             raise LieError(
@@ -120,6 +117,11 @@ def _train_verl(config: dict[str, Any], settings: RunSettings, request: TrainReq
         from lie.engines.gpu_env import check_driver
 
         check_driver()
+    from lie.formats.model_folder import check_model_folder
+
+    check_model_folder(
+        inputs.model_path
+    )  # before verl starts (after the driver): one line, not verl's traceback
     ranks = verl_overrides.world_size(settings, device)
     rundir.claim_inputs(inputs_digest(inputs.train_file, inputs.model_path))  # other inputs: afresh
     if not verl_overrides.prepare_resume(config, settings, rundir, ranks):
