@@ -320,6 +320,22 @@ def test_a_report_file_that_became_a_folder_is_one_line_and_nothing_moves(tmp_pa
     }
 
 
+def test_a_report_file_the_user_linked_elsewhere_stays_a_link_and_its_target_gets_the_new_report(tmp_path):
+    copy = fresh_copy(tmp_path)
+    build_report(copy.config)
+    main = copy.layout.tables / "main.md"
+    fresh = main.read_bytes()
+    shared = tmp_path / "shared-drive" / "main.md"  # e.g. the table kept on a shared drive, linked in
+    shared.parent.mkdir()
+    shared.write_bytes(b"an older report")
+    main.unlink()
+    main.symlink_to(shared)
+    build_report(copy.config)
+    assert main.is_symlink() and main.resolve() == shared.resolve()
+    assert shared.read_bytes() == fresh
+    assert not [q.name for q in shared.parent.iterdir() if q.name.startswith(".")]
+
+
 def test_a_benchmark_missing_from_a_summary_is_a_marked_gap(tmp_path):
     from lie.engines.generation import load_tokenizer
     from lie.formats.graded import write_summary

@@ -153,7 +153,10 @@ def build_report(config: dict[str, Any], max_points: int = 200, paper: Paper | N
             staged.parent.mkdir(parents=True, exist_ok=True)
             writers[relative[path]](staged)
             log.info("rendered %s", relative[path])
-        _swap_in(staging, relative)
+        # a file the user linked elsewhere stays a link: the new report goes where it points
+        _swap_in(
+            staging, {Path(os.path.realpath(p)) if p.is_symlink() else p: rel for p, rel in relative.items()}
+        )
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return targets
