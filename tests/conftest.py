@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from once import built_once
 from skipcheck import pytest_sessionfinish, pytest_terminal_summary  # noqa: F401 (the CI skip check)
+from smoke_run import TEST_TIMEOUT, smoke_run
 
 pytest_plugins = ["xdist_groups"]  # make test's two workers: groups and order (tests/xdist_groups.py)
 
@@ -61,6 +62,9 @@ def _absent_shared(item: pytest.Item) -> Path | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:  # any of them may be the first to ask, and so build the DAG in its setup
+        if "smoke" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.timeout(TEST_TIMEOUT))
     absent = {item: _absent_shared(item) for item in items}
     dropped = [item for item, path in absent.items() if path is not None]
     if dropped:
@@ -96,6 +100,12 @@ def full_authors_dapo() -> Path:
 @pytest.fixture
 def full_authors_deepmath() -> Path:
     return shared_file(DEEPMATH)
+
+
+@pytest.fixture(scope="session")
+def smoke(tmp_path_factory):
+    """The one smoke DAG run of this pytest run (tests/smoke_run.py), for every module that reads it."""
+    return smoke_run(tmp_path_factory)
 
 
 @pytest.fixture

@@ -20,16 +20,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from smoke_run import CHILD, smoke_run, snakemake
+from smoke_run import CHILD, snakemake
 
 REPO = Path(__file__).resolve().parents[1]
 VLLM_VENV = Path(os.environ.get("LIE_VLLM_VENV", REPO / ".venv-vllm"))
 OUT = "results/smoke"
 
-
-@pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
-    return smoke_run(tmp_path_factory)  # the one smoke DAG run of this pytest run (tests/smoke_run.py)
 
 
 def _checkout(path: Path) -> Path:

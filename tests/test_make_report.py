@@ -19,7 +19,6 @@ from types import SimpleNamespace
 import pytest
 import yaml
 from small import REPO
-from smoke_run import smoke_run
 
 from lie.config.layout import Layout
 from lie.report.build import report_paths
@@ -86,10 +85,6 @@ def embedded(html: str, name: str) -> dict:
     assert match, name
     return json.loads(match.group(1).rstrip().rstrip(";"))
 
-
-@pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
-    return smoke_run(tmp_path_factory)  # the one smoke DAG run of this pytest run (tests/smoke_run.py)
 
 
 @pytest.fixture(scope="module")

@@ -5,19 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from smoke_run import CHILD, PARENT, smoke_run, snakemake
+from smoke_run import CHILD, PARENT, snakemake
 
 from lie.formats.runs import ROLLOUT_FIELDS, read_metrics, read_rollouts
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.timeout(1800),
-]  # the first test builds the smoke DAG: ~6-8 min on 2 busy cores
+pytestmark = pytest.mark.slow  # the first test to ask for `smoke` builds the DAG (tests/conftest.py)
 
-
-@pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
-    return smoke_run(tmp_path_factory)  # the one smoke DAG run of this pytest run (tests/smoke_run.py)
 
 
 def test_smoke_dag_runs_every_stage_and_then_has_nothing_to_do(smoke):

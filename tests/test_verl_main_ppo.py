@@ -20,15 +20,12 @@ import yaml
 
 pytest.importorskip("verl")
 
-from smoke_run import CHILD, PARENT, probe_env, smoke_run  # noqa: E402
+from smoke_run import CHILD, PARENT, probe_env  # noqa: E402
 
 from lie.formats.runs import RunDir, read_metrics, read_rollouts  # noqa: E402
 from lie.stages.preflight_trial import CPU_MEMORY_KEY, FULL_LENGTH, GPU_MEMORY_KEY, SAVE_TIMER  # noqa: E402
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.timeout(1800),
-]  # the first test builds the smoke DAG: ~6-8 min on 2 busy cores
+pytestmark = pytest.mark.slow  # the first test to ask for `smoke` builds the DAG (tests/conftest.py)
 
 
 def _lie(*args: str, **kwargs) -> subprocess.CompletedProcess:
@@ -39,10 +36,6 @@ def _lie(*args: str, **kwargs) -> subprocess.CompletedProcess:
 # model, 4 steps of 4 prompts x 4 samples, checkpoints at steps 2 and 4, validation at step 4 (accuracy
 # only, 12 rows), then its continual child; verl's processes loaded tests/verl_probe.py.
 
-
-@pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
-    return smoke_run(tmp_path_factory)
 
 
 def _smoke_inputs(smoke) -> tuple[Path, Path, list[Path]]:
