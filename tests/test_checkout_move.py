@@ -27,7 +27,6 @@ VLLM_VENV = Path(os.environ.get("LIE_VLLM_VENV", REPO / ".venv-vllm"))
 OUT = "results/smoke"
 
 
-
 def _checkout(path: Path) -> Path:
     """A git clone of the repository at ``path``, with this working tree's Snakefile and workflow/ (edits not
     yet committed included) and vLLM's CPU environment linked in as its ``.venv-vllm``."""

@@ -86,7 +86,6 @@ def embedded(html: str, name: str) -> dict:
     return json.loads(match.group(1).rstrip().rstrip(";"))
 
 
-
 @pytest.fixture(scope="module")
 def page(smoke, tmp_path_factory) -> SimpleNamespace:
     run = linked(smoke, tmp_path_factory.mktemp("make-report"))

@@ -12,7 +12,6 @@ from lie.formats.runs import ROLLOUT_FIELDS, read_metrics, read_rollouts
 pytestmark = pytest.mark.slow  # the first test to ask for `smoke` builds the DAG (tests/conftest.py)
 
 
-
 def test_smoke_dag_runs_every_stage_and_then_has_nothing_to_do(smoke):
     out = smoke.out
     for run in (PARENT, CHILD):

@@ -37,7 +37,6 @@ def _lie(*args: str, **kwargs) -> subprocess.CompletedProcess:
 # only, 12 rows), then its continual child; verl's processes loaded tests/verl_probe.py.
 
 
-
 def _smoke_inputs(smoke) -> tuple[Path, Path, list[Path]]:
     """The smoke verl run's training file, initial model and validation files, as the DAG gave them."""
     from lie.config import RunSettings, load_config
