@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lie.study.inputs import StepPoint
-from lie.study.stats import paired_test, t_quantile
+from lie.study.stats import mean, paired_test, sd
 
 Z95 = 1.6448536269514722  # the standard normal's 95% point: one-sided 95% bounds
 NOT_BOUND = "the trap did not bind"  # the registration's words when the binding check fails
@@ -70,8 +70,7 @@ def decision(diffs: Sequence[float], alpha: float, sesoi: float, check: Binding)
                            **dict.fromkeys(("estimate", "se", "t", "df", "p", "low", "high"))}  # fmt: skip
     if test is None:
         return row | {"verdict": "no result (too few pairs, or no spread)"}
-    half = t_quantile(1 - alpha, test.df) * test.se
-    low, high = test.estimate - half, test.estimate + half
+    low, high = test.bounds(alpha)
     verdict = _verdict(low, high, sesoi)
     if not check.holds:
         verdict = f"{verdict}; {NOT_BOUND}"
@@ -85,9 +84,8 @@ def per_model(diffs: Mapping[str, float]) -> list[dict[str, Any]]:
         groups.setdefault(str(label).rsplit("/", 1)[0], []).append(d)
     rows = []
     for model, values in groups.items():
-        mean = sum(values) / len(values)
-        sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else None
-        rows.append({"test": f"model:{model}", "n": len(values), "estimate": mean, "sd": sd,
+        spread = sd(values) if len(values) > 1 else None
+        rows.append({"test": f"model:{model}", "n": len(values), "estimate": mean(values), "sd": spread,
                      "verdict": "no verdict: a readout"})  # fmt: skip
     return rows
 

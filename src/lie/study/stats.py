@@ -62,12 +62,13 @@ def t_quantile(p: float, df: int) -> float:
     return (low + high) / 2
 
 
-def _mean(values: Sequence[float]) -> float:
+def mean(values: Sequence[float]) -> float:
     return sum(values) / len(values)
 
 
-def _sd(values: Sequence[float]) -> float:
-    m = _mean(values)
+def sd(values: Sequence[float]) -> float:
+    """The sample standard deviation (n - 1)."""
+    m = mean(values)
     return math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
 
 
@@ -81,6 +82,11 @@ class Test:
     df: int
     p: float
     n: int
+
+    def bounds(self, alpha: float) -> tuple[float, float]:
+        """The one-sided (1 - alpha) lower and upper bounds of the estimate (together a 1 - 2 alpha interval)."""
+        half = t_quantile(1 - alpha, self.df) * self.se
+        return self.estimate - half, self.estimate + half
 
     def as_dict(self, prefix: str = "") -> dict[str, float | int]:
         return {f"{prefix}{k}": getattr(self, k) for k in ("estimate", "se", "t", "df", "p", "n")}
@@ -105,7 +111,7 @@ def paired_test(diffs: Sequence[float]) -> Test | None:
     n = len(diffs)
     if n < 2 or not _spread(diffs):
         return None
-    return _test(_mean(diffs), _sd(diffs) / math.sqrt(n), n - 1, n)
+    return _test(mean(diffs), sd(diffs) / math.sqrt(n), n - 1, n)
 
 
 def detectable_effect(sd: float, n: int, alpha: float = 0.05, power: float = 0.8) -> float:
@@ -122,9 +128,9 @@ def interaction(strong: Sequence[float], weak: Sequence[float]) -> Test | None:
     would rest on the other level's variance alone)."""
     if len(strong) < 2 or len(weak) < 2 or not (_spread(strong) and _spread(weak)):
         return None
-    v1, v2 = _sd(strong) ** 2 / len(strong), _sd(weak) ** 2 / len(weak)
+    v1, v2 = sd(strong) ** 2 / len(strong), sd(weak) ** 2 / len(weak)
     df = (v1 + v2) ** 2 / (v1**2 / (len(strong) - 1) + v2**2 / (len(weak) - 1))
-    estimate = _mean(strong) - _mean(weak)
+    estimate = mean(strong) - mean(weak)
     return _test(estimate, math.sqrt(v1 + v2), max(1, math.floor(df)), len(strong) + len(weak))
 
 
@@ -135,7 +141,7 @@ def slope(xs: Sequence[float], ys: Sequence[float]) -> Test | None:
         raise ValueError(f"{n} x values for {len(ys)} y values")
     if n < 3:
         return None
-    mx, my = _mean(xs), _mean(ys)
+    mx, my = mean(xs), mean(ys)
     sxx = sum((x - mx) ** 2 for x in xs)
     if sxx <= 0:
         return None
