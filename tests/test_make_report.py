@@ -8,7 +8,6 @@ this pytest run (tests/smoke_run.py, built once for every module that reads it) 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -18,6 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
+from report_page import BROWSER, NO_BROWSER, browse, embedded
 from small import REPO
 
 from lie.config.layout import Layout
@@ -25,18 +25,12 @@ from lie.report.build import report_paths
 from lie.report.groups import TABLES
 
 pytestmark = pytest.mark.slow
-BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
 STAMP = ".venv/.installed"  # the environment the tests run in: make must not rebuild it under them
 
-# Run in the page once it has loaded: show each HTML result as the report's own menu does (the app's
-# setView: the table in a frame), read the table in the frame, then write what it saw into the DOM.
-PROBE = """
-window.addEventListener("error", (e) => (window.lieErrors = [...(window.lieErrors || []), String(e.message)]));
-window.addEventListener("load", async () => {
-  const wait = (ms) => new Promise((r) => setTimeout(r, ms));
-  for (let i = 0; i < 100 && !document.querySelector("#app")?.children.length; i++) await wait(100);
-  await wait(300);
-  const out = { rendered: document.querySelector("#app").children.length > 0, tables: {} };
+# Run in the page once it has loaded (tests/report_page.py): show each HTML result as the report's own
+# menu does (the app's setView: the table in a frame) and read the table in the frame.
+TABLES_SEEN = """
+  out.tables = {};
   for (const [path, entry] of Object.entries(results)) {
     if (entry.mime_type !== "text/html") continue;
     app.setView({ content: "html", contentPath: entry.data_uri, resultPath: path });
@@ -56,12 +50,6 @@ window.addEventListener("load", async () => {
       };
     }
   }
-  out.errors = window.lieErrors || [];
-  const pre = document.createElement("pre");
-  pre.id = "lie-probe";
-  pre.textContent = JSON.stringify(out);
-  document.body.appendChild(pre);
-});
 """
 
 
@@ -78,12 +66,6 @@ def linked(smoke: SimpleNamespace, root: Path) -> SimpleNamespace:
 def make_report(config: Path) -> subprocess.CompletedProcess:
     return subprocess.run(["make", "-o", STAMP, "report", f"SMOKE_CONFIG={config}"], cwd=REPO,
                           capture_output=True, text=True, timeout=600)  # fmt: skip
-
-
-def embedded(html: str, name: str) -> dict:
-    match = re.search(rf'<script id="{name}">\s*var \w+ = (.*?);?\s*</script>', html, re.S)
-    assert match, name
-    return json.loads(match.group(1).rstrip().rstrip(";"))
 
 
 @pytest.fixture(scope="module")
@@ -124,28 +106,11 @@ def plain(markdown: str) -> str:
     return re.sub(r"`([^`]+)`", r"\1", markdown)
 
 
-@pytest.mark.skipif(BROWSER is None, reason="chromium is not installed (.ci/run installs Debian's chromium)")
+@pytest.mark.skipif(BROWSER is None, reason=NO_BROWSER)
 def test_every_table_reads_in_the_page_in_a_browser(page, tmp_path):
-    html = page.html.read_text(encoding="utf-8")
-    end = html.rindex("</body>")  # the last: scripts of the page hold the string too
-    probed = tmp_path / "probed.html"
-    probed.write_text(html[:end] + f"<script>{PROBE}</script>" + html[end:], encoding="utf-8")
-    flags = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--virtual-time-budget=60000",
-        "--window-size=1400,900",
-        "--disable-web-security",  # the probe reads the frame (a data: URL, another origin) from the page
-        f"--user-data-dir={tmp_path / 'profile'}",
-    ]
-    proc = subprocess.run([BROWSER, *flags, "--dump-dom", probed.as_uri()], capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
-    match = re.search(r'<pre id="lie-probe">(.*?)</pre>', proc.stdout, re.S)
-    assert match, proc.stderr[-3000:]
-    seen = json.loads(match.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">")
-                      .replace("&amp;", "&"))  # fmt: skip
+    seen = browse(
+        page.html, TABLES_SEEN, tmp_path, "--window-size=1400,900", "--disable-web-security"
+    )  # the probe reads the frame (a data: URL, another origin)
     assert seen["rendered"] and seen["errors"] == []
     expected = {p for p in report_paths(page.layout) if p.suffix == ".html"}
     assert set(seen["tables"]) == {str(p) for p in expected}

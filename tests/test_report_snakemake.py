@@ -7,33 +7,26 @@ Snakemake builds the page from the rule's ``report()`` outputs and ``workflow/re
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from report_page import BROWSER, NO_BROWSER, browse, embedded
 from report_pipeline import reported
 from small import REPO
 
 from lie.report.build import report_paths
 
 pytestmark = pytest.mark.slow
-BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
 
-# Run in the page once it has loaded: show each image result as the report's own menu does
-# (the app's setView) and record the size the browser decoded; then write what it saw into the DOM.
-PROBE = """
-window.addEventListener("error", (e) => (window.lieErrors = [...(window.lieErrors || []), String(e.message)]));
-window.addEventListener("load", async () => {
-  const wait = (ms) => new Promise((r) => setTimeout(r, ms));
-  for (let i = 0; i < 100 && !document.querySelector("#app")?.children.length; i++) await wait(100);
-  await wait(300);
-  const out = { rendered: document.querySelector("#app").children.length > 0, images: {} };
+# Run in the page once it has loaded (tests/report_page.py): show each image result as the report's own
+# menu does (the app's setView) and record the size the browser decoded.
+IMAGES_SEEN = """
+  out.images = {};
   for (const [path, entry] of Object.entries(results)) {
     if (!entry.mime_type.startsWith("image/")) continue;
     app.setView({ content: "img", contentPath: entry.data_uri });
@@ -44,12 +37,6 @@ window.addEventListener("load", async () => {
     }
     out.images[path] = img ? [img.naturalWidth, img.naturalHeight] : null;
   }
-  out.errors = window.lieErrors || [];
-  const pre = document.createElement("pre");
-  pre.id = "lie-probe";
-  pre.textContent = JSON.stringify(out);
-  document.body.appendChild(pre);
-});
 """
 
 
@@ -70,12 +57,6 @@ def page(tmp_path_factory) -> tuple[Path, object]:
     return html, copy
 
 
-def embedded(html: str, name: str) -> dict:
-    match = re.search(rf'<script id="{name}">\s*var \w+ = (.*?);?\s*</script>', html, re.S)
-    assert match, name
-    return json.loads(match.group(1).rstrip().rstrip(";"))
-
-
 def test_one_page_holds_every_table_and_figure_with_a_caption(page):
     html_path, copy = page
     html = html_path.read_text(encoding="utf-8")
@@ -90,25 +71,10 @@ def test_one_page_holds_every_table_and_figure_with_a_caption(page):
     assert not re.search(r"<(?:script|link)[^>]+(?:src|href)=\"https?://", html)  # self-contained
 
 
-@pytest.mark.skipif(BROWSER is None, reason="chromium is not installed (.ci/run installs Debian's chromium)")
+@pytest.mark.skipif(BROWSER is None, reason=NO_BROWSER)
 def test_the_page_loads_in_a_browser_and_every_image_shows(page, tmp_path):
     html_path, copy = page
-    html = html_path.read_text(encoding="utf-8")
-    end = html.rindex("</body>")  # the last: scripts of the page hold the string too
-    probed = tmp_path / "probed.html"
-    probed.write_text(html[:end] + f"<script>{PROBE}</script>" + html[end:], encoding="utf-8")
-    flags = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--virtual-time-budget=60000",
-    ]
-    proc = subprocess.run([BROWSER, *flags, "--dump-dom", probed.as_uri()], capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
-    match = re.search(r'<pre id="lie-probe">(.*?)</pre>', proc.stdout, re.S)
-    assert match, proc.stderr[-3000:]
-    seen = json.loads(match.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    seen = browse(html_path, IMAGES_SEEN, tmp_path)
     assert seen["rendered"] and seen["errors"] == []
     figures = {str(p) for p in report_paths(copy.layout) if p.suffix == ".png"}
     assert set(seen["images"]) == figures
