@@ -112,15 +112,22 @@ def _has_non_finite(value: object) -> bool:
     return False
 
 
-def _run(name: str, rest: list[str]) -> int:
+def command_parser(name: str) -> argparse.ArgumentParser:
+    """The parser of ``lie NAME`` (not for RAW commands): what a command line is checked against."""
     module = importlib.import_module(COMMANDS[name][0])
-    if name in RAW:
-        return int(module.run_raw(rest) or 0)
     parser = argparse.ArgumentParser(
         prog=f"lie {name}", description=COMMANDS[name][1], formatter_class=_HelpFormatter
     )
     parser.add_argument("--log-level", default="INFO", help="logging level")
     module.add_arguments(parser)
+    return parser
+
+
+def _run(name: str, rest: list[str]) -> int:
+    module = importlib.import_module(COMMANDS[name][0])
+    if name in RAW:
+        return int(module.run_raw(rest) or 0)
+    parser = command_parser(name)
     args = parser.parse_args(rest)
     _non_finite_flag(parser, args)
     check_outputs(parser, args)
