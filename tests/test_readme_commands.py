@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_cluster import _site_file_of_the_docs
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -63,10 +64,11 @@ def readme_commands() -> list[str]:
 
 
 def readme_prose_commands() -> list[str]:
-    """The commands README quotes inline outside its code blocks (`lie ...`, `make ...`, `apptainer ...`)."""
+    """The commands README quotes inline outside its code blocks (`lie ...`, `make ...`, `apptainer ...`,
+    `snakemake ...`; a bare name such as `snakemake` is a name, not a command)."""
     text = re.sub(r"^```.*?^```", "", (REPO / "README.md").read_text(encoding="utf-8"), flags=re.S | re.M)
     spans = re.findall(r"`([^`\n]+)`", text)
-    return list(dict.fromkeys(s for s in spans if re.match(r"(lie|make|apptainer) [\w-]", s)))
+    return list(dict.fromkeys(s for s in spans if re.match(r"(lie|make|apptainer|snakemake) [\w-]", s)))
 
 
 def shell(command: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
@@ -104,6 +106,7 @@ def how_prose(command: str) -> tuple[str, str]:
         if "--profile" not in words:
             return ("run", ".venv/bin/lie snakemake --help"), "the launcher exists"
         dry = " ".join(words[1:]).replace("gpus=N", "gpus=1")  # README's placeholder N
+        dry = re.sub(r"(?<=\s)site\.yaml\b", "{site}", dry)  # the user's site file: docs/cluster.md's
         return ("run", f".venv/bin/lie {dry}{'' if '-n' in words else ' -n'}"), "a dry run of the launch"
     if words[0] == "lie" and words[1] in PARSED:
         return ("parse", " ".join(words[1:])), f"command and flags exist; run by {PARSED[words[1]]}"
@@ -138,7 +141,7 @@ def test_the_walk_knows_every_command_readme_quotes_in_its_prose():
 
 
 @pytest.mark.parametrize("command", readme_prose_commands())
-def test_each_command_quoted_in_readme_prose_works_as_written(command):
+def test_each_command_quoted_in_readme_prose_works_as_written(command, tmp_path):
     (kind, what), proves = how_prose(command)
     if kind == "parse":
         from lie.cli import command_parser
@@ -157,6 +160,10 @@ def test_each_command_quoted_in_readme_prose_works_as_written(command):
         sections = re.findall(r"^%(\w+)", definition.read_text(encoding="utf-8"), flags=re.M)
         assert "post" in sections and ("test" in sections or "build" in command.split()), sections
     else:
-        proc = shell(what)
+        site = tmp_path / "site.yaml"
+        site.write_text(
+            _site_file_of_the_docs(), encoding="utf-8"
+        )  # a first user's, as docs/cluster.md shows
+        proc = shell(what.replace("{site}", str(site)))
         assert proc.returncode == 0, f"{what} ({proves}):\n{(proc.stdout + proc.stderr)[-3000:]}"
         assert "Traceback" not in proc.stderr
