@@ -350,3 +350,30 @@ def test_a_vllm_rollout_run_killed_mid_step_resumes_with_a_new_server(smoke, tmp
     metrics = read_metrics(rundir)
     assert [m["step"] for m in metrics] == [1, 2, 3, 4]
     assert all(m["training/rollout_actor_probs_pearson_corr"] > 0.999 for m in metrics)
+
+
+def test_verls_own_merger_on_a_full_disk_names_the_file_and_a_rerun_completes(smoke, tmp_path):
+    """Issue 33: the real ``verl.model_merger`` (not a stand-in) writing the smoke parent's merged model
+    where no file may pass 100 kB (RLIMIT_FSIZE: EFBIG, as ENOSPC on a full disk): one line naming the
+    file it was writing, no output folder that looks complete; the same command without the limit then
+    writes the whole model."""
+    import resource
+    import signal
+
+    def limited():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the process sees the error, as on a full disk
+        resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
+
+    out = tmp_path / "merged"
+    args = ("merge", PARENT, "--config", str(smoke.config_file), "--out", str(out))
+    full = _lie(*args, timeout=600, preexec_fn=limited)
+    assert full.returncode == 2 and "Traceback" not in full.stderr, full.stderr[-3000:]
+    lines = [line for line in full.stderr.splitlines() if line.startswith("lie merge:")]
+    assert (
+        len(lines) == 1
+        and f"cannot write {tmp_path}/.merged.partial/model.safetensors (File too large)" in lines[0]
+    )
+    assert not out.exists()
+    again = _lie(*args, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert (out / "model.safetensors").stat().st_size > 100_000 and (out / "lie_output.json").is_file()
