@@ -92,12 +92,13 @@ report: $(STAMP)
 # The CPU study of the Shallow Exploration Trap, second registration (README, docs/study.md,
 # docs/study/preregistration-v2.md): outputs under results/study/. First the gates on the supervised
 # models (a failed gate stops here, before any RL run), then the runs and the report. Every job runs one
-# torch thread (OMP_NUM_THREADS=1), so the rules that ask for 2 run 1 here and two jobs share the 2 cores;
+# torch thread (OMP_NUM_THREADS=1), so the rules that ask for 2 run 1 here and as many jobs as cores run at once;
 # drop the --set-threads to run them one at a time (slower, same files). make study-full merges
 # workflow/configs/study-full.yaml over the same config: the same outdir, every run of make study and
 # more (1-2 h); make study-v1 is the first registered study (docs/study/preregistration.md, results/study-v1/).
 STUDY_THREADS := --set-threads train=1 generate=1 evaluate=1 merge=1 reflen=1
-STUDY_OPTS := --profile profiles/local $(STUDY_THREADS) --cores 2
+STUDY_CORES ?= $(shell nproc 2>/dev/null || echo 2)  # every core the machine gives (make study STUDY_CORES=N)
+STUDY_OPTS := --profile profiles/local $(STUDY_THREADS) --cores $(STUDY_CORES)
 STUDY_SMK := $(SMK) --configfile workflow/configs/study.yaml $(STUDY_OPTS)
 STUDY_FULL_SMK := $(SMK) --configfile workflow/configs/study.yaml workflow/configs/study-full.yaml $(STUDY_OPTS)
 STUDY_V1_SMK := $(SMK) --configfile workflow/configs/study-v1.yaml $(STUDY_OPTS)

@@ -360,7 +360,7 @@ def test_make_study_is_two_snakemake_targets_of_the_same_dag(tmp_path):
     shutil.copy(repo / "workflow" / "configs" / "study-full.yaml", full)
     make = (repo / "Makefile").read_text()
     threads = re.search(r"^STUDY_THREADS := (.*)$", make, re.M).group(1).split()
-    assert "STUDY_OPTS := --profile profiles/local $(STUDY_THREADS) --cores 2" in make
+    assert "STUDY_OPTS := --profile profiles/local $(STUDY_THREADS) --cores $(STUDY_CORES)" in make
     assert "STUDY_SMK := $(SMK) --configfile workflow/configs/study.yaml $(STUDY_OPTS)" in make
     full_files = "--configfile workflow/configs/study.yaml workflow/configs/study-full.yaml $(STUDY_OPTS)"
     assert f"STUDY_FULL_SMK := $(SMK) {full_files}" in make
@@ -406,3 +406,20 @@ def test_make_study_is_two_snakemake_targets_of_the_same_dag(tmp_path):
     assert len(merged["experiments"]) > len(config["experiments"])
     study_full = expected(merged)
     assert dry_run("study", full) == {**study_full, "total": sum(study_full.values())}
+
+
+def test_make_study_uses_every_core_of_the_machine_unless_told(tmp_path):
+    """Issue 36: `make study` gives Snakemake the machine's cores (nproc), not a fixed 2; STUDY_CORES overrides."""
+    repo = Path(__file__).resolve().parents[1]
+
+    def cores(*more: str) -> set[str]:
+        proc = subprocess.run(
+            ["make", "-n", "study", *more], cwd=repo, capture_output=True, text=True, timeout=60
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        lines = [line for line in proc.stdout.splitlines() if "lie snakemake" in line]
+        assert len(lines) == 2, proc.stdout[-2000:]  # the gates, then the study
+        return {re.search(r"--cores (\S+)", line).group(1) for line in lines}
+
+    assert cores() == {str(len(os.sched_getaffinity(0)))}
+    assert cores("STUDY_CORES=3") == {"3"}
