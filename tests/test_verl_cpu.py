@@ -507,3 +507,21 @@ def test_the_jobs_end_forces_a_save_and_a_kill_after_it_resumes_from_that_step(t
     ]
     assert json.loads(rundir.final_json.read_text())["step"] == 3
     assert [m["step"] for m in read_metrics(rundir)] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("text", ["", "four\n", "1e3"])
+def test_the_final_checkpoint_with_an_unreadable_tracker_is_one_line(tmp_path, text):
+    """verl's tracker file is read one way (lie.engines.verl.checkpoints.tracked_step): a torn or edited
+    tracker is a LieError naming it, not a ValueError from int()."""
+    from lie.core.errors import LieError
+    from lie.engines.verl.checkpoints import TRACKER
+    from lie.engines.verl.overrides import final_checkpoint
+    from lie.formats.runs import RunDir
+
+    rundir = RunDir(tmp_path, "r")
+    rundir.checkpoints.mkdir(parents=True)
+    (rundir.checkpoints / TRACKER).write_text(text, encoding="utf-8")
+    with pytest.raises(LieError, match=f"{TRACKER} .*names no step"):
+        final_checkpoint(rundir, "final")
+    (rundir.checkpoints / TRACKER).write_text("4\n", encoding="utf-8")
+    assert final_checkpoint(rundir, "final") == rundir.checkpoints / "global_step_4"

@@ -278,10 +278,15 @@ def final_checkpoint(rundir: RunDir, eval_step: str | int) -> Path:
     if eval_step != FINAL:
         path = ckpts / f"global_step_{int(eval_step)}"
     else:
-        tracker = ckpts / "latest_checkpointed_iteration.txt"
-        if not tracker.exists():
-            from lie.core.errors import LieError
+        from lie.core.errors import LieError
+        from lie.engines.verl.checkpoints import TRACKER, tracked_step
 
-            raise LieError(f"{ckpts}: no latest_checkpointed_iteration.txt; has the run saved a checkpoint?")
-        path = ckpts / f"global_step_{int(tracker.read_text().strip())}"
+        if not (ckpts / TRACKER).exists():
+            raise LieError(f"{ckpts}: no {TRACKER}; has the run saved a checkpoint?")
+        step = tracked_step(ckpts)
+        if step is None:
+            raise LieError(
+                f"{ckpts}: {TRACKER} names no step (verl writes one integer); rerun the train job to repair it"
+            )
+        path = ckpts / f"global_step_{step}"
     return path
