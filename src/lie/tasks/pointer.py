@@ -19,9 +19,15 @@ import random
 import re
 from dataclasses import dataclass
 
+from lie.tasks.arithmetic import boxed_answer, check  # one reader of the boxed integer
+
+__all__ = [
+    "LABELS", "TABLE_SIZE", "Problem", "Trace", "boxed_answer", "check", "generate", "make_problem",
+    "parse_question", "trace", "written_solution",
+]  # fmt: skip
+
 TABLE_SIZE = 8  # nodes of the cycle: depths up to 7
 LABELS = range(10, 100)  # two-digit node labels
-_BOXED = re.compile(r"\\boxed\{\s*(-?\d+)\s*\}")
 _HOP = re.compile(r"(\d+) -> (\d+)")
 _QUESTION = re.compile(r"Pointers: (.*?)\. Start at (\d+) and follow (\d+) pointers?\.")
 
@@ -139,14 +145,3 @@ def trace(problem: Problem, response: str) -> Trace:
         reached += on_path
         node, previous = b, (a, b)
     return Trace(problem.depth, written, reached, right, repeats, boxed_answer(response))
-
-
-def boxed_answer(response: str) -> int | None:
-    """The integer in the last ``\\boxed{}`` of a response, or None."""
-    found = _BOXED.findall(response)
-    return int(found[-1]) if found else None
-
-
-def check(response: str, answer: int) -> bool:
-    """Exact grading: the last boxed integer equals the answer."""
-    return boxed_answer(response) == answer
