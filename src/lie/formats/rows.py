@@ -180,6 +180,17 @@ def read_rows(
     """The rows of a verl parquet file, each checked (:func:`check_row`) for ``columns``: a bad row
     stops the run with one line naming the file, the row and the key. ``limit``: the first rows
     only; ``only``: read just ``columns``."""
+    return read_checked(path, columns, limit, only)[1]
+
+
+def read_checked(
+    path: str | Path,
+    columns: Sequence[str] = ("prompt", "reward_model"),
+    limit: int | None = None,
+    only: bool = False,
+) -> tuple[pa.Table, list[dict[str, Any]]]:
+    """:func:`read_rows` with the table they came from, for a stage that writes the table back with
+    columns added (``lie reflen``)."""
     table = read_table(path, columns, only)
     if limit is not None:
         if limit < 1:
@@ -188,7 +199,7 @@ def read_rows(
     rows = table.to_pylist()
     for number, row in enumerate(rows):
         check_row(row, f"{path} row {number}", columns)
-    return rows
+    return table, rows
 
 
 def check_row(row: Any, where: str, columns: Sequence[str] = ("prompt", "reward_model")) -> dict[str, Any]:

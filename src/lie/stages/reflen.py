@@ -234,7 +234,7 @@ def run_reflen(
     """``lie reflen``: read ``data``, sample, write ``out`` with L_ref; return the recorded metadata."""
     from lie.engines.generation import batch_invariant_mode, load_engine
     from lie.formats.outputs import check_output_file
-    from lie.formats.rows import check_row, read_metadata, read_table, with_metadata, write_table
+    from lie.formats.rows import read_checked, read_metadata, with_metadata, write_table
 
     if str(out) == "-":
         raise LieError(
@@ -243,14 +243,9 @@ def run_reflen(
     check_output_file(out, [data])
     settings = settings_from_config(config, **overrides)
     kind = engine or Engines.of(config).generate
-    table = read_table(data, ("prompt", "reward_model"))
-    if limit is not None:
-        if limit < 1:
-            raise LieError(f"--limit must be >= 1, got {limit}")
-        table = table.slice(0, limit)
-    rows = table.to_pylist()
-    for number, row in enumerate(rows):  # a bad row stops the run before a model is loaded
-        check_row(row, f"{data} row {number}", ("prompt", "reward_model"))
+    table, rows = read_checked(
+        data, ("prompt", "reward_model"), limit
+    )  # a bad row stops before a model loads
     from lie.stages.base_model import file_sha256, resolve_model
 
     path, entry = resolve_model(config, model)
