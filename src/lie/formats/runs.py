@@ -315,6 +315,38 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
         out.write(dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
 
+def write_final(rundir: RunDir, engine: str, checkpoint: Path, step: int) -> None:
+    """``final.json``: the checkpoint a finished run is evaluated at (read back by :func:`read_final`)."""
+    write_json(rundir.final_json, {"engine": engine, "checkpoint": str(checkpoint), "step": int(step)})
+
+
+def read_final(rundir: RunDir) -> tuple[str, Path]:
+    """``final.json``'s engine and checkpoint, checked: a checkpoint of this run's folder, nowhere else."""
+    fix = f"rerun `lie train {rundir.run}` to rewrite it"
+    path = rundir.final_json
+    if not path.exists():
+        raise LieError(f"{path} is missing: train {rundir.run} to the end first (`lie train {rundir.run}`)")
+    try:
+        final = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise LieError(f"{path} is not valid JSON ({type(exc).__name__}: {str(exc)[:200]}); {fix}") from None
+    if not isinstance(final, dict) or not all(
+        isinstance(final.get(k), str) for k in ("engine", "checkpoint")
+    ):
+        raise LieError(f"{path}: expected an object with 'engine' and 'checkpoint' strings; {fix}")
+    if final["engine"] not in ("trl", "verl"):
+        raise LieError(f"{path}: engine {final['engine']!r} is not trl or verl; {fix}")
+    checkpoint = Path(final["checkpoint"])
+    top = rundir.checkpoints.resolve()
+    if top not in checkpoint.resolve().parents:
+        raise LieError(
+            f"{path}: checkpoint {checkpoint} is not a checkpoint under {rundir.checkpoints}; {fix}"
+        )
+    if not checkpoint.is_dir():
+        raise LieError(f"{path}: checkpoint {checkpoint} is missing; {fix}")
+    return final["engine"], checkpoint
+
+
 def inputs_digest(train_file: str | Path, model: str | Path) -> str:
     """What a run trains on, by content: the training file's bytes and every file of the initial model
     folder (its relative name and bytes) but lie's record of how it was made. Part of a run's identity

@@ -19,36 +19,9 @@ from typing import Any
 from lie.config.layout import Layout
 from lie.core.errors import LieError
 from lie.formats.outputs import check_output_folder, partial_folder, replace_folder
-from lie.formats.runs import RunDir
+from lie.formats.runs import RunDir, read_final
 
 log = logging.getLogger(__name__)
-
-
-def read_final(rundir: RunDir) -> tuple[str, Path]:
-    """``final.json``'s engine and checkpoint, checked: a checkpoint of this run's folder, nowhere else."""
-    fix = f"rerun `lie train {rundir.run}` to rewrite it"
-    path = rundir.final_json
-    if not path.exists():
-        raise LieError(f"{path} is missing: train {rundir.run} to the end first (`lie train {rundir.run}`)")
-    try:
-        final = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise LieError(f"{path} is not valid JSON ({type(exc).__name__}: {str(exc)[:200]}); {fix}") from None
-    if not isinstance(final, dict) or not all(
-        isinstance(final.get(k), str) for k in ("engine", "checkpoint")
-    ):
-        raise LieError(f"{path}: expected an object with 'engine' and 'checkpoint' strings; {fix}")
-    if final["engine"] not in ("trl", "verl"):
-        raise LieError(f"{path}: engine {final['engine']!r} is not trl or verl; {fix}")
-    checkpoint = Path(final["checkpoint"])
-    top = rundir.checkpoints.resolve()
-    if top not in checkpoint.resolve().parents:
-        raise LieError(
-            f"{path}: checkpoint {checkpoint} is not a checkpoint under {rundir.checkpoints}; {fix}"
-        )
-    if not checkpoint.is_dir():
-        raise LieError(f"{path}: checkpoint {checkpoint} is missing; {fix}")
-    return final["engine"], checkpoint
 
 
 def _merger_python(config: dict[str, Any], rundir: RunDir) -> str:

@@ -20,7 +20,7 @@ from lie.config.layout import Layout
 from lie.config.settings import RunSettings
 from lie.core.errors import LieError
 from lie.engines.verl.overrides import VerlInputs
-from lie.formats.runs import inputs_digest, write_json
+from lie.formats.runs import inputs_digest, write_final, write_json
 from lie.stages.checkpoint import BEST_VAL, evaluated_step
 
 log = logging.getLogger(__name__)
@@ -150,7 +150,7 @@ def _train_verl(config: dict[str, Any], settings: RunSettings, request: TrainReq
     eval_step = evaluated_step(rundir, settings.eval_step)  # best_val: from its metrics
     checkpoint = verl_overrides.final_checkpoint(rundir, eval_step)
     step = int(checkpoint.name.rsplit("_", 1)[1])
-    write_json(rundir.final_json, {"engine": "verl", "checkpoint": str(checkpoint), "step": step})
+    write_final(rundir, "verl", checkpoint, step)
     return rundir.root
 
 

@@ -35,6 +35,7 @@ from lie.formats.runs import (
     append_rollouts,
     inputs_digest,
     rollout_record,
+    write_final,
     write_json,
 )
 
@@ -421,10 +422,7 @@ def _write_final(rundir: RunDir, eval_step: str | int, sched: Schedule, done: in
             f"{rundir.run}: no checkpoint for training.eval_step={eval_step} ({checkpoint}); "
             "choose a step that save_freq divides"
         )
-    write_json(
-        rundir.final_json,
-        {"engine": "trl", "checkpoint": str(checkpoint), "step": math.ceil(updates / sched.updates_per_step)},
-    )
+    write_final(rundir, "trl", checkpoint, math.ceil(updates / sched.updates_per_step))
 
 
 def export_model(checkpoint: Path, folder: Path) -> None:
