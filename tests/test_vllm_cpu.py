@@ -242,6 +242,27 @@ def test_greedy_vllm_and_transformers_agree(setup, tmp_path):
     assert len({tuple(x["token_ids"]) for x in from_vllm}) >= 3  # the prompt matters
 
 
+def test_nan_weights_are_one_line_under_vllm(setup, tmp_path):
+    """A model folder whose weights are all NaN: one line naming it, exit 2, no samples (issue 33)."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    model = tmp_path / "nan"
+    shutil.copytree(setup.model, model)
+    weights = model / "model.safetensors"
+    save_file(
+        {k: v.fill_(float("nan")) for k, v in load_file(weights).items()}, weights, metadata={"format": "pt"}
+    )
+    out = tmp_path / "nan.jsonl"
+    args = generate_args(SimpleNamespace(**{**vars(setup), "model": str(model)}), out)
+    result = subprocess.run(vllm_command(args), env=cpu_env(), capture_output=True, text=True, timeout=900)
+    lines = [x for x in result.stderr.splitlines() if x.startswith("lie generate:")]
+    assert result.returncode == 2 and len(lines) == 1, result.stderr[-4000:]
+    assert f"model folder {model}: the model's logits are NaN or infinite" in lines[0]
+    assert "Traceback" not in result.stderr and not out.exists()
+
+
 def test_reflen_with_vllm_equals_transformers_for_greedy_samples(setup, tmp_path):
     """``lie reflen`` through vLLM: L_ref from its lengths, the same as the transformers engine's."""
     train = tmp_path / "train.parquet"

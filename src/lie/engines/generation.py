@@ -235,10 +235,34 @@ def check_finite(model: Any, model_path: str, token_id: int = 0) -> None:
     with torch.no_grad():
         logits = model(input_ids=torch.tensor([[int(token_id)]], device=device)).logits
     if not bool(torch.isfinite(logits).all()):
-        raise LieError(
-            f"model folder {model_path}: the model's logits are NaN or infinite on a one-token input: its "
-            "weights (model.safetensors) are broken; fetch or copy the model again, or retrain it"
-        )
+        raise broken_weights(model_path)
+
+
+def check_finite_vllm(llm: Any, model_path: str, token_id: int = 0) -> None:
+    """``check_finite`` for vLLM: one greedy token from a one-token prompt, and its logprob.
+
+    vLLM 0.24 samples NaN logits without a word (all NaN: token 0 at every step, each sample cut at
+    its budget); its logprobs are the log-softmax of the raw logits, NaN when any logit is NaN or +inf.
+    """
+    import math
+
+    from vllm import SamplingParams, TokensPrompt
+
+    params = SamplingParams(max_tokens=1, temperature=0.0, logprobs=1)
+    (result,) = llm.generate([TokensPrompt(prompt_token_ids=[int(token_id)])], params, use_tqdm=False)
+    (out,) = result.outputs
+    step = out.logprobs[0] if out.logprobs and out.token_ids else {}
+    sampled = step.get(out.token_ids[0]) if step else None
+    if sampled is None or not math.isfinite(sampled.logprob):
+        raise broken_weights(model_path)
+
+
+def broken_weights(model_path: str) -> LieError:
+    """The one line for NaN or infinite logits, the same from either engine (and TRL)."""
+    return LieError(
+        f"model folder {model_path}: the model's logits are NaN or infinite on a one-token input: its "
+        "weights (model.safetensors) are broken; fetch or copy the model again, or retrain it"
+    )
 
 
 class HFEngine:
@@ -346,6 +370,7 @@ class VLLMEngine:
         self.tokenizer = self.llm.get_tokenizer()
         # after start-up: vLLM may have fitted max_model_len to the KV cache (core_client.py)
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
+        check_finite_vllm(self.llm, model_path, self.tokenizer.eos_token_id or 0)
 
     def generate(
         self, prompts: Sequence[Sequence[int]], settings: SamplingSettings, seeds: Sequence[int]
