@@ -186,7 +186,7 @@ def json_array_over(limit: int) -> Callable[[Path, pytest.MonkeyPatch], None]:
     """``d.json``, a JSON array larger than the bound, lowered to ``limit`` bytes for the test."""
 
     def setup(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        monkeypatch.setattr("lie.stages.data.tables.MAX_JSON_ARRAY_BYTES", limit)
+        monkeypatch.setattr("lie.formats.sources.MAX_JSON_ARRAY_BYTES", limit)
         row = json.dumps({"problem": "1 + 1", "answer": "2"})
         (tmp / "d.json").write_text("[" + ",".join([row] * (limit // len(row) + 1)) + "]")
 

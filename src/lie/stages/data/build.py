@@ -19,10 +19,11 @@ import pyarrow as pa
 from lie import __version__
 from lie.core.errors import LieError
 from lie.formats.rows import make_row, to_table, write_table
+from lie.formats.sources import read_columns
 from lie.stages.data.adapters import FORMATS, GPQA_SHUFFLE, Context
 from lie.stages.data.sources import resolve
 from lie.stages.data.spec import DatasetSpec, bare_spec, dataset_spec
-from lie.stages.data.tables import DRAW_METHOD, apply_filter, dedup_first, read_columns, seeded_draw
+from lie.stages.data.tables import DRAW_METHOD, apply_filter, dedup_first, seeded_draw
 
 log = logging.getLogger(__name__)
 
