@@ -107,6 +107,78 @@ def test_a_trial_folder_the_user_made_is_refused_and_kept(tmp_path):
     assert (mine / "notes.txt").read_text() == "keep me"
 
 
+def _gpu_trial(tmp_path):
+    """A GPU trial's folder prepared as `lie preflight` prepares it, with a "fetched" model (no build,
+    no command run): the config, the rows, lie's record. Returns a function that prepares it (again)."""
+    from small import paper_config
+
+    from lie.stages.preflight import shapes
+    from lie.stages.preflight_trial import Trial
+
+    config = paper_config()
+    config["outdir"] = str(tmp_path / "out")
+    model = tmp_path / "out" / "base" / "qwen3-4b-base"
+    model.mkdir(parents=True)
+    (model / "config.json").write_text("{}")
+    shape = shapes(config, ["qwen3-4b-base_dapo_gspo_lie"])[0]
+    return lambda root: Trial(config, shape, root, gpu=True)
+
+
+def test_a_file_the_user_put_in_a_trial_folder_stops_the_rerun_and_is_kept(tmp_path):
+    """Issue 33: the trial folder's record listed no files, so a rerun emptied the folder, a file of the
+    user's with it. Now the record lists what the trial wrote, and a rerun that finds anything else stops
+    with one line naming it (as a model folder's rebuild does), touching nothing; once it is moved out,
+    the rerun prepares the folder afresh."""
+    from lie.core.errors import LieError
+    from lie.formats.outputs import OWNER, record_of
+
+    prepare = _gpu_trial(tmp_path)
+    root = tmp_path / "preflight" / "shape-1"
+    prepare(root)
+    record = record_of(root)
+    assert record["command"] == "lie preflight"
+    assert {"config.yaml", "train.parquet", "val.parquet"} <= set(record["files"]), record
+    (root / "notes.txt").write_text("keep me")
+    with pytest.raises(LieError) as refused:
+        prepare(root)
+    message = str(refused.value)
+    assert "notes.txt" in message and "\n" not in message, message
+    assert (root / "notes.txt").read_text() == "keep me"
+    assert {"config.yaml", "train.parquet", "val.parquet", OWNER} <= {p.name for p in root.iterdir()}
+    (root / "notes.txt").rename(tmp_path / "notes.txt")
+    prepare(root)
+    assert (root / "config.yaml").exists() and "notes.txt" not in record_of(root)["files"]
+
+
+def test_a_trial_command_cut_short_leaves_its_files_listed_or_the_rerun_says_so(tmp_path):
+    """A trial's command that fails or is interrupted (Ctrl-C) leaves its files in the record: the rerun
+    removes them. One killed outright (SIGKILL, a time limit) leaves them unlisted, its record naming the
+    command: the rerun stops with one line saying so, and removes nothing."""
+    from lie.core.errors import LieError
+    from lie.formats.outputs import record_of
+
+    prepare = _gpu_trial(tmp_path)
+    root = tmp_path / "preflight" / "shape-1"
+    trial = prepare(root)
+    with pytest.raises(KeyboardInterrupt), trial.writing("lie train"):
+        (root / "out" / "runs").mkdir(parents=True)
+        (root / "out" / "runs" / "metrics.jsonl").write_text("{}\n")
+        raise KeyboardInterrupt
+    assert "out/runs/metrics.jsonl" in record_of(root)["files"] and "running" not in record_of(root)
+    trial = prepare(root)
+    assert not (root / "out" / "runs").exists()
+    killed = trial.writing("lie merge")  # entered and never left: the process was killed
+    killed.__enter__()
+    (root / "merged").mkdir()
+    (root / "merged" / "model.safetensors").write_bytes(b"x")
+    with pytest.raises(LieError) as refused:
+        prepare(root)
+    message = str(refused.value)
+    assert "merged/model.safetensors" in message and "stopped during lie merge" in message, message
+    assert f"delete {root}" in message and "\n" not in message
+    assert (root / "merged" / "model.safetensors").read_bytes() == b"x" and (root / "config.yaml").exists()
+
+
 def test_the_all_reduce_row_runs_its_gpu_code_on_a_cpu_with_gloo():
     """The NCCL row's module across two spawned CPU processes (a worker of a ``python -c`` script
     could not be unpickled by spawned processes: the row failed on every node)."""

@@ -22,7 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs", nargs="*", help="runs whose training shapes to try (default: the config's)")
     parser.add_argument(
         "--workdir",
-        help="the trials' folder, their logs under <trial>/logs (default: <outdir>/preflight; emptied first)",
+        help="the trials' folder, their logs under <trial>/logs (default: <outdir>/preflight); a trial folder "
+        "is emptied first, refused if it holds a file lie did not write",
     )
     parser.add_argument(
         "--device", choices=["auto", "gpu", "cpu"], default="auto", help="auto: gpu when one is visible"

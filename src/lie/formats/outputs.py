@@ -184,6 +184,17 @@ def _written(folder: Path) -> list[str]:
                   if (p.is_file() or p.is_symlink()) and p.name != OWNER)  # fmt: skip
 
 
+def write_record(folder: str | os.PathLike[str], record: dict[str, Any]) -> None:
+    """Mark ``folder``, which lie fills in place (``lie preflight``'s trials), as lie's: :data:`OWNER`
+    holds ``record`` and the ``files`` in the folder now, as :func:`replace_folder` lists them; rewritten
+    as more are written, so that a rebuild (:func:`check_output_folder`) knows which files are lie's."""
+    from lie.formats.jsonl import atomic_output, dumps
+
+    record = {**record, "files": _written(Path(folder))}  # before the record's own temporary exists
+    with atomic_output(Path(folder) / OWNER) as out:
+        out.write(dumps(record, indent=2, sort_keys=True) + "\n")
+
+
 def record_of(folder: str | os.PathLike[str]) -> dict[str, Any]:
     """The record a command left in the folder it built (:data:`OWNER`); {} where none is readable."""
     return read_object(Path(folder) / OWNER)[0] or {}

@@ -14,6 +14,7 @@ short generation with vLLM.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import json
 import logging
@@ -30,7 +31,7 @@ from typing import Any
 from lie import config as cfgmod
 from lie.config.layout import Layout
 from lie.core.errors import LieError
-from lie.formats.outputs import OWNER, check_output_folder
+from lie.formats.outputs import check_output_folder, record_of, record_problem, write_record
 from lie.stages import plan as planmod
 from lie.stages.preflight import REWARD_SHARE_MAX, TIMED_STEP, TRIAL_SAVE_FREQ, TRIAL_STEPS, Check, Shape
 
@@ -160,36 +161,72 @@ def trial_config(
     return trial
 
 
+COMMAND = "lie preflight"  # the trial folder's record (lie_output.json) names it
+
+
+def _prepare(root: Path) -> None:
+    """An empty trial folder at ``root``. An earlier trial's goes only when it holds nothing but the files
+    its record lists (lie_output.json, rewritten as the trial writes: :meth:`Trial.writing`); a folder
+    the user made, or a trial folder holding a file of the user's, is refused with one line, untouched."""
+    try:
+        check_output_folder(root)
+    except LieError as exc:
+        lies = root.is_dir() and not root.is_symlink() and record_problem(root) is None
+        stopped = record_of(root).get("running") if lies else None
+        if isinstance(stopped, str):  # the files a killed command wrote are not listed either
+            raise LieError(
+                f"{exc}; the preflight there was stopped during {stopped} (a kill, a time limit): "
+                f"if those are its files, delete {root}"
+            ) from None
+        raise
+    if root.exists():
+        shutil.rmtree(root)  # a preflight measures afresh; every file in it is one the trial wrote
+    root.mkdir(parents=True)
+
+
 class Trial:
     """The files of one trial and the ``lie`` commands run on them."""
 
     def __init__(self, config: dict[str, Any], shape: Shape, root: Path, gpu: bool):
-        check_output_folder(root)  # a folder the user made under --workdir is refused, never emptied
-        if root.exists():
-            shutil.rmtree(root)  # a preflight measures afresh, in a folder an earlier preflight built
-        root.mkdir(parents=True)
-        (root / OWNER).write_text(json.dumps({"command": "lie preflight"}) + "\n", encoding="utf-8")
+        _prepare(root)  # before anything reads the config
         self.shape, self.root, self.gpu = shape, root, gpu
-        model, self.params_b, thinking = _model(config, shape, root, gpu)
-        self.config = trial_config(config, shape, root, model, thinking, gpu)
-        self.config_file = root / "config.yaml"
-        cfgmod.write_effective_config(self.config, self.config_file)
-        cfgmod.load_config(self.config_file)  # the trial's config is a valid one
-        ref_len = self.config["training"]["max_response_length"] // 2
-        self.train_rows = _rows(self.config, "preflight-train", ROWS, 1, ref_len)
-        self.train_file = _write_rows(self.train_rows, root / "train.parquet")
-        self.val_file = _write_rows(_rows(self.config, "preflight-val", 4, 2, None), root / "val.parquet")
+        with self.writing("the trial's setup"):
+            model, self.params_b, thinking = _model(config, shape, root, gpu)
+            self.config = trial_config(config, shape, root, model, thinking, gpu)
+            self.config_file = root / "config.yaml"
+            cfgmod.write_effective_config(self.config, self.config_file)
+            cfgmod.load_config(self.config_file)  # the trial's config is a valid one
+            ref_len = self.config["training"]["max_response_length"] // 2
+            self.train_rows = _rows(self.config, "preflight-train", ROWS, 1, ref_len)
+            self.train_file = _write_rows(self.train_rows, root / "train.parquet")
+            self.val_file = _write_rows(_rows(self.config, "preflight-val", 4, 2, None), root / "val.parquet")
         self.model = model
         self.rundir = _rundir(self.config)
         self.logs = root / "logs"  # every command's whole output, named in the trial's rows
 
+    @contextlib.contextmanager
+    def writing(self, what: str) -> Iterator[None]:
+        """While ``what`` writes into the trial's folder its record names it (files a kill leaves are
+        unlisted: a rerun says so); after it, however it ends, the record lists every file in the folder:
+        the files a rerun may remove (it listed none, and a rerun removed a user's file too: issue 33)."""
+        write_record(self.root, {"command": COMMAND, "running": what})
+        try:
+            yield
+        finally:
+            write_record(self.root, {"command": COMMAND})
+
+    def run(self, args: list[str], log_name: str, **kwargs: Any) -> Path:
+        """A ``lie`` command of the trial (:func:`_lie`), its output in ``logs/<log_name>``; that log."""
+        log_file = self.logs / log_name
+        with self.writing(f"lie {args[0]}"):
+            _lie(args, log_file, **kwargs)
+        return log_file
+
     def train(self, log_name: str = "train.log") -> Path:
         """``lie train`` of the trial's run; its log."""
-        log_file = self.logs / log_name
-        _lie(["train", RUN, "--config", str(self.config_file), "--engine", "verl",
-              "--device", "gpu" if self.gpu else "cpu", "--train-file", self.train_file,
-              "--val-file", self.val_file, "--model", self.model], log_file)  # fmt: skip
-        return log_file
+        return self.run(["train", RUN, "--config", str(self.config_file), "--engine", "verl",
+                         "--device", "gpu" if self.gpu else "cpu", "--train-file", self.train_file,
+                         "--val-file", self.val_file, "--model", self.model], log_name)  # fmt: skip
 
 
 def _rundir(config: dict[str, Any]):
@@ -355,8 +392,9 @@ def resume_and_merge(trial: Trial) -> Iterator[Check]:
                 f"the rerun did not resume at step {TRIAL_STEPS} (metrics steps {steps}; log: {resume_log})"
             )
         merged = trial.root / "merged"
-        merge_log = trial.logs / "merge.log"
-        _lie(["merge", RUN, "--config", str(trial.config_file), "--out", str(merged)], merge_log)
+        merge_log = trial.run(
+            ["merge", RUN, "--config", str(trial.config_file), "--out", str(merged)], "merge.log"
+        )
         if not (merged / "config.json").exists() or not list(merged.glob("*.safetensors")):
             raise LieError(f"lie merge wrote no Hugging Face model to {merged}")
     except (LieError, OSError) as exc:
@@ -387,9 +425,9 @@ def vllm_generation(trial: Trial, merged: Path) -> Check:
         f"--engine-arg={k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in engine_args.items()
     ]
     try:
-        _lie(["generate", "preflight-val", "--config", str(trial.config_file), "--model", str(merged),
-              "--data", trial.val_file, "--out", str(out), "--engine", "vllm", "--n", "1",
-              "--max-tokens", "16", "--no-progress", *extra], log_file, python=python, env=env)  # fmt: skip
+        trial.run(["generate", "preflight-val", "--config", str(trial.config_file), "--model", str(merged),
+                   "--data", trial.val_file, "--out", str(out), "--engine", "vllm", "--n", "1",
+                   "--max-tokens", "16", "--no-progress", *extra], "generate.log", python=python, env=env)  # fmt: skip
     except LieError as exc:
         return Check(name, "fail", str(exc))
     rows = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
