@@ -529,3 +529,45 @@ def test_a_run_folder_comes_from_the_layout():
         if re.search(r"\bRunDir\(", line)
     ]
     assert not built, "use Layout(config).run_dir(run):\n" + "\n".join(built)
+
+
+FILE_LIBRARIES = ("pyarrow.parquet", "pyarrow.csv")  # a file's bytes read or written through them
+
+
+def file_io_outside_formats(source: str) -> list[str]:
+    """Where ``source`` reads or writes parquet/CSV itself (importing pyarrow's parquet or csv module, or
+    calling a ``read_parquet``/``to_parquet``) instead of through lie.formats, which owns each file."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        elif isinstance(node, ast.Attribute) and node.attr in ("read_parquet", "to_parquet"):
+            names = [node.attr]
+        found += [
+            f"line {node.lineno}: {n}" for n in names if n in (*FILE_LIBRARIES, "read_parquet", "to_parquet")
+        ]
+    return found
+
+
+def test_only_formats_reads_or_writes_parquet_and_csv():
+    """Issue 37: one reader and writer per file format, in lie.formats (rows, sources)."""
+    wrong = [
+        f"{path.relative_to(REPO)} {fault}"
+        for path in sorted((REPO / "src" / "lie").rglob("*.py"))
+        if "formats" not in path.relative_to(REPO / "src" / "lie").parts
+        for fault in file_io_outside_formats(path.read_text(encoding="utf-8"))
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["import pyarrow.parquet as pq", "from pyarrow import parquet", "from pyarrow.csv import read_csv",
+     "import pandas as pd\npd.read_parquet('x')", "frame.to_parquet('x')"],
+)  # fmt: skip
+def test_the_file_rule_sees_each_way_in(line):
+    assert file_io_outside_formats(line), line
+    assert not file_io_outside_formats("import pyarrow as pa\nfrom lie.formats.rows import read_rows")

@@ -127,6 +127,16 @@ def write_table(table: pa.Table, out: str | Path) -> None:
         pq.write_table(table, handle)
 
 
+def row_count(path: str | Path) -> int:
+    """The rows of a parquet file, from its footer alone (one line if it is not parquet)."""
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_metadata(path).num_rows
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise LieError(f"cannot read {path} as parquet ({exc})") from None
+
+
 def read_metadata(path: str | Path) -> dict[str, Any]:
     """The provenance ``lie data`` / ``lie reflen`` recorded in a parquet file ({} if none)."""
     import pyarrow.parquet as pq

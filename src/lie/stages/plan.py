@@ -80,9 +80,9 @@ def _prompts_and_length(config: dict[str, Any], s: RunSettings, limit: int) -> t
         return len(rows), sum(lengths) / max(len(lengths), 1)
     data = layout.dataset_file(s.data)
     if data.exists():
-        import pyarrow.parquet as pq
+        from lie.formats.rows import row_count
 
-        return pq.read_metadata(data).num_rows, None
+        return row_count(data), None
     _, entry = cfgmod.dataset_entry(config, s.data)
     count = entry.get("expected_rows") or entry.get("sample") or (entry.get("synthetic") or {}).get("count")
     if not count:

@@ -93,11 +93,12 @@ def _rows(config: dict[str, Any], name: str, count: int, seed: int, ref_len: int
 
 
 def _write_rows(rows: list[dict], path: Path) -> str:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    """The trial's rows as ``lie data`` writes them: verl's row schema, atomically (formats.rows)."""
+    from lie.formats.rows import row_schema, to_table, write_table
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows), path)
+    reflen = any("num_tokens" in row["reward_model"] for row in rows)
+    write_table(to_table(rows, {"command": "lie preflight"}, row_schema(reflen)), path)
     return str(path.resolve())
 
 
