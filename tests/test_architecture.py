@@ -571,3 +571,31 @@ def test_only_formats_reads_or_writes_parquet_and_csv():
 def test_the_file_rule_sees_each_way_in(line):
     assert file_io_outside_formats(line), line
     assert not file_io_outside_formats("import pyarrow as pa\nfrom lie.formats.rows import read_rows")
+
+
+def key_reads(source: str, key: str) -> list[int]:
+    """Lines of ``source`` that read ``key`` from a mapping: ``x[key]``, ``x.get(key...)``, ``x.pop(key...)``."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.slice, ast.Constant)
+            and node.slice.value == key
+        ):
+            lines.append(node.lineno)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("get", "pop")
+              and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == key):  # fmt: skip
+            lines.append(node.lineno)
+    return lines
+
+
+def test_trust_remote_code_is_read_in_one_place():
+    """Issue 37: the switch that lets a model run its own code has one reader (lie.config.sections
+    .trusts_remote_code) and no default written elsewhere; every engine asks it."""
+    reads = [
+        f"{path.relative_to(REPO)}:{line}"
+        for path in sorted((REPO / "src" / "lie").rglob("*.py"))
+        for line in key_reads(path.read_text(encoding="utf-8"), "trust_remote_code")
+    ]
+    assert [r.split(":")[0] for r in reads] == ["src/lie/config/sections.py"], reads
+    assert key_reads("x = config.get('trust_remote_code', False)", "trust_remote_code") == [1]

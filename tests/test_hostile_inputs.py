@@ -506,3 +506,40 @@ def test_an_unreadable_input_says_permission_denied(tmp_path):
         proc = subprocess.run([*lie, *args], capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2, proc.stderr[-3000:]
         assert proc.stderr.splitlines() == [f"lie {args[0]}: error: cannot read {path}: Permission denied"]
+
+
+def test_a_models_own_code_runs_only_where_the_config_turns_trust_remote_code_on(model_inputs, tmp_path):
+    """A model folder may ship Python (``config.json``'s ``auto_map``): ``lie generate`` loads the
+    library's own class unless the config's ``trust_remote_code`` is true (its one reader,
+    lie.config.sections.trusts_remote_code), and only then runs the folder's code."""
+    import subprocess
+    import sys
+
+    model = tmp_path / "m"
+    shutil.copytree(model_inputs / "m", model)
+    config = json.loads((model / "config.json").read_text(encoding="utf-8"))
+    real = config["architectures"][0]
+    config["auto_map"] = {"AutoModelForCausalLM": f"shipped.{real}"}
+    (model / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    (model / "shipped.py").write_text(
+        "import os, pathlib\n"
+        "pathlib.Path(os.environ['LIE_TEST_MARK']).write_text('ran')\n"
+        f"from transformers import {real}\n",
+        encoding="utf-8",
+    )
+    base = yaml.safe_load(SMOKE.read_text(encoding="utf-8"))
+    assert base["trust_remote_code"] is False
+    for trust in (False, True):
+        mark = tmp_path / f"ran-{trust}"
+        conf = tmp_path / f"c-{trust}.yaml"
+        conf.write_text(yaml.safe_dump({**base, "trust_remote_code": trust}), encoding="utf-8")
+        command = (
+            MODEL_COMMANDS["generate"].replace("{smoke}", str(conf)).replace("o.jsonl", f"o-{trust}.jsonl")
+        )
+        shutil.copy(model_inputs / "test.parquet", tmp_path / "test.parquet")
+        env = {**os.environ, "LIE_TEST_MARK": str(mark), "HF_MODULES_CACHE": str(tmp_path / "modules"),
+               "HF_HUB_OFFLINE": "1"}  # fmt: skip
+        proc = subprocess.run([sys.executable, "-m", "lie", *shlex.split(_fill(command, tmp_path))], env=env,
+                              capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert mark.exists() == trust, f"trust_remote_code={trust}: the folder's code ran: {mark.exists()}"

@@ -15,6 +15,12 @@ from typing import Any
 from lie.core.errors import LieError
 
 
+def trusts_remote_code(config: dict[str, Any]) -> bool:
+    """``trust_remote_code`` (the schema requires it): whether a model folder may run its own Python.
+    Off unless the config turns it on; the one reader, so no second default can turn it on."""
+    return config.get("trust_remote_code") is True
+
+
 @dataclass(frozen=True)
 class Evaluation:
     """``evaluation:``: benchmarks, budgets, sampling, domain averages, grading limits."""

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from lie.config.sections import trusts_remote_code
 from lie.core.errors import LieError
 from lie.formats.jsonl import dumps
 
@@ -102,7 +103,7 @@ def tokenizer_for(config: dict[str, Any], model: str) -> Any:
     from lie.engines.generation import load_tokenizer
 
     path, _ = resolve_model(config, model)
-    return load_tokenizer(str(path), trust_remote_code=bool(config.get("trust_remote_code", False)))
+    return load_tokenizer(str(path), trust_remote_code=trusts_remote_code(config))
 
 
 def file_sha256(path: str | Path) -> str:

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from lie.config.sections import Engines, Evaluation, thinking_at_evaluation
+from lie.config.sections import Engines, Evaluation, thinking_at_evaluation, trusts_remote_code
 from lie.core.errors import LieError
 from lie.engines.generation import SamplingSettings
 from lie.formats.generations import generation_line
@@ -115,7 +115,7 @@ def run_generate(
     problems = read_problems(data, bench, limit)
     if enable_thinking is None:
         enable_thinking = evaluation_thinking(config, model)
-    trust = bool(config.get("trust_remote_code", False))
+    trust = trusts_remote_code(config)
     settings = {
         "bench": bench,
         "data": str(Path(data).resolve()),

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lie.config.layout import Layout
+from lie.config.sections import trusts_remote_code
 from lie.core.errors import LieError
 from lie.formats.outputs import check_output_folder, partial_folder, replace_folder
 from lie.formats.runs import RunDir, read_final
@@ -65,7 +66,7 @@ def _merge(config: dict[str, Any], layout: Layout, rundir: RunDir, out: str | Pa
     tmp = partial_folder(target)
     cmd = [_merger_python(config, rundir), "-m", "verl.model_merger", "merge", "--backend", "fsdp",
            "--local_dir", str(checkpoint / "actor"), "--target_dir", str(tmp)]  # fmt: skip
-    if config.get("trust_remote_code"):
+    if trusts_remote_code(config):
         cmd.append("--trust-remote-code")
     proc = subprocess.run(cmd, stderr=subprocess.PIPE, text=True, errors="replace")
     if proc.stderr:

@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 
 from lie.config import grading_limits
-from lie.config.sections import Engines
+from lie.config.sections import Engines, trusts_remote_code
 from lie.core.errors import LieError
 from lie.engines.generation import SamplingSettings
 from lie.engines.rewarding import Rollout
@@ -252,7 +252,7 @@ def run_reflen(
     check_output_file(out, [data, path])  # not inside the model folder
     if settings.enable_thinking is None and entry.get("enable_thinking") is not None:
         settings = replace(settings, enable_thinking=bool(entry["enable_thinking"]))
-    trust = bool(config.get("trust_remote_code", False))
+    trust = trusts_remote_code(config)
     manifest = {
         "data": str(Path(data).resolve()),
         "data_sha256": file_sha256(data),

@@ -25,6 +25,7 @@ from typing import Any
 from lie import config as cfgmod
 from lie.config.identity import settings_hash
 from lie.config.layout import Layout
+from lie.config.sections import trusts_remote_code
 from lie.config.settings import FINAL, RunSettings
 from lie.core.errors import LieError
 from lie.core.reward import RewardConfig
@@ -366,7 +367,7 @@ def train(
     run = s.run
     rundir = Layout(config).run_dir(run)
     model_entry = cfgmod.model_entry(config, s.model)
-    trust = bool(config.get("trust_remote_code", False))
+    trust = trusts_remote_code(config)
     check_model_folder(model_path)  # before the run folder is claimed: one line, nothing written
     tokenizer = load_tokenizer(str(model_path), trust_remote_code=trust, chat=True)
     rows = load_rows(train_file, s.max_prompt_length, tokenizer, model_entry.get("enable_thinking"))

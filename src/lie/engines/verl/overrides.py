@@ -16,6 +16,7 @@ from typing import Any
 
 from lie import config as cfgmod
 from lie.config.layout import Layout
+from lie.config.sections import trusts_remote_code
 from lie.config.settings import BEST_VAL, FINAL, RunSettings
 from lie.engines.rewarding import grading_limits
 from lie.formats.runs import RunDir, read_metrics, validation_average
@@ -95,7 +96,7 @@ def overrides(
         "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu": token_budget,
         # model
         "actor_rollout_ref.model.path": inputs.model_path,
-        "actor_rollout_ref.model.trust_remote_code": bool(config.get("trust_remote_code", False)),
+        "actor_rollout_ref.model.trust_remote_code": trusts_remote_code(config),
         # rollouts
         "actor_rollout_ref.rollout.n": s.rollout_n,
         "actor_rollout_ref.rollout.temperature": s.temperature,
