@@ -377,6 +377,14 @@ def _first_metrics(copy, text: bytes) -> None:
     path.write_bytes(text + path.read_bytes())
 
 
+def _rewrite_summary(copy, edit) -> None:
+    """GRPO's summary replaced by ``edit(summary)`` (a new value, or the summary changed in place)."""
+    path = copy.layout.summary(GRPO)
+    summary = json.loads(path.read_text())
+    changed = edit(summary)
+    path.write_text(json.dumps(summary if changed is None else changed))
+
+
 def _set_count(copy, value) -> None:
     path = copy.layout.summary(GRPO)
     summary = json.loads(path.read_text())
@@ -403,6 +411,28 @@ def _set_count(copy, value) -> None:
             ]
         ],  # fmt: skip
         (lambda c: _set_count(c, -3), "must be a count (an integer >= 0), got -3"),
+        # issue 33, report readers: a summary of the wrong shape (keys, budgets) is one line
+        (lambda c: _rewrite_summary(c, lambda s: [s]), "no 'benchmarks' mapping"),
+        (lambda c: _rewrite_summary(c, lambda s: s.pop("benchmarks") and None), "no 'benchmarks' mapping"),
+        (lambda c: _rewrite_summary(c, lambda s: s.update(budgets="48")), "no 'budgets' list"),
+        *[
+            (
+                lambda c, v=value: _rewrite_summary(c, lambda s: s.update(budgets=[v])),
+                f"key 'budgets' must hold token budgets (integers >= 1), got {shown}",
+            )
+            for value, shown in [
+                ("x", "str 'x'"),
+                (None, "NoneType None"),
+                (math.inf, "inf"),
+                (True, "bool True"),
+                (0, "0"),
+                (4.5, "4.5"),
+            ]
+        ],  # fmt: skip
+        (
+            lambda c: _rewrite_summary(c, lambda s: s["benchmarks"].update(x=[1])),
+            "key 'benchmarks.x' must be an object",
+        ),
         # issue 33, report readers: a metrics file's garbage is one line, not a traceback
         (lambda c: _first_metrics(c, b"\xff\xfe\x00garbage\n{}\n"), ".jsonl line 1: not valid JSON"),
         (lambda c: _first_metrics(c, b"[" * 5000 + b"\n{}\n"), ".jsonl line 1: not valid JSON"),

@@ -75,6 +75,11 @@ def read_summary(path: str | Path, fix: str = "rerun `lie evaluate`") -> dict[st
         raise LieError(f"{path}: no 'benchmarks' mapping; it is not a `lie evaluate` summary: {fix}")
     if not isinstance(summary.get("budgets"), list):
         raise LieError(f"{path}: no 'budgets' list; it is not a `lie evaluate` summary: {fix}")
+    for budget in summary["budgets"]:  # readers compare them with the config's budgets as integers
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+            raise LieError(
+                f"{path}: key 'budgets' must hold token budgets (integers >= 1), got {_shown(budget)}: {fix}"
+            )
     for bench, entry in summary["benchmarks"].items():
         _check_bench_summary(entry, f"benchmarks.{bench}", path, fix)
     return summary
