@@ -318,3 +318,26 @@ def test_container_binds_refuse_what_apptainer_cannot_bind(workdir, tmp_path, ca
     config["image"] = None  # no image, no container: nothing to bind
     write(workdir / "config.yaml", config)
     assert snakemake(workdir, "-n").returncode == 0
+
+
+def test_lie_snakemake_exits_as_docs_recovery_says(workdir):
+    """docs/recovery.md: `lie snakemake` refuses a file it cannot read before Snakemake starts (one line,
+    exit 2); the whole-config checks run inside the workflow, where Snakemake stops with lie's one line
+    and its own exit status, 1."""
+    lie = [sys.executable, "-m", "lie", "snakemake"]
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    config = smoke(workdir / "results")
+    config["trust_remote_code"] = "yes"
+    write(workdir / "bad.yaml", config)
+    (workdir / "twice.yaml").write_text("a: 1\na: 2\n", encoding="utf-8")
+    for name, status, line in [
+        ("bad.yaml", 1, f"lie: {workdir}/bad.yaml: key 'trust_remote_code': 'yes' is not of type 'boolean'"),
+        ("twice.yaml", 2, "key 'a' appears twice"),
+    ]:
+        proc = subprocess.run([*lie, "--configfile", name, "-n"], cwd=workdir, env=env, capture_output=True,
+                              text=True, timeout=300)  # fmt: skip
+        assert proc.returncode == status, proc.stderr[-3000:]
+        assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr[
+            -3000:
+        ]
+        assert line in proc.stderr, proc.stderr
