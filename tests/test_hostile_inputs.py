@@ -12,6 +12,15 @@ generation) are always there. A row with ``model`` gets ``{tmp}/m``, a copy of t
 ``test.parquet``, ``train.parquet`` (the smoke data sets) and ``tiny-gen.jsonl`` (generations of the
 intact model), made once per module. Model folders that need a slow run (a full disk while training
 or building a model) are in tests/test_models.py.
+
+Issue 33's cases that are not an input and a one-line answer have tests of their own: the report's
+all-or-none moves, its symlinked target and a summary's values and shape (tests/test_report.py); an
+output inside an input folder, sample counts, files of the user in lie's folders, concurrent builds,
+torn swaps, manifests and seals at the shard level (tests/test_data_safety.py); a run resumed on
+another training file (tests/test_reruns.py); TRL's resume in its second epoch (tests/test_train_trl.py);
+NaN weights under vLLM (tests/test_vllm_cpu.py); verl's own merger on a full disk
+(tests/test_verl_main_ppo.py); a user file in a preflight trial folder (tests/test_preflight.py);
+`lie snakemake`'s exit statuses and the config checks (tests/test_config_checks.py).
 """
 
 from __future__ import annotations
@@ -386,6 +395,24 @@ ROWS: list[Row] = [
     Row("local-jsonl-endless-line", "data arith-test --config {tmp}/c.yaml --out {tmp}/o.parquet",
         "{tmp}/d.jsonl line 1: longer than 67,108,864 bytes", {"c.yaml": smoke(local_data("d.jsonl"))},
         sparse("d.jsonl", (64 << 20) + 10)),
+    Row("local-jsonl-not-utf8", "data arith-test --config {tmp}/c.yaml --out {tmp}/o.parquet",
+        "datasets.eval.arith-test: {tmp}/d.jsonl line 1: not valid UTF-8",
+        {"c.yaml": smoke(local_data("d.jsonl")), "d.jsonl": b"\xff\xfe{}\n"}),
+    Row("local-jsonl-deep", "data arith-test --config {tmp}/c.yaml --out {tmp}/o.parquet",
+        "datasets.eval.arith-test: {tmp}/d.jsonl: JSON nested deeper than",
+        {"c.yaml": smoke(local_data("d.jsonl")), "d.jsonl": "[" * 5000 + "]" * 5000 + "\n"}),
+    Row("local-jsonl-huge-number", "data arith-test --config {tmp}/c.yaml --out {tmp}/o.parquet",
+        "datasets.eval.arith-test: {tmp}/d.jsonl line 1: ",
+        {"c.yaml": smoke(local_data("d.jsonl")), "d.jsonl": '{"problem": "x", "answer": ' + "9" * 5000 + "}\n"}),
+    # resume state lie did not write (issue 33): a manifest in the output's shard folder, through lie generate
+    *(Row(f"manifest-{name}", MODEL_COMMANDS["generate"],
+          "{tmp}/o.jsonl.shards/manifest.json: not a manifest lie wrote",
+          {"o.jsonl.shards/manifest.json": text}, model=lambda m: None)
+      for name, text in [("list", "[]"), ("number", "3"), ("deep", "[" * 5000 + "]" * 5000),
+                         ("truncated", '{"s": 1'), ("nan", '{"s": NaN}'), ("not-utf8", b"\xff{}")]),
+    # a prompt template whose width would fill the memory (issue 33)
+    Row("config-template-width", "plan --config {tmp}/c.yaml", "'{question:99999999999}' is not a field",
+        {"c.yaml": smoke(lambda c: c["prompt"].update(math="{question} {question:99999999999}"))}),
     Row("local-json-nan", "data arith-test --config {tmp}/c.yaml --out {tmp}/o.parquet",
         "datasets.eval.arith-test: {tmp}/d.jsonl line 1: NaN is not a finite number",
         {"c.yaml": smoke(local_data("d.jsonl")), "d.jsonl": '{"problem": "x", "answer": NaN}\n'}),
