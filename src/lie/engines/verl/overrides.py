@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from lie import config as cfgmod
+from lie.config import grading_limits
 from lie.config.layout import Layout
 from lie.config.sections import trusts_remote_code
 from lie.config.settings import BEST_VAL, FINAL, RunSettings
-from lie.engines.rewarding import grading_limits
 from lie.formats.runs import RunDir, read_metrics, validation_average
 
 RECIPE_DIR = Path(__file__).parent
@@ -110,7 +110,7 @@ def overrides(
         # the LIE reward manager's knobs
         "+reward.reward_kwargs.validation_sources": list(s.val_sets),
         "+reward.reward_kwargs.log_dir": str(rundir.rollouts_dir.resolve()),
-        # the grading executor both engines size alike (lie.engines.rewarding.grading_limits)
+        # the grading executor both engines size alike (lie.config.grading_limits)
         "+reward.reward_kwargs.grade_timeout_s": grading_limits(config)[0],
         "+reward.reward_kwargs.grade_workers": grading_limits(config)[1],
         # trainer
