@@ -150,7 +150,7 @@ def overrides(
 COMPLETED = "lie_completed.json"  # in checkpoints/: training finished with these settings
 
 
-def world_size(s: RunSettings, device: str = "gpu") -> int:
+def launch_ranks(s: RunSettings, device: str = "gpu") -> int:
     """The FSDP ranks of a launch (verl names its checkpoint shards by this number)."""
     if device == "cpu":
         from lie.engines.verl import cpu as verl_cpu
@@ -198,7 +198,7 @@ def _same_world_size(s: RunSettings, rundir: RunDir, step: int, ranks: int) -> b
     from lie.engines.verl import checkpoints as verl_checkpoints
 
     path = rundir.checkpoints / f"global_step_{step}"
-    saved = verl_checkpoints.world_size(path)
+    saved = verl_checkpoints.saved_world_size(path)
     if saved is None or saved == ranks:
         return True
     if s.world_size_change != "restart":
