@@ -599,3 +599,31 @@ def test_trust_remote_code_is_read_in_one_place():
     ]
     assert [r.split(":")[0] for r in reads] == ["src/lie/config/sections.py"], reads
     assert key_reads("x = config.get('trust_remote_code', False)", "trust_remote_code") == [1]
+
+
+def string_constants(source: str, value: str) -> list[int]:
+    """Lines of Python ``source`` holding the string constant ``value`` (docstrings are not constants here)."""
+    tree = ast.parse(source)
+    docs = {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.body
+            and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}  # fmt: skip
+    return [n.lineno for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and n.value == value and id(n) not in docs]  # fmt: skip
+
+
+def test_the_default_multiple_choice_reader_is_written_once():
+    """Issue 37: "robust" as the default reader in one place (lie.grading.items.DEFAULT_CHOICE_GRADING);
+    the config view, the stages, the commands and the rules ask it. report/inputs.py names both readers
+    (a list to tabulate, not a default); Snakemake rule files are Python but for their rule blocks."""
+    allowed = {"src/lie/grading/items.py": 1, "src/lie/report/inputs.py": 1}
+    found = {}
+    for path in sorted((REPO / "src" / "lie").rglob("*.py")):
+        lines = string_constants(path.read_text(encoding="utf-8"), "robust")
+        if lines:
+            found[str(path.relative_to(REPO))] = len(lines)
+    for path in sorted((REPO / "workflow").rglob("*.smk")):
+        count = len(re.findall(r"[\"']robust[\"']", path.read_text(encoding="utf-8")))
+        if count:
+            found[str(path.relative_to(REPO))] = count
+    assert found == allowed, found
+    assert string_constants('"""robust"""\nx = "robust"', "robust") == [2]

@@ -18,9 +18,9 @@ from small import REPO, paper_config
 pytest.importorskip("verl")
 pytest.importorskip("trl")
 
-from lie.config import RunSettings  # noqa: E402
+from lie.config import RunSettings, grading_limits  # noqa: E402
 from lie.core.reward import BREAKDOWN_KEYS  # noqa: E402
-from lie.engines.rewarding import Rewarder, grading_limits  # noqa: E402
+from lie.engines.rewarding import Rewarder  # noqa: E402
 from lie.engines.verl import overrides as verl_overrides  # noqa: E402
 
 CONFIG = paper_config()

@@ -146,7 +146,8 @@ def test_the_arms_reward_crafted_answers(tmp_path, config_file, arm_run):
     registered configs (the same reward; the second study moves only the reference length's offset)."""
     from transformers import AutoTokenizer
 
-    from lie.engines.rewarding import Rewarder, grading_limits
+    from lie.config import grading_limits
+    from lie.engines.rewarding import Rewarder
     from lie.engines.trl.train import LIEReward, Schedule
     from lie.tasks import arithmetic as A
 

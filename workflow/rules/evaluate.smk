@@ -2,6 +2,8 @@
 # evaluation.bare_questions (OctoThinker, as the authors did) get the bare-question files.
 
 from lie.stages.data.spec import eval_data_file
+from lie.config.sections import Evaluation
+from lie.grading.items import DEFAULT_CHOICE_GRADING
 
 
 rule data_bare:
@@ -73,7 +75,7 @@ rule evaluate:
         # the grading: a change regrades the same generations (never regenerates)
         grading=lambda w: json.dumps(
             {
-                "choice_grading": config["evaluation"].get("choice_grading", "robust"),
+                "choice_grading": Evaluation.of(config).choice_grading or DEFAULT_CHOICE_GRADING,
                 "grade_timeout_s": config["evaluation"]["grade_timeout_s"],
             },
             sort_keys=True,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from lie.stages.grade import CHOICE_GRADINGS
+from lie.stages.grade import CHOICE_GRADINGS, DEFAULT_CHOICE_GRADING
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--choice-grading",
         choices=CHOICE_GRADINGS,
-        default="robust",
+        default=DEFAULT_CHOICE_GRADING,
         help="multiple-choice reader for items without their own choice_grading: robust (default) or "
         "authors (math-verify, then the authors' A-E patterns)",
     )

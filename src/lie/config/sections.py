@@ -37,7 +37,7 @@ class Evaluation:
     out_of_domain: tuple[str, ...]
     grade_timeout_s: float
     grade_workers: int
-    choice_grading: str = "robust"  # the schema holds its values (lie.grading.CHOICE_GRADINGS)
+    choice_grading: str | None = None  # None: not set, the grader's default (lie.grading.items)
 
     @classmethod
     def of(cls, config: dict[str, Any]) -> Evaluation:
@@ -58,7 +58,7 @@ class Evaluation:
                 out_of_domain=tuple(section["out_of_domain"]),
                 grade_timeout_s=float(section["grade_timeout_s"]),
                 grade_workers=int(section["grade_workers"]),
-                choice_grading=str(section.get("choice_grading", "robust")),
+                choice_grading=section.get("choice_grading"),
             )
         except KeyError as exc:
             raise LieError(f"config: evaluation.{exc.args[0]} is missing") from None

@@ -4,7 +4,7 @@ verl's reward manager (one sample at a time, awaited) and TRL's reward function 
 differ only in how they wait for the grading executor. What a row grades a response against
 (``lie.formats.rows.answer_of``: the gold answer, and for a multiple-choice row its letters and
 option texts), how the executor is sized (``evaluation.grade_timeout_s`` and ``grade_workers``:
-:func:`grading_limits`), how ``L_ref`` is checked, and how the grade becomes R = R_acc + R_len +
+``lie.config.grading_limits``), how ``L_ref`` is checked, and how the grade becomes R = R_acc + R_len +
 R_red (``lie.core.reward.score``) is written once, here (:class:`Rewarder`).
 """
 
@@ -51,14 +51,6 @@ class Rewarded:
 
     status: str
     breakdown: RewardBreakdown
-
-
-def grading_limits(config: dict[str, Any]) -> tuple[float, int]:
-    """The executor's limits for training, the same for both engines: ``evaluation.grade_timeout_s``
-    and ``evaluation.grade_workers`` (0: one worker per core)."""
-    from lie.config import grading_limits as limits
-
-    return limits(config)
 
 
 def scored(sample: Rollout, graded: GradeResult, config: RewardConfig) -> RewardBreakdown:

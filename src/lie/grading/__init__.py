@@ -14,7 +14,7 @@ Every grader returns a :class:`GradeResult`: ``correct``, ``pred``, ``status`` (
 from lie.grading.choice import Reading, extract_choice, grade_choice, read_choice
 from lie.grading.choice_authors import AUTHORS_RULES, authors_letter, grade_choice_authors
 from lie.grading.executor import DEFAULT_TIMEOUT_S, GradingExecutor, default_workers, grade_many
-from lie.grading.items import CHOICE_GRADINGS, KINDS, check_item, grade_item
+from lie.grading.items import CHOICE_GRADINGS, DEFAULT_CHOICE_GRADING, KINDS, check_item, grade_item
 from lie.grading.mathverify import grade_math
 from lie.grading.result import STATUSES, GradeResult
 
@@ -25,6 +25,7 @@ __all__ = [
     "STATUSES",
     "KINDS",
     "CHOICE_GRADINGS",
+    "DEFAULT_CHOICE_GRADING",
     "grade_math",
     "grade_choice",
     "grade_item",

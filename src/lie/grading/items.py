@@ -19,7 +19,8 @@ from lie.grading.mathverify import grade_math
 from lie.grading.result import GradeResult
 
 KINDS = ("math", "choice")
-CHOICE_GRADINGS = ("robust", "authors")
+DEFAULT_CHOICE_GRADING = "robust"  # the one default reader: the config, stages, commands and rules ask it
+CHOICE_GRADINGS = (DEFAULT_CHOICE_GRADING, "authors")
 
 
 def check_item(item: Any, where: str) -> dict[str, Any]:
@@ -46,7 +47,7 @@ def check_item(item: Any, where: str) -> dict[str, Any]:
             raise LieError(
                 f"{where}: field 'gold' {gold!r} is not one of the item's choices {out['choices']}"
             )
-        out["choice_grading"] = grading or "robust"
+        out["choice_grading"] = grading or DEFAULT_CHOICE_GRADING
         if item.get("options") is not None:
             out["options"] = _options(item["options"], len(out["choices"]), where)
     return out

@@ -35,7 +35,7 @@ from lie.config.sections import Evaluation
 from lie.core.errors import LieError
 from lie.formats.generations import Generation, read_generations, read_options
 from lie.formats.graded import DOMAINS
-from lie.grading import CHOICE_GRADINGS, check_item
+from lie.grading import CHOICE_GRADINGS, DEFAULT_CHOICE_GRADING, check_item
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +117,8 @@ def evaluate(
     evaluation = Evaluation.of(config)
     budgets = list(evaluation.budgets)
     where = "--choice-grading" if mode is not None else "config: evaluation.choice_grading"
-    mode = mode if mode is not None else evaluation.choice_grading
+    if mode is None:
+        mode = evaluation.choice_grading if evaluation.choice_grading is not None else DEFAULT_CHOICE_GRADING
     if mode not in CHOICE_GRADINGS:
         raise LieError(f"{where} must be one of {CHOICE_GRADINGS}, got {mode!r}")
     timeout_s = float(timeout_s if timeout_s is not None else evaluation.grade_timeout_s)

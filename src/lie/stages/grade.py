@@ -17,9 +17,16 @@ from lie.core.errors import LieError
 from lie.formats.jsonl import atomic_output, dumps, read_jsonl
 from lie.grading import check_item, grade_many
 from lie.grading.executor import DEFAULT_TIMEOUT_S
-from lie.grading.items import CHOICE_GRADINGS
+from lie.grading.items import CHOICE_GRADINGS, DEFAULT_CHOICE_GRADING
 
-__all__ = ["CHOICE_GRADINGS", "DEFAULT_TIMEOUT_S", "grade_file", "grading_settings", "with_choice_grading"]
+__all__ = [
+    "CHOICE_GRADINGS",
+    "DEFAULT_CHOICE_GRADING",
+    "DEFAULT_TIMEOUT_S",
+    "grade_file",
+    "grading_settings",
+    "with_choice_grading",
+]
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +58,7 @@ def grade_file(
     config_path: str | None = None,
     timeout: float | None = None,
     workers: int | None = None,
-    choice_grading: str = "robust",
+    choice_grading: str = DEFAULT_CHOICE_GRADING,
     progress: bool = True,
 ) -> Counter:
     """Grade every line of ``inp`` (``-``: stdin) into ``out`` (``-``: stdout), all or nothing;

@@ -334,8 +334,8 @@ def memory(trial: Trial, last: dict) -> Check:
 def reward_share(trial: Trial, last: dict) -> Check:
     """The reward manager's time for one step's samples (graded and scored as verl's manager does,
     concurrently on the configured executor) against the step's time."""
-    from lie.config import RunSettings
-    from lie.engines.rewarding import Rewarder, Rollout, grading_limits
+    from lie.config import RunSettings, grading_limits
+    from lie.engines.rewarding import Rewarder, Rollout
     from lie.formats.runs import read_rollouts
 
     name = "reward manager's share of a step"

@@ -122,7 +122,7 @@ def _train_verl(config: dict[str, Any], settings: RunSettings, request: TrainReq
     check_model_folder(
         inputs.model_path
     )  # before verl starts (after the driver): one line, not verl's traceback
-    ranks = verl_overrides.world_size(settings, device)
+    ranks = verl_overrides.launch_ranks(settings, device)
     rundir.claim_inputs(inputs_digest(inputs.train_file, inputs.model_path))  # other inputs: afresh
     if not verl_overrides.prepare_resume(config, settings, rundir, ranks):
         overrides = verl_overrides.overrides(

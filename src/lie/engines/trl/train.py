@@ -23,13 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from lie import config as cfgmod
+from lie.config import grading_limits
 from lie.config.identity import settings_hash
 from lie.config.layout import Layout
 from lie.config.sections import trusts_remote_code
 from lie.config.settings import FINAL, RunSettings
 from lie.core.errors import LieError
 from lie.core.reward import RewardConfig
-from lie.engines.rewarding import Rewarder, Rollout, grading_limits
+from lie.engines.rewarding import Rewarder, Rollout
 from lie.formats.runs import (
     RunDir,
     append_metrics,

@@ -16,7 +16,7 @@ checkpoints of its current launch; :func:`repair` applies the same retention acr
 
 verl's FSDP checkpoint manager (utils/checkpoint/fsdp_checkpoint_manager.py, ``load_checkpoint``)
 loads ``actor/model_world_size_{W}_rank_{r}.pt`` of the launch's own world size W, so a checkpoint
-saved at another world size cannot be resumed: :func:`world_size` reads W from the file names.
+saved at another world size cannot be resumed: :func:`saved_world_size` reads W from the file names.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def completed(marker: Path, digest: str) -> bool:
     return problem is None
 
 
-def world_size(path: Path) -> int | None:
+def saved_world_size(path: Path) -> int | None:
     """The number of FSDP ranks a ``global_step_N`` checkpoint was saved by (None: no shard found)."""
     actor = path / "actor"
     found = [

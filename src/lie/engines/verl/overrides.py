@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from lie import config as cfgmod
+from lie.config import grading_limits
 from lie.config.layout import Layout
 from lie.config.sections import trusts_remote_code
 from lie.config.settings import BEST_VAL, FINAL, RunSettings
-from lie.engines.rewarding import grading_limits
 from lie.formats.runs import RunDir, read_metrics, validation_average
 
 RECIPE_DIR = Path(__file__).parent
@@ -110,7 +110,7 @@ def overrides(
         # the LIE reward manager's knobs
         "+reward.reward_kwargs.validation_sources": list(s.val_sets),
         "+reward.reward_kwargs.log_dir": str(rundir.rollouts_dir.resolve()),
-        # the grading executor both engines size alike (lie.engines.rewarding.grading_limits)
+        # the grading executor both engines size alike (lie.config.grading_limits)
         "+reward.reward_kwargs.grade_timeout_s": grading_limits(config)[0],
         "+reward.reward_kwargs.grade_workers": grading_limits(config)[1],
         # trainer
@@ -150,7 +150,7 @@ def overrides(
 COMPLETED = "lie_completed.json"  # in checkpoints/: training finished with these settings
 
 
-def world_size(s: RunSettings, device: str = "gpu") -> int:
+def launch_ranks(s: RunSettings, device: str = "gpu") -> int:
     """The FSDP ranks of a launch (verl names its checkpoint shards by this number)."""
     if device == "cpu":
         from lie.engines.verl import cpu as verl_cpu
@@ -198,7 +198,7 @@ def _same_world_size(s: RunSettings, rundir: RunDir, step: int, ranks: int) -> b
     from lie.engines.verl import checkpoints as verl_checkpoints
 
     path = rundir.checkpoints / f"global_step_{step}"
-    saved = verl_checkpoints.world_size(path)
+    saved = verl_checkpoints.saved_world_size(path)
     if saved is None or saved == ranks:
         return True
     if s.world_size_change != "restart":

@@ -66,7 +66,7 @@ class LIERewardManager(RewardManagerBase):
         if missing:
             raise LieError(
                 f"reward.reward_kwargs: no {', '.join(missing)}; `lie train` sets them from the config's "
-                "evaluation section (lie.engines.rewarding.grading_limits)"
+                "evaluation section (lie.config.grading_limits)"
             )
         workers = grading_workers(kwargs_cfg["grade_workers"], config)
         self.rewarder = Rewarder(kwargs_cfg["grade_timeout_s"], workers)
