@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,14 @@ import pyarrow.parquet as pq
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def site_file_of_the_docs() -> str:
+    """The site file docs/cluster.md shows (its ```yaml block that starts with `# site.yaml`): what a first
+    cluster user writes beside config.yaml."""
+    text = (REPO / "docs/cluster.md").read_text()
+    blocks = [textwrap.dedent(b.split("```")[0].rstrip(" ")) for b in text.split("```yaml\n")[1:]]
+    return next(b for b in blocks if b.startswith("# site.yaml"))
 
 
 def paper_config() -> dict[str, Any]:

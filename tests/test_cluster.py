@@ -9,13 +9,12 @@ import shlex
 import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import yaml
-from small import paper_config
+from small import paper_config, site_file_of_the_docs
 from standins import APPTAINER_EXEC, finish, start, write_tools
 
 from lie.core.errors import LieError
@@ -179,13 +178,6 @@ def test_the_slurm_profile_leaves_cpus_to_the_rules_and_binds_the_hub_cache():
     # the image) runs against stand-in srun/apptainer/ray in tests/test_slurm_launcher.py
 
 
-def _site_file_of_the_docs() -> str:
-    """The site file docs/cluster.md shows (its ```yaml block that starts with `# site.yaml`)."""
-    text = (REPO / "docs/cluster.md").read_text()
-    blocks = [textwrap.dedent(b.split("```")[0].rstrip(" ")) for b in text.split("```yaml\n")[1:]]
-    return next(b for b in blocks if b.startswith("# site.yaml"))
-
-
 def _slurm_dry_run(tmp_path: Path, *configfiles: str) -> subprocess.CompletedProcess:
     """`lie snakemake --profile profiles/slurm -n` for the GSPO+LIE run's merged model, where no apptainer
     is on PATH and no LIE_SLURM_* variable is set (stand-ins for the Slurm tools)."""
@@ -234,11 +226,11 @@ def test_a_slurm_dry_run_needs_no_apptainer_shows_the_train_command_and_names_un
 def test_a_site_file_beside_the_config_sets_the_site_settings(tmp_path):
     """docs/cluster.md's site file, given after config.yaml (`--configfile config.yaml site.yaml`):
     its account and partitions reach the jobs' resources, and the dry run names none as unset."""
-    (tmp_path / "site.yaml").write_text(_site_file_of_the_docs())
+    (tmp_path / "site.yaml").write_text(site_file_of_the_docs())
     proc = _slurm_dry_run(tmp_path, "site.yaml")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "site settings unset" not in proc.stderr
-    site = yaml.safe_load(_site_file_of_the_docs())["cluster"]
+    site = yaml.safe_load(site_file_of_the_docs())["cluster"]
     resources = [line for line in proc.stdout.splitlines() if line.strip().startswith("resources:")]
     train = next(line for line in resources if "nodes=1" in line and "gres=gpu:4" in line)
     assert f"slurm_account={site['account']}" in train and f"slurm_partition={site['gpu_partition']}" in train

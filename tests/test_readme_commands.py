@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_cluster import _site_file_of_the_docs
+from small import site_file_of_the_docs
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -161,9 +161,7 @@ def test_each_command_quoted_in_readme_prose_works_as_written(command, tmp_path)
         assert "post" in sections and ("test" in sections or "build" in command.split()), sections
     else:
         site = tmp_path / "site.yaml"
-        site.write_text(
-            _site_file_of_the_docs(), encoding="utf-8"
-        )  # a first user's, as docs/cluster.md shows
+        site.write_text(site_file_of_the_docs(), encoding="utf-8")  # a first user's, as docs/cluster.md shows
         proc = shell(what.replace("{site}", str(site)))
         assert proc.returncode == 0, f"{what} ({proves}):\n{(proc.stdout + proc.stderr)[-3000:]}"
         assert "Traceback" not in proc.stderr

@@ -2,8 +2,7 @@
 # evaluation.bare_questions (OctoThinker, as the authors did) get the bare-question files.
 
 from lie.stages.data.spec import eval_data_file
-from lie.config.sections import Evaluation
-from lie.grading.items import DEFAULT_CHOICE_GRADING
+from lie.stages.evaluate import configured_choice_grading
 
 
 rule data_bare:
@@ -75,7 +74,7 @@ rule evaluate:
         # the grading: a change regrades the same generations (never regenerates)
         grading=lambda w: json.dumps(
             {
-                "choice_grading": Evaluation.of(config).choice_grading or DEFAULT_CHOICE_GRADING,
+                "choice_grading": configured_choice_grading(config),
                 "grade_timeout_s": config["evaluation"]["grade_timeout_s"],
             },
             sort_keys=True,

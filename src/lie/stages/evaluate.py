@@ -40,6 +40,13 @@ from lie.grading import CHOICE_GRADINGS, DEFAULT_CHOICE_GRADING, check_item
 log = logging.getLogger(__name__)
 
 
+def configured_choice_grading(config: dict[str, Any]) -> str:
+    """``evaluation.choice_grading``, or the grader's default reader where the config leaves it unset
+    (the evaluate rule's params and ``lie evaluate`` ask this one function)."""
+    mode = Evaluation.of(config).choice_grading
+    return mode if mode is not None else DEFAULT_CHOICE_GRADING
+
+
 def budget_texts(samples: Sequence[Generation], budgets: Sequence[int], tokenizer: Any) -> list[list[str]]:
     """For every sample, its text at each budget: the first B token ids decoded, or its own text."""
     out = []
@@ -118,7 +125,7 @@ def evaluate(
     budgets = list(evaluation.budgets)
     where = "--choice-grading" if mode is not None else "config: evaluation.choice_grading"
     if mode is None:
-        mode = evaluation.choice_grading if evaluation.choice_grading is not None else DEFAULT_CHOICE_GRADING
+        mode = configured_choice_grading(config)
     if mode not in CHOICE_GRADINGS:
         raise LieError(f"{where} must be one of {CHOICE_GRADINGS}, got {mode!r}")
     timeout_s = float(timeout_s if timeout_s is not None else evaluation.grade_timeout_s)
