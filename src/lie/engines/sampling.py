@@ -104,7 +104,9 @@ def sample_batch(
             use_cache=True,  # a checkpoint saved by a trainer may say use_cache: false in its config
         )
         past = result.past_key_values
-        logits = result.logits[:, -1, :].float()
+        # Drawn on the CPU whatever the model's device: each seeded row has its own CPU generator, so a
+        # seed draws the same token from the same distribution on a CPU and on a GPU.
+        logits = result.logits[:, -1, :].float().cpu()
         log_probs = torch.log_softmax(logits, dim=-1)
         tokens = _draw(_filtered_probs(logits, requests), logits, requests, generators)
         for row, token in enumerate(tokens):
