@@ -160,14 +160,14 @@ def test_a_trial_command_cut_short_leaves_its_files_listed_or_the_rerun_says_so(
     prepare = _gpu_trial(tmp_path)
     root = tmp_path / "preflight" / "shape-1"
     trial = prepare(root)
-    with pytest.raises(KeyboardInterrupt), trial.writing("lie train"):
+    with pytest.raises(KeyboardInterrupt), trial.writing("lie train", "out"):
         (root / "out" / "runs").mkdir(parents=True)
         (root / "out" / "runs" / "metrics.jsonl").write_text("{}\n")
         raise KeyboardInterrupt
     assert "out/runs/metrics.jsonl" in record_of(root)["files"] and "running" not in record_of(root)
     trial = prepare(root)
     assert not (root / "out" / "runs").exists()
-    killed = trial.writing("lie merge")  # entered and never left: the process was killed
+    killed = trial.writing("lie merge", "merged")  # entered and never left: the process was killed
     killed.__enter__()
     (root / "merged").mkdir()
     (root / "merged" / "model.safetensors").write_bytes(b"x")
@@ -177,6 +177,48 @@ def test_a_trial_command_cut_short_leaves_its_files_listed_or_the_rerun_says_so(
     assert "merged/model.safetensors" in message and "stopped during lie merge" in message, message
     assert f"delete {root}" in message and "\n" not in message
     assert (root / "merged" / "model.safetensors").read_bytes() == b"x" and (root / "config.yaml").exists()
+
+
+def test_a_file_the_user_puts_in_the_folder_while_a_command_runs_stays_unlisted_and_is_kept(tmp_path):
+    """Issue 33: the record listed every file in the folder after each command, so a file the user put
+    there while the trial ran was listed as lie's, and the rerun removed it. The record lists only what
+    each step writes."""
+    from lie.core.errors import LieError
+    from lie.formats.outputs import record_of
+
+    prepare = _gpu_trial(tmp_path)
+    root = tmp_path / "preflight" / "shape-1"
+    trial = prepare(root)
+    with trial.writing("lie train", "out"):
+        (root / "out" / "runs").mkdir(parents=True)
+        (root / "out" / "runs" / "metrics.jsonl").write_text("{}\n")
+        (root / "notes.txt").write_text("keep me")  # the user's, meanwhile
+    files = record_of(root)["files"]
+    assert "out/runs/metrics.jsonl" in files and "notes.txt" not in files, files
+    with pytest.raises(LieError, match="notes.txt"):
+        prepare(root)
+    assert (root / "notes.txt").read_text() == "keep me" and (
+        root / "out" / "runs" / "metrics.jsonl"
+    ).exists()
+
+
+def test_a_trial_folder_whose_older_record_lists_no_files_is_refused_and_kept(tmp_path):
+    """A record of older code lists no files: lie's cannot be told from the user's, so nothing goes."""
+    import json
+
+    from lie.core.errors import LieError
+    from lie.formats.outputs import OWNER
+
+    prepare = _gpu_trial(tmp_path)
+    root = tmp_path / "preflight" / "shape-1"
+    prepare(root)
+    (root / OWNER).write_text(json.dumps({"command": "lie preflight"}))
+    (root / "notes.txt").write_text("keep me")
+    with pytest.raises(LieError) as refused:
+        prepare(root)
+    message = str(refused.value)
+    assert "older lie preflight" in message and f"delete {root}" in message and "\n" not in message
+    assert (root / "notes.txt").read_text() == "keep me" and (root / "config.yaml").exists()
 
 
 def test_the_all_reduce_row_runs_its_gpu_code_on_a_cpu_with_gloo():

@@ -178,19 +178,36 @@ def check_output_folder(
             )
 
 
-def _written(folder: Path) -> list[str]:
-    """Every file under ``folder`` (relative, sorted) but the owner record."""
-    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
+def _written(folder: Path, relative_to: Path | None = None) -> list[str]:
+    """Every file under ``folder`` (relative to it or to ``relative_to``, sorted) but the owner record."""
+    base = relative_to or folder
+    return sorted(p.relative_to(base).as_posix() for p in folder.rglob("*")
                   if (p.is_file() or p.is_symlink()) and p.name != OWNER)  # fmt: skip
 
 
-def write_record(folder: str | os.PathLike[str], record: dict[str, Any]) -> None:
+def files_under(folder: str | os.PathLike[str], patterns: Iterable[str]) -> list[str]:
+    """The files that ``patterns`` (globs relative to ``folder``) match, and those under the folders they
+    match, relative to ``folder`` as records list them."""
+    folder = Path(folder)
+    found: set[str] = set()
+    for pattern in patterns:
+        for path in folder.glob(pattern):
+            if path.is_dir() and not path.is_symlink():
+                found.update(_written(path, folder))
+            else:
+                found.add(path.relative_to(folder).as_posix())
+    found.discard(OWNER)
+    return sorted(found)
+
+
+def write_record(folder: str | os.PathLike[str], record: dict[str, Any], files: Iterable[str]) -> None:
     """Mark ``folder``, which lie fills in place (``lie preflight``'s trials), as lie's: :data:`OWNER`
-    holds ``record`` and the ``files`` in the folder now, as :func:`replace_folder` lists them; rewritten
-    as more are written, so that a rebuild (:func:`check_output_folder`) knows which files are lie's."""
+    holds ``record`` and the ``files`` lie wrote there (names as :func:`files_under` gives them);
+    rewritten as more are written, so that a rebuild (:func:`check_output_folder`) knows which files are
+    lie's and refuses any other."""
     from lie.formats.jsonl import atomic_output, dumps
 
-    record = {**record, "files": _written(Path(folder))}  # before the record's own temporary exists
+    record = {**record, "files": sorted(set(files))}
     with atomic_output(Path(folder) / OWNER) as out:
         out.write(dumps(record, indent=2, sort_keys=True) + "\n")
 

@@ -31,7 +31,7 @@ from typing import Any
 from lie import config as cfgmod
 from lie.config.layout import Layout
 from lie.core.errors import LieError
-from lie.formats.outputs import check_output_folder, record_of, record_problem, write_record
+from lie.formats.outputs import check_output_folder, files_under, record_of, record_problem, write_record
 from lie.stages import plan as planmod
 from lie.stages.preflight import REWARD_SHARE_MAX, TIMED_STEP, TRIAL_SAVE_FREQ, TRIAL_STEPS, Check, Shape
 
@@ -169,6 +169,11 @@ def _prepare(root: Path) -> None:
     """An empty trial folder at ``root``. An earlier trial's goes only when it holds nothing but the files
     its record lists (lie_output.json, rewritten as the trial writes: :meth:`Trial.writing`); a folder
     the user made, or a trial folder holding a file of the user's, is refused with one line, untouched."""
+    if root.is_dir() and record_problem(root) is None and not isinstance(record_of(root).get("files"), list):
+        raise LieError(  # older code's record lists nothing: lie's files cannot be told from the user's
+            f"{root} is a trial folder of an older lie preflight, whose record does not list its files: "
+            f"if nothing of yours is in it, delete {root}"
+        )
     try:
         check_output_folder(root)
     except LieError as exc:
@@ -191,7 +196,8 @@ class Trial:
     def __init__(self, config: dict[str, Any], shape: Shape, root: Path, gpu: bool):
         _prepare(root)  # before anything reads the config
         self.shape, self.root, self.gpu = shape, root, gpu
-        with self.writing("the trial's setup"):
+        self.listed: set[str] = set()  # the files the trial wrote, as its record lists them
+        with self.writing("the trial's setup", "model", "config.yaml", "train.parquet", "val.parquet"):
             model, self.params_b, thinking = _model(config, shape, root, gpu)
             self.config = trial_config(config, shape, root, model, thinking, gpu)
             self.config_file = root / "config.yaml"
@@ -206,28 +212,32 @@ class Trial:
         self.logs = root / "logs"  # every command's whole output, named in the trial's rows
 
     @contextlib.contextmanager
-    def writing(self, what: str) -> Iterator[None]:
-        """While ``what`` writes into the trial's folder its record names it (files a kill leaves are
-        unlisted: a rerun says so); after it, however it ends, the record lists every file in the folder:
-        the files a rerun may remove (it listed none, and a rerun removed a user's file too: issue 33)."""
-        write_record(self.root, {"command": COMMAND, "running": what})
+    def writing(self, what: str, *patterns: str) -> Iterator[None]:
+        """While ``what`` writes what ``patterns`` name (globs relative to the trial's folder) the record
+        names it (files a kill leaves are unlisted: a rerun says so); after it, however it ends, the record
+        lists those files beside the ones it listed: the files a rerun may remove. Anything else in the
+        folder, a file the user put there during the trial too, stays unlisted: a rerun refuses it."""
+        write_record(self.root, {"command": COMMAND, "running": what}, self.listed)
         try:
             yield
         finally:
-            write_record(self.root, {"command": COMMAND})
+            self.listed.update(files_under(self.root, patterns))
+            write_record(self.root, {"command": COMMAND}, self.listed)
 
-    def run(self, args: list[str], log_name: str, **kwargs: Any) -> Path:
-        """A ``lie`` command of the trial (:func:`_lie`), its output in ``logs/<log_name>``; that log."""
+    def run(self, args: list[str], log_name: str, writes: list[str], **kwargs: Any) -> Path:
+        """A ``lie`` command of the trial (:func:`_lie`) that writes what the globs ``writes`` name, its
+        output in ``logs/<log_name>``; that log."""
         log_file = self.logs / log_name
-        with self.writing(f"lie {args[0]}"):
+        with self.writing(f"lie {args[0]}", f"logs/{log_name}", *writes):
             _lie(args, log_file, **kwargs)
         return log_file
 
     def train(self, log_name: str = "train.log") -> Path:
-        """``lie train`` of the trial's run; its log."""
+        """``lie train`` of the trial's run (it writes under the trial's outdir); its log."""
         return self.run(["train", RUN, "--config", str(self.config_file), "--engine", "verl",
                          "--device", "gpu" if self.gpu else "cpu", "--train-file", self.train_file,
-                         "--val-file", self.val_file, "--model", self.model], log_name)  # fmt: skip
+                         "--val-file", self.val_file, "--model", self.model], log_name,
+                        writes=["out"])  # fmt: skip
 
 
 def _rundir(config: dict[str, Any]):
@@ -394,7 +404,9 @@ def resume_and_merge(trial: Trial) -> Iterator[Check]:
             )
         merged = trial.root / "merged"
         merge_log = trial.run(
-            ["merge", RUN, "--config", str(trial.config_file), "--out", str(merged)], "merge.log"
+            ["merge", RUN, "--config", str(trial.config_file), "--out", str(merged)],
+            "merge.log",
+            writes=["out", merged.name, f".{merged.name}.*"],  # and its temporaries beside it
         )
         if not (merged / "config.json").exists() or not list(merged.glob("*.safetensors")):
             raise LieError(f"lie merge wrote no Hugging Face model to {merged}")
@@ -428,7 +440,8 @@ def vllm_generation(trial: Trial, merged: Path) -> Check:
     try:
         trial.run(["generate", "preflight-val", "--config", str(trial.config_file), "--model", str(merged),
                    "--data", trial.val_file, "--out", str(out), "--engine", "vllm", "--n", "1",
-                   "--max-tokens", "16", "--no-progress", *extra], "generate.log", python=python, env=env)  # fmt: skip
+                   "--max-tokens", "16", "--no-progress", *extra], "generate.log",
+                  writes=[f"{out.stem}*", f".{out.stem}*"], python=python, env=env)  # fmt: skip
     except LieError as exc:
         return Check(name, "fail", str(exc))
     rows = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
