@@ -43,6 +43,10 @@ def test_the_preflight_runs_on_a_cpu_with_its_gpu_checks_skipped(tmp_path):
     assert proc.stdout.strip().splitlines()[-1].startswith("preflight: ") and " 0 failed" in proc.stdout
     # the trial's run resumed from step 2's checkpoint and was merged into a Hugging Face model
     assert (work / "cpu" / "merged" / "config.json").exists()
+    # its record lists every file its steps wrote (each step's globs), so that a rerun may empty it
+    from lie.formats.outputs import check_output_folder
+
+    check_output_folder(work / "cpu")
     assert len(list((work / "cpu" / "out" / "runs" / "preflight" / "metrics").glob("*.jsonl"))) == 2
     # every command of the trial kept its whole output, named in its row
     logs = work / "cpu" / "logs"
