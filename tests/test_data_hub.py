@@ -415,3 +415,71 @@ def test_local_mirror_folder_reads_like_the_hub(tmp_path, hub):
         "split": "train",
         "files": ["gpqa_diamond.csv"],
     }
+
+
+@pytest.fixture
+def answering_hub(hub, monkeypatch):
+    """A stand-in for the hub's HTTP API on 127.0.0.1 (huggingface_hub's endpoint pointed at it, online)
+    that answers every request with the status and ``X-Error-Code`` set in the returned dict, as the hub
+    does for a missing repo, revision or a gated one: the real client turns them into its errors."""
+    import http.server
+    import threading
+
+    from huggingface_hub import constants
+
+    answer = {"status": 404, "code": "RepoNotFound"}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self):
+            body = b'{"error": "stand-in"}'
+            self.send_response(answer["status"])
+            if answer["code"]:
+                self.send_header("X-Error-Code", answer["code"])
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        do_GET = do_HEAD = _answer
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_TOKEN", "hf_standin_not_a_secret")
+    yield answer
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("name", "status", "code", "message"),
+    [
+        (
+            "math500-hub",
+            404,
+            "RepoNotFound",
+            r"no such data set on the hub; fix datasets\.eval\.math500-hub\.hf_id",
+        ),
+        ("math500-hub", 404, "RevisionNotFound", r"the revision does not exist on the hub; fix .*\.revision"),
+        (
+            "gpqa-diamond",
+            403,
+            "GatedRepo",
+            "is gated: set HF_TOKEN to a token that has accepted the GPQA terms",
+        ),
+        ("gpqa-diamond", 401, None, "is gated: set HF_TOKEN"),
+        ("math500-hub", 500, None, r"the hub answered HTTP 500; try again later or use .*\.local"),
+    ],
+)
+def test_what_the_hub_answers_online_is_one_line(tmp_path, answering_hub, name, status, code, message):
+    answering_hub.update(status=status, code=code)
+    with pytest.raises(LieError, match=message) as info:
+        build(tmp_path, repo_config(), name)
+    assert "\n" not in str(info.value) and "hf_standin" not in str(info.value)
+    assert not (tmp_path / f"{name}.parquet").exists()

@@ -200,3 +200,67 @@ def test_url_source_offline_from_the_download_cache(tmp_path, url_cache):
     cached.write_bytes(src.read_bytes()[:-10])
     with pytest.raises(LieError, match=f"has git blob id .* expected {spec['sha1'][:8]}"):
         build(tmp_path, config, name)
+
+
+@pytest.fixture
+def file_server(tmp_path):
+    """A local HTTP server (the standard library's) for the files of ``tmp_path / "served"``; the paths
+    it was asked for, and a function that stops it."""
+    import functools
+    import http.server
+    import threading
+
+    served = tmp_path / "served"
+    served.mkdir()
+    asked: list[str] = []
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):  # the requests, not stderr
+            asked.append(self.path)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=served))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+
+    def stop():
+        server.shutdown()
+        server.server_close()
+
+    yield f"http://127.0.0.1:{server.server_address[1]}", served, asked, stop
+    stop()
+
+
+def test_url_source_downloads_checks_and_caches_the_file(tmp_path, monkeypatch, file_server, caplog):
+    """The download itself (a local server): the bytes checked against the pinned blob id before they
+    are cached; a wrong id or an unreachable server is one line and caches nothing; a cached file is
+    read without asking the server again."""
+    from huggingface_hub import constants
+
+    monkeypatch.setenv("LIE_URL_CACHE", str(tmp_path / "urls"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    base, served, asked, stop = file_server
+    name = "olympiadbench-qwen25"
+    src = data_file(LOCAL[name])
+    shutil.copy(src, served / "test.jsonl")
+    config = repo_config()
+    spec = config["datasets"]["eval"][name]
+    spec["url"] = f"{base}/test.jsonl"
+    spec["sha1"] = "0" * 40
+    with pytest.raises(LieError, match=f"has git blob id {git_blob_sha1(src.read_bytes())}, expected 0000"):
+        build(tmp_path, config, name)
+    assert not url_cache_path(spec["url"]).exists()
+    spec["sha1"] = git_blob_sha1(src.read_bytes())
+    table, out = build(tmp_path, config, name)
+    local, _ = build(tmp_path / "l", local_config(name), name)
+    assert table.to_pylist() == local.to_pylist() and asked == ["/test.jsonl", "/test.jsonl"]
+    assert url_cache_path(spec["url"]).read_bytes() == src.read_bytes()
+    stop()
+    again, _ = build(tmp_path / "again", config, name)  # from the cache: the server is gone
+    assert again.to_pylist() == table.to_pylist() and len(asked) == 2
+    spec["url"] = f"{base}/other.jsonl"
+    with pytest.raises(LieError, match=r"cannot download .*other\.jsonl .*; set .*\.local to a copy"):
+        build(tmp_path / "gone", config, name)
+    spec["url"], spec["sha1"] = f"{base}/test.jsonl", None  # no pinned id: read, and said unchecked
+    unchecked, _ = build(tmp_path / "unchecked", config, name)
+    assert unchecked.to_pylist() == table.to_pylist()
+    assert f"no sha1 for {spec['url']}, the file is not checked" in caplog.text
