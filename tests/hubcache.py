@@ -7,10 +7,14 @@ a revision from here exactly as it would after a real download.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import http.server
 import io
 import json
 import os
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -93,3 +97,43 @@ def repo_config() -> dict[str, Any]:
     from lie.config import load_config
 
     return load_config(REPO / "config.yaml")
+
+
+@contextlib.contextmanager
+def standin_hub_api(monkeypatch: Any) -> Iterator[dict[str, Any]]:
+    """A stand-in for the hub's HTTP API on 127.0.0.1, huggingface_hub's endpoint pointed at it, online,
+    with a token set: every request is answered with the ``status`` and ``X-Error-Code`` (``code``) of
+    the yielded dict, as the hub answers for a missing repo or revision or a gated one, so that the real
+    client raises its own errors."""
+    from huggingface_hub import constants
+
+    answer: dict[str, Any] = {"status": 404, "code": "RepoNotFound"}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            body = b'{"error": "stand-in"}'
+            self.send_response(answer["status"])
+            if answer["code"]:
+                self.send_header("X-Error-Code", answer["code"])
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        do_GET = do_HEAD = _answer
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_TOKEN", "hf_standin_not_a_secret")
+    try:
+        yield answer
+    finally:
+        server.shutdown()
+        server.server_close()

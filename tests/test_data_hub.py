@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from conftest import data_file, full, shared_file
-from hubcache import REPO, add_dataset, readme_configs, repo_config
+from hubcache import REPO, add_dataset, readme_configs, repo_config, standin_hub_api
 
 from lie.core.errors import LieError
 from lie.formats.jsonl import read_jsonl
@@ -419,42 +419,9 @@ def test_local_mirror_folder_reads_like_the_hub(tmp_path, hub):
 
 @pytest.fixture
 def answering_hub(hub, monkeypatch):
-    """A stand-in for the hub's HTTP API on 127.0.0.1 (huggingface_hub's endpoint pointed at it, online)
-    that answers every request with the status and ``X-Error-Code`` set in the returned dict, as the hub
-    does for a missing repo, revision or a gated one: the real client turns them into its errors."""
-    import http.server
-    import threading
-
-    from huggingface_hub import constants
-
-    answer = {"status": 404, "code": "RepoNotFound"}
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def _answer(self):
-            body = b'{"error": "stand-in"}'
-            self.send_response(answer["status"])
-            if answer["code"]:
-                self.send_header("X-Error-Code", answer["code"])
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
-
-        do_GET = do_HEAD = _answer
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setenv("HF_TOKEN", "hf_standin_not_a_secret")
-    yield answer
-    server.shutdown()
-    server.server_close()
+    """The hub's HTTP API stood in for (tests/hubcache.py), online, with a token set."""
+    with standin_hub_api(monkeypatch) as answer:
+        yield answer
 
 
 @pytest.mark.parametrize(

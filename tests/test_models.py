@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hubcache import add_dataset, pinned_revision
+from hubcache import add_dataset, pinned_revision, standin_hub_api
 from small import arithmetic_rows, write_parquet
 
 pytestmark = pytest.mark.slow
@@ -118,6 +118,35 @@ def test_the_preflight_fetches_the_largest_model_of_each_shape_offline(tmp_path,
     assert not (tmp_path / "out" / "base" / "qwen3-1.7b-base").exists()  # one shape: its largest model
     again = _run(["preflight", "--fetch", "--config", str(path), *runs], env, os.getcwd())
     assert again.returncode == 0 and "nothing to fetch" in again.stdout
+
+
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [
+        (
+            "RepoNotFound",
+            r"Qwen/Qwen3-4B-Base@\w+ not found or not accessible \(RepositoryNotFoundError\); check the id",
+        ),
+        ("GatedRepo", r"not found or not accessible \(GatedRepoError\); check the id, or set HF_TOKEN"),
+        ("RevisionNotFound", r"models\.qwen3-4b-base: Qwen/Qwen3-4B-Base@\w+: that revision does not exist"),
+    ],
+)
+def test_what_the_hub_answers_for_a_model_is_one_line(tmp_path, monkeypatch, code, message):
+    """`lie base-model` online, the hub's answers from a stand-in of its API (tests/hubcache.py)."""
+    from huggingface_hub import constants
+    from small import paper_config
+
+    from lie.core.errors import LieError
+    from lie.stages.base_model import make_base_model
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    config = paper_config()
+    with standin_hub_api(monkeypatch) as answer:
+        answer.update(status=403 if code == "GatedRepo" else 404, code=code)
+        with pytest.raises(LieError, match=message) as info:
+            make_base_model(config, "qwen3-4b-base", tmp_path / "base")
+    assert "\n" not in str(info.value) and "hf_standin" not in str(info.value)
+    assert not (tmp_path / "base").exists()
 
 
 SMOKE = Path(__file__).resolve().parents[1] / "workflow" / "configs" / "smoke.yaml"
