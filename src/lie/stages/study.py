@@ -21,7 +21,7 @@ from lie.stages.base_model import tokenizer_for
 from lie.study.gates import failures, gates_markdown, measure_all
 from lie.study.paths import StudyPaths
 from lie.study.report import build_study
-from lie.study.responses import response_rows, write_rows
+from lie.study.responses import response_rows, write_responses
 from lie.study.spec import study_spec
 
 log = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ def study_responses(
     out: str,
 ) -> None:
     """One JSON line per generated sample of ``gen`` with the study's columns, written to ``out``."""
-    write_rows(out, response_rows(config, gen, scores, data, tokenizer_for(config, tokenizer)))
+    write_responses(out, response_rows(config, gen, scores, data, tokenizer_for(config, tokenizer)))
 
 
 def study_gates(config: dict[str, Any]) -> list[Path]:

@@ -30,7 +30,7 @@ from lie.config.layout import Layout
 from lie.core.errors import LieError
 from lie.study import trap
 from lie.study.paths import StudyPaths
-from lie.study.responses import read_rows
+from lie.study.responses import read_responses
 from lie.study.spec import Condition, StudySpec, study_spec
 
 log = logging.getLogger(__name__)
@@ -145,7 +145,7 @@ def measure_all(config: dict[str, Any]) -> list[GateResult]:
     """Every condition's gates, from the probe files of each of its supervised models."""
     spec = study_spec(config)
     paths = StudyPaths(Layout(config))
-    rows = {m: read_rows(paths.probe_responses(m)) for m in spec.base_models}
+    rows = {m: read_responses(paths.probe_responses(m)) for m in spec.base_models}
     return [measure(config, spec, c, rows[m], m) for c in spec.conditions for m in c.base_models]
 
 

@@ -42,7 +42,7 @@ from lie.study.registered import (
     registered_rows,
     tests_markdown,
 )
-from lie.study.responses import read_rows
+from lie.study.responses import read_responses
 from lie.study.spec import Condition, StudySpec, study_spec
 
 log = logging.getLogger(__name__)
@@ -219,7 +219,7 @@ def collect(config: dict[str, Any]) -> StudyData:
     for c in spec.conditions:
         for key in [*c.runs, *c.base_models]:
             where = str(paths.responses(key))
-            evals[(c.name, key)] = eval_summary(read_rows(paths.responses(key)), c.depths, where)
+            evals[(c.name, key)] = eval_summary(read_responses(paths.responses(key)), c.depths, where)
     limit = int((config.get("training") or {}).get("max_response_length") or 0)
     seeds = {}
     for c in spec.conditions:

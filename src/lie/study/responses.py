@@ -68,7 +68,7 @@ def bench_task(config: dict[str, Any], bench: str) -> Any:
     return task
 
 
-def read_problems(
+def read_traced_problems(
     config: dict[str, Any], paths: Iterable[str | Path]
 ) -> dict[tuple[str, int], tuple[Any, Any]]:
     """``(bench, index) -> (task, problem)`` of benchmark data files (rows of ``lie data``)."""
@@ -151,7 +151,7 @@ def response_rows(
     """Every sample of ``gen_paths`` with its columns (:data:`COLUMNS`)."""
     from lie.formats.jsonl import read_jsonl
 
-    problems = read_problems(config, data_paths)
+    problems = read_traced_problems(config, data_paths)
     grades = read_grades(scores_path)
     reward = loop_config(config)
     needed: dict[tuple[str, int], int] = {}
@@ -182,7 +182,7 @@ def response_rows(
     return rows
 
 
-def write_rows(path: str | Path, rows: Iterable[dict[str, Any]]) -> None:
+def write_responses(path: str | Path, rows: Iterable[dict[str, Any]]) -> None:
     from lie.formats.jsonl import atomic_output
 
     Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -191,8 +191,8 @@ def write_rows(path: str | Path, rows: Iterable[dict[str, Any]]) -> None:
             out.write(json.dumps(row, sort_keys=False) + "\n")
 
 
-def read_rows(path: str | Path) -> list[dict[str, Any]]:
-    """Lines written by :func:`write_rows`, checked for the columns."""
+def read_responses(path: str | Path) -> list[dict[str, Any]]:
+    """Lines written by :func:`write_responses`, checked for the columns."""
     from lie.formats.jsonl import read_jsonl
 
     if not Path(path).exists():
