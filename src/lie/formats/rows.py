@@ -226,7 +226,7 @@ def check_row(row: Any, where: str, columns: Sequence[str] = ("prompt", "reward_
         prompt_messages(row, where)
     if "reward_model" in columns:
         ground_truth(row, where)
-        reference_length(row, where)
+        reference_length_of(row, where)
     if "extra_info" in columns:
         _choice_fields(row, where)
     if "data_source" in columns:
@@ -278,7 +278,7 @@ def ground_truth(row: dict[str, Any], where: str) -> str:
     return str(gold)
 
 
-def reference_length(row: dict[str, Any], where: str) -> int | None:
+def reference_length_of(row: dict[str, Any], where: str) -> int | None:
     """``reward_model.num_tokens`` (``L_ref``, written by ``lie reflen``), or None if the row has none."""
     ref = _mapping(row, "reward_model", where).get("num_tokens")
     if ref is None:
@@ -327,7 +327,7 @@ def answer_of(row: dict[str, Any], where: str) -> Answer:
             f"{where}: field 'reward_model.ground_truth' {gold!r} is not one of the row's letters "
             f"{list(letters)}; {BUILD_HINT}"
         )
-    return Answer(gold, kind, letters, options, reference_length(row, where))
+    return Answer(gold, kind, letters, options, reference_length_of(row, where))
 
 
 def _choice_fields(row: dict[str, Any], where: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
