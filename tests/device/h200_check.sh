@@ -28,5 +28,6 @@ step 02-nccl 120 python3 -m lie.engines.allreduce --backend nccl --device cuda
 step 03-preflight 150 python3 -m lie preflight --config config.yaml --runs qwen3-4b-base_dapo_gspo_lie \
   --workdir /tmp/preflight --device gpu
 # GPU branches outside verl: TRL's trainer (use_cpu=False) and the transformers generator on CUDA.
-step 04-pytest 240 python3 -m pytest -p no:cacheprovider -q --timeout 200 \
-  --basetemp=/tmp/bt tests/test_train_trl.py tests/test_generate_evaluate.py -rfE
+# TESTS: other test files (those that need no verl, vLLM or Snakemake) instead of these two
+step 04-pytest 240 python3 -m pytest -p no:cacheprovider -q --timeout 200 --basetemp=/tmp/bt -rfE \
+  ${TESTS:-tests/test_train_trl.py tests/test_generate_evaluate.py}
