@@ -212,6 +212,19 @@ def write_record(folder: str | os.PathLike[str], record: dict[str, Any], files: 
         out.write(dumps(record, indent=2, sort_keys=True) + "\n")
 
 
+def check_in_place_folder(out: str | os.PathLike[str]) -> None:
+    """:func:`check_output_folder` for a folder lie fills in place (:func:`write_record`), which also
+    refuses one whose record lists no files (older code's): lie's files there cannot be told from the
+    user's, so none may go."""
+    path = Path(out)
+    if path.is_dir() and record_problem(path) is None and not isinstance(record_of(path).get("files"), list):
+        raise LieError(
+            f"{out} is a folder of an older {record_of(path)['command']}, whose record does not list its "
+            f"files: if nothing of yours is in it, delete {out}"
+        )
+    check_output_folder(out)
+
+
 def record_of(folder: str | os.PathLike[str]) -> dict[str, Any]:
     """The record a command left in the folder it built (:data:`OWNER`); {} where none is readable."""
     return read_object(Path(folder) / OWNER)[0] or {}

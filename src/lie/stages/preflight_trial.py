@@ -31,7 +31,7 @@ from typing import Any
 from lie import config as cfgmod
 from lie.config.layout import Layout
 from lie.core.errors import LieError
-from lie.formats.outputs import check_output_folder, files_under, record_of, record_problem, write_record
+from lie.formats.outputs import check_in_place_folder, files_under, record_of, record_problem, write_record
 from lie.stages import plan as planmod
 from lie.stages.preflight import REWARD_SHARE_MAX, TIMED_STEP, TRIAL_SAVE_FREQ, TRIAL_STEPS, Check, Shape
 
@@ -169,13 +169,8 @@ def _prepare(root: Path) -> None:
     """An empty trial folder at ``root``. An earlier trial's goes only when it holds nothing but the files
     its record lists (lie_output.json, rewritten as the trial writes: :meth:`Trial.writing`); a folder
     the user made, or a trial folder holding a file of the user's, is refused with one line, untouched."""
-    if root.is_dir() and record_problem(root) is None and not isinstance(record_of(root).get("files"), list):
-        raise LieError(  # older code's record lists nothing: lie's files cannot be told from the user's
-            f"{root} is a trial folder of an older lie preflight, whose record does not list its files: "
-            f"if nothing of yours is in it, delete {root}"
-        )
     try:
-        check_output_folder(root)
+        check_in_place_folder(root)
     except LieError as exc:
         lies = root.is_dir() and not root.is_symlink() and record_problem(root) is None
         stopped = record_of(root).get("running") if lies else None
