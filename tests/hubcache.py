@@ -13,13 +13,13 @@ import http.server
 import io
 import json
 import os
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from standins import http_server
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -126,14 +126,9 @@ def standin_hub_api(monkeypatch: Any) -> Iterator[dict[str, Any]]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setenv("HF_TOKEN", "hf_standin_not_a_secret")
-    try:
+    with http_server(Handler) as (url, _):
+        monkeypatch.setattr(constants, "ENDPOINT", url)
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+        monkeypatch.setenv("HF_TOKEN", "hf_standin_not_a_secret")
         yield answer
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -1,8 +1,13 @@
-"""Stand-ins for the cluster's command-line tools (sbatch, srun, scontrol, apptainer, ...) in tests."""
+"""Stand-ins for the cluster's command-line tools (sbatch, srun, scontrol, apptainer, ...) in tests, and a
+local HTTP server for the stand-ins of web services (a URL's file, the hub's API)."""
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import subprocess
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 
@@ -60,3 +65,25 @@ if "ray.nodes" in " ".join(command):
     sys.exit(0)
 os.execvpe(command[0], command, env)
 EOF"""
+
+
+@contextlib.contextmanager
+def http_server(
+    handler: Callable[..., http.server.BaseHTTPRequestHandler],
+) -> Iterator[tuple[str, Callable[[], None]]]:
+    """The standard library's threaded server on 127.0.0.1 with ``handler``: its base URL, and a function
+    that stops it (also called on exit)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    stopped: list[bool] = []
+
+    def stop() -> None:
+        if not stopped:
+            stopped.append(True)
+            server.shutdown()
+            server.server_close()
+
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", stop
+    finally:
+        stop()

@@ -208,7 +208,8 @@ def file_server(tmp_path):
     it was asked for, and a function that stops it."""
     import functools
     import http.server
-    import threading
+
+    from standins import http_server
 
     served = tmp_path / "served"
     served.mkdir()
@@ -218,16 +219,8 @@ def file_server(tmp_path):
         def log_message(self, *args):  # the requests, not stderr
             asked.append(self.path)
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=served))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-
-    def stop():
-        server.shutdown()
-        server.server_close()
-
-    yield f"http://127.0.0.1:{server.server_address[1]}", served, asked, stop
-    stop()
+    with http_server(functools.partial(Handler, directory=served)) as (url, stop):
+        yield url, served, asked, stop
 
 
 def test_url_source_downloads_checks_and_caches_the_file(tmp_path, monkeypatch, file_server, caplog):
