@@ -30,6 +30,7 @@ PARENT, CHILD = "smoke_gspo_lie", "smoke_gspo_lie_long"
 # the DAG's own limit (~6-12 min on 2 busy cores); a test that asks for the run allows more: whichever asks
 # first builds it in its setup (tests/conftest.py gives each such test TEST_TIMEOUT)
 BUILD_TIMEOUT = 1700
+INDUCTOR = "inductor"  # the DAG's TORCHINDUCTOR_CACHE_DIR, under its workdir
 TEST_TIMEOUT = 1800
 
 
@@ -72,7 +73,9 @@ def _build(workdir: Path) -> None:
         os.symlink(REPO / name, workdir / name)
     config = smoke_config(workdir / "out")
     (workdir / "smoke.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    first = snakemake(workdir, env=probe_env(workdir / "entropy.jsonl"))
+    # torch.compile's cache of this DAG alone: a kernel compiled on the CPU would land here (test_verl_main_ppo)
+    env = {**probe_env(workdir / "entropy.jsonl"), "TORCHINDUCTOR_CACHE_DIR": str(workdir / INDUCTOR)}
+    first = snakemake(workdir, env=env)
     (workdir / "first.log").write_text(first.stdout + first.stderr, encoding="utf-8")
     assert first.returncode == 0, (first.stdout + first.stderr)[-4000:]
 

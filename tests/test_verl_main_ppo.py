@@ -20,7 +20,7 @@ import yaml
 
 pytest.importorskip("verl")
 
-from smoke_run import CHILD, PARENT, probe_env  # noqa: E402
+from smoke_run import CHILD, INDUCTOR, PARENT, probe_env  # noqa: E402
 
 from lie.formats.runs import RunDir, read_metrics, read_rollouts  # noqa: E402
 from lie.stages.preflight_trial import CPU_MEMORY_KEY, FULL_LENGTH, GPU_MEMORY_KEY, SAVE_TIMER  # noqa: E402
@@ -136,6 +136,19 @@ def test_the_continual_run_samples_with_verls_vllm_server_on_the_synced_weights(
     rollouts = read_rollouts(rundir)
     assert all(sum(r["step"] == s for r in rollouts) == 16 for s in (1, 2, 3, 4))
     assert "CPUvLLMHttpServer" in (smoke.out / "logs" / "train" / f"{CHILD}.log").read_text()
+
+
+def test_verl_on_the_cpu_compiles_no_kernel(smoke):
+    """verl's FSDP engine wraps its entropy in ``torch.compile`` (``fsdp_config.use_torch_compile``, true
+    by default; the actor's own ``use_torch_compile`` is not read by the engine workers). On a CPU that
+    is inductor's C++ compiler in every actor process (~15 s of CPU a cold process, ISA probes in
+    subprocesses on a warm cache) for kernels the GPU never runs: the CPU backend turns it off, so the
+    DAG's two verl runs leave torch.compile's cache (TORCHINDUCTOR_CACHE_DIR) unmade."""
+    for run in (PARENT, CHILD):
+        composed = yaml.safe_load(RunDir(smoke.out, run).verl_config.read_text())["actor_rollout_ref"]
+        assert composed["actor"]["fsdp_config"]["use_torch_compile"] is False
+        assert composed["ref"]["fsdp_config"]["use_torch_compile"] is False
+    assert not (smoke.workdir / INDUCTOR).exists()
 
 
 def test_the_logged_entropy_is_a_token_mean_in_a_gspo_run(smoke):

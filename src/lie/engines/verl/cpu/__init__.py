@@ -38,6 +38,10 @@ OVERRIDES: dict[str, Any] = {
     "actor_rollout_ref.ref.strategy": "fsdp2",
     "+actor_rollout_ref.model.override_config.attn_implementation": "sdpa",  # no flash-attn on a CPU
     "actor_rollout_ref.actor.use_torch_compile": False,
+    # the engine workers read their FSDP engine's own flag (true by default): inductor's C++ compiler
+    # in every actor process, for an entropy kernel the GPU never runs
+    "actor_rollout_ref.actor.fsdp_config.use_torch_compile": False,
+    "actor_rollout_ref.ref.fsdp_config.use_torch_compile": False,
     "+ray_kwargs.ray_init.num_cpus": RAY_CPUS,
     "+ray_kwargs.ray_init.include_dashboard": False,
     "transfer_queue.backend.SimpleStorage.num_data_storage_units": 1,  # 8 by default, a Ray CPU each
