@@ -16,11 +16,6 @@ from smoke_run import TEST_TIMEOUT, smoke_run
 
 pytest_plugins = ["xdist_groups"]  # make test's two workers: groups and order (tests/xdist_groups.py)
 
-# One torch/OpenMP thread per process, in the workers and every process they start (unless set): make test
-# runs two workers and their jobs on two cores, where a second thread per process only spins, waiting
-# for a core (docs/benchmarks.md). As the smoke DAG's jobs and verl's CPU runs already had it.
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("LIE_SHARED_DATA", REPO.parent / "shared" / "data"))
 SLICES = REPO / "tests" / "data" / "shared"

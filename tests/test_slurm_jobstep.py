@@ -133,6 +133,7 @@ def _start_jobstep(
             "FINAL": str(final),
             "END_TIME": END_TIME,
             "LIE_RAY_WAIT_S": "5",
+            "LIE_RAY_POLL_S": "0.5",
             **(env_extra or {}),
         }
     )

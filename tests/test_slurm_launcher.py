@@ -51,6 +51,7 @@ def fake_slurm(tmp_path):
         "LIE_IMAGE": "/images/lie-gpu.sif",
         "NODES_UP": "3",
         "LIE_RAY_WAIT_S": "5",
+        "LIE_RAY_POLL_S": "0.2",  # the stand-in nodes join at once
         "SLURM_CPUS_PER_TASK": "32",
         "HF_HOME": "/shared/hf",
     }
@@ -105,10 +106,10 @@ def test_refuses_a_loopback_head_address_on_several_nodes(fake_slurm):
 
 def test_stops_when_nodes_do_not_join(fake_slurm):
     env, _ = fake_slurm
-    env["NODES_UP"] = "2"
+    env.update(NODES_UP="2", LIE_RAY_WAIT_S="1")
     proc = _launch(env, "true")
     assert proc.returncode == 1
-    assert "only 2 of 3 Ray nodes joined" in proc.stderr
+    assert "only 2 of 3 Ray nodes joined within 1s" in proc.stderr
 
 
 def test_refuses_to_run_outside_an_allocation(fake_slurm):

@@ -17,8 +17,9 @@
 # NCCL_* settings of the caller.
 # Environment: RAY_PORT (default 6379 + job id mod 1000), LIE_GPUS_PER_NODE (default
 # SLURM_GPUS_ON_NODE or 4), LIE_CPUS_PER_NODE (default SLURM_CPUS_PER_TASK or 8: Ray's CPUs, shared
-# by verl's workers, vLLM and the graders), LIE_RAY_WAIT_S (default 300), LIE_RAY_HEAD_IP (default:
-# the head node's address as `hostname --ip-address` gives it there).
+# by verl's workers, vLLM and the graders), LIE_RAY_WAIT_S (default 300) and LIE_RAY_POLL_S (seconds
+# between its checks, default 5), LIE_RAY_HEAD_IP (default: the head node's address as
+# `hostname --ip-address` gives it there).
 set -euo pipefail
 
 if [[ $# -lt 1 ]]; then
@@ -44,6 +45,7 @@ port=${RAY_PORT:-$((6379 + SLURM_JOB_ID % 1000))}
 gpus=${LIE_GPUS_PER_NODE:-${SLURM_GPUS_ON_NODE:-4}}
 cpus=${LIE_CPUS_PER_NODE:-${SLURM_CPUS_PER_TASK:-8}}
 wait_s=${LIE_RAY_WAIT_S:-300}
+poll_s=${LIE_RAY_POLL_S:-5}
 end=$(slurm_job_end_epoch)
 if [[ -n "$end" ]]; then
   export MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP=$end
@@ -97,7 +99,7 @@ until alive=$("${image_exec[@]}" python3 -c \
     echo "ray_on_slurm.sh: only ${alive:-0} of $num_nodes Ray nodes joined within ${wait_s}s" >&2
     exit 1
   fi
-  sleep 5
+  sleep "$poll_s"
 done
 echo "ray_on_slurm.sh: all $num_nodes Ray nodes are up"
 
