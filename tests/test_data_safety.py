@@ -509,6 +509,37 @@ def test_a_file_of_the_user_inside_a_folder_lie_built_stops_the_rebuild(tmp_path
     assert (out / "notes.md").read_text() == "my notes" and (out / "sub" / "weights").read_text() == "w"
 
 
+@pytest.mark.parametrize(
+    ("marker", "record"),
+    [("lie_output.json", {"command": "base-model"}), ("lie_source.json", {"hf_id": "Qwen/Qwen3-4B-Base"})],
+    ids=["record-without-files", "legacy-marker"],
+)
+def test_a_folder_of_older_lie_is_never_replaced_with_what_it_holds(tmp_path, marker, record):
+    """A folder older lie built carries a record that lists no files (or only ``lie_source.json``, before
+    records): lie cannot tell its files from a user's, so a rebuild stops with one line and changes
+    nothing, as for a folder lie fills in place; the user deletes it once, and lie rebuilds it."""
+    from lie.core.errors import LieError
+    from lie.formats.outputs import check_output_folder, partial_folder, replace_folder
+
+    out = tmp_path / "model"
+    out.mkdir()
+    (out / marker).write_text(json.dumps(record))
+    (out / "weights").write_text("w")
+    (out / "notes.md").write_text("my notes")
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    line = rf"{out} was built by an older lie, whose record does not list its files"
+    with pytest.raises(LieError, match=line):
+        check_output_folder(out, legacy="lie_source.json")
+    tmp = partial_folder(out)
+    (tmp / "weights").write_text("new")
+    with pytest.raises(LieError, match=line):
+        replace_folder(tmp, out, {"command": "base-model"}, legacy="lie_source.json")
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    shutil.rmtree(out)  # as the line says: then the rebuild goes through
+    replace_folder(tmp, out, {"command": "base-model"}, legacy="lie_source.json")
+    assert (out / "weights").read_text() == "new"
+
+
 @pytest.mark.parametrize("command", ["generate", "reflen"])
 def test_out_dash_is_refused_where_a_file_and_its_records_are_written(tmp_path, command):
     """Issue 33 (minor): ``lie generate --out -`` wrote ``-.manifest.json``; these commands write files

@@ -221,7 +221,7 @@ def test_a_trial_folder_whose_older_record_lists_no_files_is_refused_and_kept(tm
     with pytest.raises(LieError) as refused:
         prepare(root)
     message = str(refused.value)
-    assert "older lie preflight" in message and f"delete {root}" in message and "\n" not in message
+    assert "built by an older lie" in message and f"delete {root}" in message and "\n" not in message
     assert (root / "notes.txt").read_text() == "keep me" and (root / "config.yaml").exists()
 
 

@@ -168,6 +168,11 @@ def check_output_folder(
             f"{out} is a folder lie did not make (no {OWNER} in it) and is not empty: "
             "give a new or empty folder, lie replaces only folders it built"
         )
+    if path.is_dir() and any(path.iterdir()) and _listed_files(path) is None:
+        raise LieError(
+            f"{out} was built by an older lie, whose record does not list its files: lie cannot tell them "
+            f"from yours, so it replaces nothing there; if nothing of yours is in it, delete {out} and rerun"
+        )
     if path.is_dir() and os.path.lexists(path / OWNER):
         foreign = _foreign_files(path)
         if foreign:
@@ -212,31 +217,22 @@ def write_record(folder: str | os.PathLike[str], record: dict[str, Any], files: 
         out.write(dumps(record, indent=2, sort_keys=True) + "\n")
 
 
-def check_in_place_folder(out: str | os.PathLike[str]) -> None:
-    """:func:`check_output_folder` for a folder lie fills in place (:func:`write_record`), which also
-    refuses one whose record lists no files (older code's): lie's files there cannot be told from the
-    user's, so none may go."""
-    path = Path(out)
-    if path.is_dir() and record_problem(path) is None and not isinstance(record_of(path).get("files"), list):
-        raise LieError(
-            f"{out} is a folder of an older {record_of(path)['command']}, whose record does not list its "
-            f"files: if nothing of yours is in it, delete {out}"
-        )
-    check_output_folder(out)
-
-
 def record_of(folder: str | os.PathLike[str]) -> dict[str, Any]:
     """The record a command left in the folder it built (:data:`OWNER`); {} where none is readable."""
     return read_object(Path(folder) / OWNER)[0] or {}
 
 
-def _foreign_files(folder: Path) -> list[str]:
-    """Files in a lie-built ``folder`` that its record does not list (none for a record of older code,
-    which lists nothing)."""
+def _listed_files(folder: Path) -> list[str] | None:
+    """The files lie wrote in ``folder`` as its record lists them; None where the record lists none (older
+    code's, or only the ``legacy`` marker): then no file there can be told apart from a user's."""
     files = record_of(folder).get("files")
-    if not isinstance(files, list):
-        return []
-    return [name for name in _written(folder) if name not in set(files)]
+    return files if isinstance(files, list) else None
+
+
+def _foreign_files(folder: Path) -> list[str]:
+    """Files in a lie-built ``folder`` that its record does not list."""
+    listed = set(_listed_files(folder) or [])
+    return [name for name in _written(folder) if name not in listed]
 
 
 _BUILDING: dict[Path, Any] = {}  # a partial folder -> its open, locked ``.<name>.lock``
@@ -304,7 +300,8 @@ def _release(tmp: Path, target: Path, legacy: str | None = None) -> None:
     """After a swap: old copies torn swaps left (``.<name>.old-PID``: a folder lie built, by its record)
     and the lock go; a folder of the user's of such a name stays."""
     for old in target.parent.glob(f".{target.name}.old-*"):
-        if old.is_dir() and not old.is_symlink() and owned(old, legacy) and not _foreign_files(old):
+        listed = old.is_dir() and not old.is_symlink() and owned(old, legacy) and _listed_files(old) is not None
+        if listed and not _foreign_files(old):
             shutil.rmtree(old, ignore_errors=True)
     handle = _BUILDING.pop(tmp, None)
     if handle is not None:

@@ -31,7 +31,7 @@ from typing import Any
 from lie import config as cfgmod
 from lie.config.layout import Layout
 from lie.core.errors import LieError
-from lie.formats.outputs import check_in_place_folder, files_under, record_of, record_problem, write_record
+from lie.formats.outputs import check_output_folder, files_under, record_of, record_problem, write_record
 from lie.stages import plan as planmod
 from lie.stages.preflight import REWARD_SHARE_MAX, TIMED_STEP, TRIAL_SAVE_FREQ, TRIAL_STEPS, Check, Shape
 
@@ -170,7 +170,7 @@ def _prepare(root: Path) -> None:
     its record lists (lie_output.json, rewritten as the trial writes: :meth:`Trial.writing`); a folder
     the user made, or a trial folder holding a file of the user's, is refused with one line, untouched."""
     try:
-        check_in_place_folder(root)
+        check_output_folder(root)
     except LieError as exc:
         lies = root.is_dir() and not root.is_symlink() and record_problem(root) is None
         stopped = record_of(root).get("running") if lies else None
