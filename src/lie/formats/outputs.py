@@ -300,7 +300,9 @@ def _release(tmp: Path, target: Path, legacy: str | None = None) -> None:
     """After a swap: old copies torn swaps left (``.<name>.old-PID``: a folder lie built, by its record)
     and the lock go; a folder of the user's of such a name stays."""
     for old in target.parent.glob(f".{target.name}.old-*"):
-        listed = old.is_dir() and not old.is_symlink() and owned(old, legacy) and _listed_files(old) is not None
+        listed = (
+            old.is_dir() and not old.is_symlink() and owned(old, legacy) and _listed_files(old) is not None
+        )
         if listed and not _foreign_files(old):
             shutil.rmtree(old, ignore_errors=True)
     handle = _BUILDING.pop(tmp, None)
