@@ -565,3 +565,42 @@ def test_bad_generations_and_a_missing_tokenizer(setup, tmp_path):
     write_generations(setup, gen)
     with pytest.raises(LieError, match="longer than the 8-token budget: pass --tokenizer"):
         evaluate(setup.config, [str(gen)], None, progress=False)
+
+
+def test_each_bad_input_of_the_generation_engine_is_one_line(monkeypatch, tmp_path):
+    """What the engine refuses before any model loads, each as one LieError saying what to change: a
+    top_p vLLM would refuse, seeds that do not match the prompts, a model config without a context
+    length, a model and tokenizer without an end-of-sequence token, an unknown engine, a model that
+    cannot be loaded, batch invariance asked after vLLM was imported; and an engine's version when its
+    package is missing."""
+    import importlib.metadata
+    import sys
+    from types import ModuleType, SimpleNamespace
+
+    from lie.engines import generation
+
+    with pytest.raises(LieError, match=r"evaluation.top_p must be in \(0, 1\], got 0.0"):
+        SamplingSettings(top_p=0.0, keys={"top_p": "evaluation.top_p"})
+    with pytest.raises(LieError, match="2 prompts but 1 seeds: give one seed per prompt"):
+        generation.plan_requests([[1], [2]], SamplingSettings(max_tokens=4), [0], max_model_len=16)
+    with pytest.raises(LieError, match="states no context length; pass --engine-arg max_model_len=N"):
+        generation._context_length(SimpleNamespace(max_position_embeddings=None), "m")
+    none = SimpleNamespace(eos_token_id=None, generation_config=SimpleNamespace(eos_token_id=None),
+                           config=SimpleNamespace(eos_token_id=None))  # fmt: skip
+    with pytest.raises(LieError, match="the model and tokenizer name no end-of-sequence token"):
+        generation._eos_ids(none, none)
+    with pytest.raises(LieError, match=r"unknown generation engine 'sglang': use one of \('hf', 'vllm'\)"):
+        load_engine("sglang", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(LieError, match="cannot load a model from 'no-such-org/no-such-model'"):
+        generation.load_model("no-such-org/no-such-model")
+    monkeypatch.setitem(sys.modules, "vllm", ModuleType("vllm"))
+    monkeypatch.delenv("VLLM_BATCH_INVARIANT", raising=False)
+    with pytest.raises(LieError, match="set VLLM_BATCH_INVARIANT=1 in the environment instead"):
+        generation._enable_batch_invariance()
+
+    def missing(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    assert generation.engine_version("vllm") == "not installed"

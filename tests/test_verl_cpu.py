@@ -184,6 +184,63 @@ def test_the_rollout_configs_ignore_eos_reaches_every_request_as_in_verls_vllm_s
     assert request({}).ignore_eos is False and request({}, ignore_eos=False).ignore_eos is False
 
 
+@pytest.fixture
+def server(tiny):
+    """The CPU rollout server verl starts as a Ray actor, here in the test's process (its torch threads
+    restored after: the server sets them as its actor would)."""
+    from types import SimpleNamespace
+
+    from lie.engines.verl.cpu.rollout import TransformersServer
+
+    threads = torch.get_num_threads()
+    config = SimpleNamespace(seed=0, max_model_len=64, response_length=16, prompt_length=48)
+    yield TransformersServer(config, SimpleNamespace(local_path=str(tiny)), replica_rank=0)
+    torch.set_num_threads(threads)
+
+
+def test_a_weight_sync_that_misses_or_adds_a_tensor_is_an_error_and_a_full_prompt_is_refused(server):
+    """A sync that leaves a tensor out (or brings one the model lacks) never leaves the server sampling
+    from half-old weights unnoticed; a prompt that fills the context is refused before any sampling."""
+    from types import SimpleNamespace
+
+    from lie.engines.verl.cpu.rollout import TransformersServer
+
+    state = {name: tensor.clone() for name, tensor in server.model.state_dict().items()}
+    assert server.update_weights(state, global_steps=3) == len(state) and server.global_steps == 3
+    name = next(n for n in state if n != "lm_head.weight")
+    with pytest.raises(RuntimeError, match=rf"weight sync: missing \['{re.escape(name)}'\], unexpected \[\]"):
+        server.update_weights({n: t for n, t in state.items() if n != name})
+    with pytest.raises(RuntimeError, match=r"missing \[\], unexpected \['extra'\]"):
+        server.update_weights({**state, "extra": torch.zeros(1)})
+    with pytest.raises(ValueError, match="a prompt of 64 tokens leaves no room within 64"):
+        server._request(list(range(64)), {})
+    with pytest.raises(ValueError, match="verl's model config names no model path"):
+        TransformersServer(server.config, SimpleNamespace(local_path=None, path=None), replica_rank=0)
+
+
+def test_a_failed_batch_fails_each_request_in_it_and_the_server_serves_on(server, monkeypatch):
+    """Requests that arrive together are sampled as one batch; if it fails, every caller waiting on it
+    gets the error (none waits forever), and the next request is served."""
+    import asyncio
+
+    sample = server._sample
+    monkeypatch.setattr(server, "_sample", lambda requests: (_ for _ in ()).throw(
+        RuntimeError(f"a batch of {len(requests)} failed")))  # fmt: skip
+
+    async def requests(count: int) -> list:
+        calls = (server.generate([5, 9, 31 + i], {"temperature": 1.0}, f"r{i}") for i in range(count))
+        return await asyncio.gather(*calls, return_exceptions=True)
+
+    async def failed_then_served() -> tuple[list, list]:
+        failed = await requests(2)
+        monkeypatch.setattr(server, "_sample", sample)
+        return failed, await requests(1)
+
+    failed, served = asyncio.run(failed_then_served())
+    assert [str(r) for r in failed] == ["a batch of 2 failed"] * 2
+    assert len(served[0].token_ids) >= 1 and served[0].stop_reason == "completed"
+
+
 def test_top_k_one_and_a_tiny_top_p_are_greedy_and_temperature_matters(model):
     greedy = sample_batch(model, [TokenRequest(PROMPTS[0], 10, temperature=0.0)], [], 0)[0].token_ids
     for request in (TokenRequest(PROMPTS[0], 10, temperature=1.5, top_k=1, seed=3),
