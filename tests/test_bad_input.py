@@ -530,3 +530,29 @@ def test_a_lone_surrogate_from_snakemakes_config_is_refused_at_validation():
     config["prompt"]["math"] = "Solve \ud800 {question}"
     with pytest.raises(LieError, match="key 'prompt.math': a lone surrogate"):
         validate_workflow(config, [SMOKE])
+
+
+def test_lie_snakemake_reads_the_config_files_snakemake_would_read(tmp_path, monkeypatch):
+    """``lie snakemake``'s check reads what Snakemake reads: each ``--configfile``/``--configfiles`` value
+    (``=`` or spaced, several after one flag), else ``config.yaml`` of the working directory, which
+    ``--directory``/``-d`` move; a flag without a file is one line; so is a Snakemake found nowhere."""
+    from lie.core.errors import LieError
+    from lie.stages import snakemake as lie_snakemake
+
+    files = lie_snakemake.config_files
+    assert files(["-n", "--configfiles", "a.yaml", "b.yaml", "--cores", "2"]) == [
+        Path("a.yaml"),
+        Path("b.yaml"),
+    ]
+    assert files(["--configfile=c.yaml", "-n"]) == [Path("c.yaml")]
+    with pytest.raises(LieError, match="--configfile needs a file"):
+        files(["--configfile", "--cores", "2"])
+    (tmp_path / "config.yaml").write_text("name: x\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path.parent)
+    for args in (["--directory", str(tmp_path)], ["-d", str(tmp_path)], [f"--directory={tmp_path}"]):
+        assert files(["-n", *args]) == [tmp_path / "config.yaml"], args
+    assert files(["-n", "--directory"]) == []  # Snakemake itself says what the flag lacks
+    monkeypatch.setattr(lie_snakemake.sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(LieError, match="snakemake is not installed in this environment"):
+        lie_snakemake.snakemake_program()
