@@ -221,3 +221,35 @@ def test_a_full_disk_while_trl_saves_a_checkpoint_names_the_file(tmp_path, arith
         not (checkpoint / SEAL).exists()
         and not (tmp_path / "out" / "runs" / "tiny_grpo" / "final.json").exists()
     )
+
+
+def test_a_model_name_resolves_to_its_path_else_the_folder_lie_built(tmp_path):
+    """``--model NAME`` (lie generate, reflen, study-probe): ``models.NAME.path`` wins, else the folder
+    ``lie base-model NAME`` built under the outdir; a tiny model not built yet, or a hub model without
+    a pinned revision, is one line saying what to run or set."""
+    from small import REPO
+
+    from lie.config import load_config
+    from lie.config.layout import Layout
+    from lie.core.errors import LieError
+    from lie.stages.base_model import resolve_model
+
+    config = dict(load_config(REPO / "workflow" / "configs" / "smoke.yaml"))
+    config["outdir"] = str(tmp_path / "out")
+    with pytest.raises(
+        LieError, match=r"models.tiny is a tiny model not built yet: run `lie base-model tiny`"
+    ):
+        resolve_model(config, "tiny")
+    built = Layout(config).base_model("tiny")
+    built.mkdir(parents=True)
+    assert resolve_model(config, "tiny")[0] == str(built)
+    config["models"] = {
+        **config["models"],
+        "tiny": {**config["models"]["tiny"], "path": str(tmp_path / "mine")},
+    }
+    assert resolve_model(config, "tiny")[0] == str(tmp_path / "mine")
+    config["models"]["hub"] = {"hf_id": "Qwen/Qwen3-4B-Base", "revision": None, "path": None}
+    with pytest.raises(
+        LieError, match=r"models.hub: set hf_id and revision \(a commit SHA, tag or branch\), or path"
+    ):
+        resolve_model(config, "hub")
