@@ -370,3 +370,24 @@ def test_a_gpu_preflight_names_the_models_not_fetched_and_fails_their_trials(tmp
         c.status == "fail" and "lie preflight --fetch" in c.detail for c in trials
     )
     assert sum(c.status == "skipped: the 4-step run failed" for c in checks) == 2 * 4
+
+
+def test_a_check_that_raises_is_its_rows_one_line_and_no_run_is_no_preflight(tmp_path):
+    """A library that breaks inside a check fails that row with its exception's first line (the other
+    rows still run); on a CPU the driver row says it needs a GPU; a preflight of no run is one line."""
+    from lie.config import load_config
+    from lie.core.errors import LieError
+    from lie.stages.preflight import NO_GPU, _guarded, check_driver, iter_preflight
+
+    def broken():
+        raise ImportError("libcuda.so.1: cannot open shared object file\nsecond line")
+
+    row = _guarded("flash-attn", broken)
+    assert (row.name, row.status, row.detail) == (
+        "flash-attn",
+        "fail",
+        "ImportError: libcuda.so.1: cannot open shared object file",
+    )
+    assert check_driver(gpu=False).status == NO_GPU
+    with pytest.raises(LieError, match=r"preflight: no runs selected \(config runs, or --runs\)"):
+        next(iter_preflight(load_config("config.yaml"), [], tmp_path, gpu=False))
