@@ -161,3 +161,40 @@ def test_gpqa_needs_a_shuffle_seed():
     gpqa["shuffle_seed"] = None
     with pytest.raises(LieError, match="gpqa-diamond.shuffle_seed is missing"):
         parse_spec("gpqa-diamond", "eval", gpqa)
+
+
+def test_an_entry_that_is_not_a_mapping_or_samples_nothing_names_the_key():
+    with pytest.raises(LieError, match=r"datasets.eval.aime24 must be a mapping of keys \(.*\), got list"):
+        parse_spec("aime24", "eval", ["hf_id", "revision"])
+    with pytest.raises(LieError, match="datasets.eval.aime24.sample must be >= 1 or null, got 0"):
+        parse_spec("aime24", "eval", entry(sample=0, seed=1))
+
+
+def _synthetic(**changes):
+    import yaml
+    from small import REPO
+
+    smoke = yaml.safe_load((REPO / "workflow" / "configs" / "smoke.yaml").read_text(encoding="utf-8"))
+    base = copy.deepcopy(smoke["datasets"]["train"]["arith-train"])
+    base["synthetic"].update(changes.pop("synthetic", {}))
+    base.update(changes)
+    return base
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (
+            {"synthetic": {"depth": 3}},
+            r"synthetic needs exactly the keys .* \(unknown: \['depth'\], missing: \[\]\)",
+        ),
+        ({"synthetic": {"task": "sudoku"}}, "synthetic.task must be one of .*, got 'sudoku'"),
+        ({"synthetic": {"count": -1}}, "synthetic.count must be an integer >= 0, got -1"),
+        ({"synthetic": {"seed": True}}, "synthetic.seed must be an integer >= 0, got True"),
+        ({"synthetic": {"min_depth": 4, "max_depth": 2}}, "synthetic: need 1 <= min_depth <= max_depth"),
+        ({"format": "minerva"}, "synthetic math rows use format 'problem-answer', got 'minerva'"),
+    ],
+)
+def test_a_bad_synthetic_entry_names_the_key(changes, message):
+    with pytest.raises(LieError, match=message):
+        parse_spec("arith-train", "train", _synthetic(**changes))
