@@ -212,3 +212,41 @@ def test_plan_says_which_runs_its_total_leaves_out(tmp_path):
     config["datasets"]["train"]["polaris"]["expected_rows"] = None
     table = render(plan(config), 8000, 0.35)
     assert "left out of the total: qwen3-4b_polaris_gspo, qwen3-4b_polaris_gspo_lie" in table
+
+
+def test_plan_reads_sizes_and_counts_where_it_can_and_says_what_to_pass(tmp_path):
+    """``lie plan``: a tiny model counts as 0.001 B parameters; a model whose id states no size, a bad
+    ``--params`` value or ``--mfu``/``--gen-tps`` out of range are one line saying what to pass; the
+    data set's file, once ``lie data`` wrote it, gives the prompt count."""
+    from small import arithmetic_rows, write_parquet
+
+    from lie.core.errors import LieError
+    from lie.stages.plan import params_billions, plan, plan_selected
+
+    config = paper_config()
+    config["outdir"] = str(tmp_path)
+    config["models"]["mine"] = {**config["models"]["qwen3-4b-base"], "hf_id": "org/model", "path": None}
+    with pytest.raises(
+        LieError, match=r"models.mine: cannot read the model size from its id; pass --params mine="
+    ):
+        params_billions(config, "mine")
+    assert (
+        params_billions(yaml.safe_load((REPO / "workflow/configs/smoke.yaml").read_text()), "tiny") == 0.001
+    )
+    for value in (0, "4B", True):
+        with pytest.raises(LieError, match=rf"--params mine={value!r}: expected a model size in billions"):
+            plan_selected(config, "config.yaml", params=[("mine", value)])
+    for mfu, tps in ((0.0, 8000), (1.5, 8000), (0.35, 0)):
+        with pytest.raises(LieError, match=r"--mfu must be in \(0, 1\] and --gen-tps > 0"):
+            plan_selected(config, "config.yaml", mfu=mfu, gen_tps_4b=tps)
+    run = "qwen3-4b-base_dapo_gspo"
+    from lie.config.layout import Layout
+
+    data = Layout(config).dataset_file(config["experiments"][run]["data"])
+    data.parent.mkdir(parents=True)
+    write_parquet(data, arithmetic_rows(300))
+    config["runs"] = [run]
+    (only,) = plan(config)
+    assert only.steps == config["experiments"][run]["epochs"] * (
+        300 // config["training"]["train_batch_size"]
+    )
