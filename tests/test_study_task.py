@@ -170,6 +170,8 @@ SFT = {"task": "chain", "seed": 0, "problems": 10, "min_depth": 1, "max_depth": 
         ({"max_depth": 0}, "models.tiny.sft.max_depth must be >= min_depth"),
         ({"lr": 0}, "models.tiny.sft.lr must be > 0"),
         ({"epochs": 3}, r"unknown key\(s\) \['epochs'\]"),
+        ({"batch_size": 0}, "models.tiny.sft.batch_size must be >= 1, got 0"),
+        ({"warmup_steps": -1}, "models.tiny.sft.warmup_steps must be >= 0, got -1"),
     ],
 )
 def test_a_bad_supervised_stage_key_is_named(change, message):
@@ -311,3 +313,13 @@ def test_the_supervised_stage_is_for_tiny_models_only(tmp_path, capsys):
     assert main(["base-model", "tiny-strong", "--config", str(cfg)]) == 2
     assert "models.tiny-strong.sft: the supervised stage is for tiny models" in capsys.readouterr().err
     assert not (tmp_path / "out" / "base" / "tiny-strong").exists()
+
+
+def test_a_supervised_stage_that_is_no_mapping_or_cannot_make_its_problems_is_one_line():
+    from lie.stages.sft import SFTSettings, sft_problems
+
+    with pytest.raises(LieError, match="models.tiny.sft must be a mapping with keys task, "):
+        SFTSettings.from_mapping(["task", "arithmetic"], "models.tiny.sft")
+    deep = SFTSettings.from_mapping({**SFT, "task": "pointer", "min_depth": 50, "max_depth": 60}, "sft")
+    with pytest.raises(LieError, match=r"supervised stage \(pointer\): "):
+        sft_problems(deep)
