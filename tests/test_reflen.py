@@ -73,6 +73,10 @@ def test_settings_reject_unknown_and_bad_keys():
         settings_from_config(config)
     with pytest.raises(LieError, match="reflen.k must be an integer >= 1"):
         settings_from_config(repo_config(), k=0)
+    with pytest.raises(LieError, match="reflen.offset must be an integer >= 0, got -1"):
+        settings_from_config(repo_config(), offset=-1)
+    with pytest.raises(LieError, match=r"reflen.temperature is 3.0, outside vLLM's range \[0, 2\]"):
+        settings_from_config(repo_config(), temperature=3.0)
 
 
 @pytest.fixture(scope="module")
