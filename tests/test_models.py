@@ -253,3 +253,43 @@ def test_a_model_name_resolves_to_its_path_else_the_folder_lie_built(tmp_path):
         LieError, match=r"models.hub: set hf_id and revision \(a commit SHA, tag or branch\), or path"
     ):
         resolve_model(config, "hub")
+
+
+def test_lie_base_model_refuses_what_it_cannot_build_before_it_builds(tmp_path):
+    """``lie base-model``: a tiny model with a key it does not know, a supervised stage without the
+    config's math prompt, and a model that is a local folder (nothing to fetch) are one line each, and
+    no output folder is made."""
+    import copy
+
+    from small import REPO
+
+    from lie.config import load_config
+    from lie.core.errors import LieError
+    from lie.stages.base_model import make_base_model
+
+    smoke = dict(load_config(REPO / "workflow" / "configs" / "smoke.yaml"))
+    smoke["outdir"] = str(tmp_path / "out")
+    sft = {"task": "arithmetic", "seed": 0, "problems": 8, "min_depth": 1, "max_depth": 2, "stop_prob": 0.5,
+           "pad_prob": 0.0, "pad_repeats": 0, "steps": 2, "full_steps": 1, "batch_size": 2, "lr": 1e-3,
+           "warmup_steps": 0}  # fmt: skip
+    cases = [
+        (
+            {"tiny": {**smoke["models"]["tiny"]["tiny"], "width": 3}},
+            None,
+            r"models.tiny.tiny: unknown key\(s\) width",
+        ),
+        ({"sft": sft}, {}, "models.tiny.sft needs the config's prompt.math template"),
+        (
+            {"tiny": None, "path": str(tmp_path / "mine")},
+            None,
+            r"models.tiny points at a local folder .*nothing to fetch",
+        ),
+    ]
+    for change, prompt, message in cases:
+        config = copy.deepcopy(smoke)
+        config["models"]["tiny"].update(change)
+        if prompt is not None:
+            config["prompt"] = prompt
+        with pytest.raises(LieError, match=message):
+            make_base_model(config, "tiny", out=tmp_path / "built")
+        assert not (tmp_path / "built").exists() and not list(tmp_path.glob(".built.*"))
