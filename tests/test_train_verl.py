@@ -424,3 +424,26 @@ def test_a_checkpoint_of_another_world_size_stops_the_launch_or_is_set_aside(tmp
     (moved,) = rundir.superseded.iterdir()
     assert (moved / "checkpoints" / "global_step_2" / "actor" / "model_world_size_8_rank_0.pt").exists()
     assert not rundir.checkpoints.exists() or not any(rundir.checkpoints.iterdir())
+
+
+def test_a_run_whose_only_checkpoint_is_torn_starts_afresh_and_says_so(tmp_path, caplog):
+    """After a kill inside verl's first save: step 2 without its data loader's state (``data.pt``), or
+    with an empty or non-zip state file, is no checkpoint. It is set aside with why, the tracker goes,
+    and the relaunch starts from the initial model, with a warning saying so."""
+    import logging
+
+    from lie.engines.verl.checkpoints import TRACKER, checkpoint_problem, repair
+    from lie.formats.runs import RunDir
+
+    rundir = RunDir(tmp_path, "qwen3-4b-base_dapo_gspo_lie")
+    step = rundir.checkpoints / "global_step_2"
+    (step / "actor").mkdir(parents=True)
+    (step / "actor" / "model_world_size_1_rank_0.pt").write_bytes(b"not a zip: a raw pickle is not torn")
+    assert checkpoint_problem(step) == "no data.pt"
+    (step / "data.pt").write_bytes(b"")
+    assert checkpoint_problem(step) == "data.pt torn (empty or truncated)"
+    (rundir.checkpoints / TRACKER).write_text("2")
+    with caplog.at_level(logging.WARNING):
+        assert repair(rundir) is None
+    assert not (rundir.checkpoints / TRACKER).exists() and not step.exists()
+    assert "no complete verl checkpoint; training starts from the initial model" in caplog.text
