@@ -198,3 +198,21 @@ def _synthetic(**changes):
 def test_a_bad_synthetic_entry_names_the_key(changes, message):
     with pytest.raises(LieError, match=message):
         parse_spec("arith-train", "train", _synthetic(**changes))
+
+
+def test_a_prompt_template_without_its_places_and_a_limit_below_one_are_one_line(tmp_path):
+    """The config's prompt templates must place the question (and, for choice, the options); ``lie data
+    --limit`` takes at least one row. Each is one line before anything is read or written."""
+    from lie.stages.data.build import build_dataset, template_for
+
+    config = repo_config()
+    with pytest.raises(
+        LieError, match=r"config: prompt.math must be a template with \{question\}, got 'Solve it.'"
+    ):
+        template_for({"prompt": {"math": "Solve it."}}, "math")
+    with pytest.raises(LieError, match=r"config: prompt.choice must place the options with \{choices\}"):
+        template_for({"prompt": {"choice": "{question} Pick one."}}, "choice")
+    assert template_for(config, "math") == config["prompt"]["math"]
+    with pytest.raises(LieError, match="--limit must be >= 1, got 0"):
+        build_dataset(config, "aime24", tmp_path / "aime24.parquet", limit=0)
+    assert not list(tmp_path.iterdir())
