@@ -382,6 +382,10 @@ def test_a_run_folder_is_generated_with_its_models_thinking_switch(setup, tmp_pa
         (lambda r: r["extra_info"].update(index=0), "row 1: extra_info.index 0 repeats row 0"),
         (lambda r: r.update(data_source="aime"), "row 1: data_source is 'aime', not the benchmark 'aime24'"),
         (lambda r: r.update(prompt=[]), "row 1: field 'prompt'"),
+        (
+            lambda r: r["extra_info"].update(index=None),
+            "row 1: field 'extra_info.index' must be an integer, got None",
+        ),
     ],
 )
 def test_bad_benchmark_rows_name_row_and_field(tmp_path, change, message):
@@ -604,3 +608,19 @@ def test_each_bad_input_of_the_generation_engine_is_one_line(monkeypatch, tmp_pa
 
     monkeypatch.setattr(importlib.metadata, "version", missing)
     assert generation.engine_version("vllm") == "not installed"
+
+
+def test_an_empty_benchmark_file_and_a_training_set_as_benchmark_are_one_line(tmp_path):
+    """``lie generate``: a benchmark file with no row, and ``--bench`` naming a training set."""
+    rows = [verl_row("aime24", 0, "q0", "0")]
+    empty = write_parquet(tmp_path / "empty.parquet", rows)
+    import pyarrow.parquet as pq
+
+    pq.write_table(pq.read_table(empty).slice(0, 0), empty)
+    with pytest.raises(LieError, match=f"{empty}: no problems"):
+        read_problems(empty, "aime24")
+    config = load_config(REPO / "config.yaml")
+    with pytest.raises(LieError, match="'dapo' is a training set; --bench takes a name of datasets.eval"):
+        run_generate(config, str(tmp_path / "model"), "dapo", write_parquet(tmp_path / "d.parquet", rows),
+                     tmp_path / "g.jsonl")  # fmt: skip
+    assert not (tmp_path / "g.jsonl").exists()
