@@ -241,6 +241,35 @@ def test_a_failed_batch_fails_each_request_in_it_and_the_server_serves_on(server
     assert len(served[0].token_ids) >= 1 and served[0].stop_reason == "completed"
 
 
+def test_the_server_answers_every_call_verls_replica_makes_on_its_servers(server):
+    """verl's RolloutReplica (verl/workers/rollout/replica.py, read from the installed verl) calls these
+    methods on each server (wake_up, sleep, abort_all_requests, the KV-cache calls, profiling): the CPU
+    server has each, taking the same arguments, with nothing to do on a CPU. A call verl adds fails here,
+    naming it, before a run meets it."""
+    import ast
+    import asyncio
+    import inspect
+
+    import verl.workers.rollout.replica as replica
+
+    calls = {}
+    for node in ast.walk(ast.parse(inspect.getsource(replica))):
+        target = node.func if isinstance(node, ast.Call) else None
+        if (isinstance(target, ast.Attribute) and target.attr == "remote" and isinstance(target.value, ast.Attribute)
+                and isinstance(target.value.value, ast.Name) and target.value.value.id == "server"):  # fmt: skip
+            calls[target.value.attr] = {kw.arg: True for kw in node.keywords if kw.arg}
+    assert {"wake_up", "sleep", "abort_all_requests", "clear_kv_cache"} <= set(calls), calls
+    missing = sorted(name for name in calls if not hasattr(server, name))
+    assert not missing, f"verl's replica calls {missing}, which the CPU server lacks"
+
+    async def each():
+        return {name: await getattr(server, name)(**kwargs) for name, kwargs in calls.items()}
+
+    answers = asyncio.run(each())
+    assert answers.pop("abort_all_requests") == {"aborted_count": 0, "request_ids": []}
+    assert set(answers.values()) == {None}
+
+
 def test_top_k_one_and_a_tiny_top_p_are_greedy_and_temperature_matters(model):
     greedy = sample_batch(model, [TokenRequest(PROMPTS[0], 10, temperature=0.0)], [], 0)[0].token_ids
     for request in (TokenRequest(PROMPTS[0], 10, temperature=1.5, top_k=1, seed=3),
