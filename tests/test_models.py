@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from hubcache import add_dataset, pinned_revision, standin_hub_api
-from small import arithmetic_rows, write_parquet
+from small import REPO, arithmetic_rows, write_parquet
 
 pytestmark = pytest.mark.slow
 
@@ -227,8 +227,6 @@ def test_a_model_name_resolves_to_its_path_else_the_folder_lie_built(tmp_path):
     """``--model NAME`` (lie generate, reflen, study-probe): ``models.NAME.path`` wins, else the folder
     ``lie base-model NAME`` built under the outdir; a tiny model not built yet, or a hub model without
     a pinned revision, is one line saying what to run or set."""
-    from small import REPO
-
     from lie.config import load_config
     from lie.config.layout import Layout
     from lie.core.errors import LieError
@@ -260,8 +258,6 @@ def test_lie_base_model_refuses_what_it_cannot_build_before_it_builds(tmp_path):
     config's math prompt, and a model that is a local folder (nothing to fetch) are one line each, and
     no output folder is made."""
     import copy
-
-    from small import REPO
 
     from lie.config import load_config
     from lie.core.errors import LieError

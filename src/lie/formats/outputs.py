@@ -147,7 +147,9 @@ def check_output_folder(
     inputs: Iterable[str | os.PathLike[str] | None] = (),
     legacy: str | None = None,
 ) -> None:
-    """Before any work: ``out`` is absent, empty, or a folder a command built (``OWNER``, or ``legacy``).
+    """Before any work: ``out`` is absent, empty, or a folder a command built whose record lists the files
+    it wrote, and nothing else is there. A folder of older lie (a record without its files, or only
+    ``legacy``) is refused: its files cannot be told from the user's.
 
     An input inside ``out`` is refused too: replacing ``out`` would remove it.
     """
@@ -300,10 +302,8 @@ def _release(tmp: Path, target: Path, legacy: str | None = None) -> None:
     """After a swap: old copies torn swaps left (``.<name>.old-PID``: a folder lie built, by its record)
     and the lock go; a folder of the user's of such a name stays."""
     for old in target.parent.glob(f".{target.name}.old-*"):
-        listed = (
-            old.is_dir() and not old.is_symlink() and owned(old, legacy) and _listed_files(old) is not None
-        )
-        if listed and not _foreign_files(old):
+        ours = old.is_dir() and not old.is_symlink() and owned(old, legacy)
+        if ours and _listed_files(old) is not None and not _foreign_files(old):
             shutil.rmtree(old, ignore_errors=True)
     handle = _BUILDING.pop(tmp, None)
     if handle is not None:
