@@ -94,3 +94,21 @@ def arithmetic_rows(count: int, ref_len: int = 20) -> list[dict[str, Any]]:
 def write_parquet(path: Path, rows: list[dict[str, Any]]) -> Path:
     pq.write_table(pa.Table.from_pylist(rows), path)
     return path
+
+
+def lie_in_process(caplog: Any, *argv: str) -> str:
+    """``lie ARGV`` through the CLI's own ``main`` in this process; its log, which the caller's asserts read.
+
+    The tests that only read what a command did and logged (not how its process ends) run it here: a
+    process of its own would import torch, transformers and TRL again (~5 CPU-s a launch). A nonzero
+    exit fails the test with the log.
+    """
+    import logging
+
+    from lie.cli import main
+
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        code = main(list(argv))
+    assert code == 0, f"lie {' '.join(argv)} exited {code}:\n{caplog.text[-3000:]}"
+    return caplog.text

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from small import arithmetic_rows, paper_config, small_config, write_config, write_parquet
+from small import arithmetic_rows, lie_in_process, paper_config, small_config, write_config, write_parquet
 
 from lie.config import RunSettings
 from lie.formats.runs import RunDir
@@ -164,51 +164,47 @@ def tiny(arith_tiny) -> Path:
     return arith_tiny  # built once per pytest run (tests/conftest.py)
 
 
-def _trl(cfg: Path, train: Path, *extra: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "lie", "train", "tiny_grpo", "--config", str(cfg), "--engine", "trl",
-           "--train-file", str(train), *extra]  # fmt: skip
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+def _trl(caplog, cfg: Path, train: Path, *extra: str) -> str:
+    """``lie train tiny_grpo`` with TRL, in this process: its log (tests/small.py, lie_in_process)."""
+    return lie_in_process(caplog, "train", "tiny_grpo", "--config", str(cfg), "--engine", "trl",
+                          "--train-file", str(train), *extra)  # fmt: skip
 
 
-def test_trl_resumes_from_the_newest_complete_checkpoint_and_sets_a_torn_one_aside(tmp_path, tiny):
+def test_trl_resumes_from_the_newest_complete_checkpoint_and_sets_a_torn_one_aside(tmp_path, tiny, caplog):
     train = write_parquet(tmp_path / "train.parquet", arithmetic_rows(8, ref_len=600))
     cfg = write_config(tmp_path / "c.yaml", small_config(tmp_path / "out", tiny))
-    first = _trl(cfg, train, "--stop-after", "1")
-    assert first.returncode == 0, first.stderr[-3000:]
+    _trl(caplog, cfg, train, "--stop-after", "1")
     rundir = RunDir(tmp_path / "out", "tiny_grpo")
     torn = rundir.checkpoints / "checkpoint-2"  # killed while saving: no trainer_state.json
     (torn).mkdir()
     (torn / "model.safetensors").write_bytes(b"partial")
-    second = _trl(cfg, train)
-    assert second.returncode == 0, second.stderr[-3000:]
-    assert "no trainer_state.json" in second.stderr
+    second = _trl(caplog, cfg, train)
+    assert "no trainer_state.json" in second
     assert list((rundir.superseded / "torn").glob("checkpoint-2-*"))
     assert json.loads(rundir.final_json.read_text())["step"] == 3
     assert (rundir.checkpoints / "checkpoint-3" / "trainer_state.json").exists()
 
 
-def test_trl_keeps_its_checkpoints_for_the_same_settings_only(tmp_path, tiny):
+def test_trl_keeps_its_checkpoints_for_the_same_settings_only(tmp_path, tiny, caplog):
     train = write_parquet(tmp_path / "train.parquet", arithmetic_rows(8, ref_len=600))
     config = small_config(tmp_path / "out", tiny, max_steps=1)
     cfg = write_config(tmp_path / "c.yaml", config)
-    assert _trl(cfg, train).returncode == 0
+    _trl(caplog, cfg, train)
     rundir = RunDir(tmp_path / "out", "tiny_grpo")
     config["training"]["logger"] = ["console"]  # how it logs: the same run
     write_config(cfg, config)
-    again = _trl(cfg, train)
-    assert again.returncode == 0 and "already trained" in again.stderr
+    assert "already trained" in _trl(caplog, cfg, train)
     assert not rundir.superseded.exists()
     config["training"]["lr"] = 5e-4  # what it learns: another run
     write_config(cfg, config)
-    other = _trl(cfg, train)
-    assert other.returncode == 0, other.stderr[-3000:]
+    other = _trl(caplog, cfg, train)
     (moved,) = rundir.superseded.iterdir()
     assert (moved / "checkpoints" / "checkpoint-1" / "trainer_state.json").exists()
-    assert "made with other settings" in other.stderr
+    assert "made with other settings" in other
     assert (rundir.checkpoints / "checkpoint-1").exists()  # trained again, afresh
 
 
-def test_a_run_never_resumes_checkpoints_trained_on_another_file(tmp_path, tiny):
+def test_a_run_never_resumes_checkpoints_trained_on_another_file(tmp_path, tiny, caplog):
     """Issue 33 item 4: ``lie train RUN --train-file OTHER`` resumed the checkpoints trained on another
     file and exited 0. The inputs' digest (training file, initial model) is part of what a run is: other
     inputs set the old outputs aside (nothing deleted) and the run trains afresh; the same ones resume."""
@@ -216,13 +212,11 @@ def test_a_run_never_resumes_checkpoints_trained_on_another_file(tmp_path, tiny)
     other = write_parquet(tmp_path / "other.parquet", arithmetic_rows(6, ref_len=600))
     config = small_config(tmp_path / "out", tiny, max_steps=1)
     cfg = write_config(tmp_path / "c.yaml", config)
-    assert _trl(cfg, train).returncode == 0
+    _trl(caplog, cfg, train)
     rundir = RunDir(tmp_path / "out", "tiny_grpo")
-    again = _trl(cfg, train)
-    assert again.returncode == 0 and "already trained" in again.stderr and not rundir.superseded.exists()
-    switched = _trl(cfg, other)
-    assert switched.returncode == 0, switched.stderr[-3000:]
-    assert "already trained" not in switched.stderr and "trained on other inputs" in switched.stderr
+    assert "already trained" in _trl(caplog, cfg, train) and not rundir.superseded.exists()
+    switched = _trl(caplog, cfg, other)
+    assert "already trained" not in switched and "trained on other inputs" in switched
     (moved,) = rundir.superseded.iterdir()
     assert (moved / "checkpoints" / "checkpoint-1" / "trainer_state.json").exists()
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 import yaml
-from small import arithmetic_rows, paper_config, small_config, write_config, write_parquet
+from small import arithmetic_rows, lie_in_process, paper_config, small_config, write_config, write_parquet
 
 from lie.config import RunSettings
 from lie.engines.trl import train as trl_train
@@ -122,11 +122,10 @@ def test_trains_a_tiny_model_into_the_shared_layout(tmp_path, tiny, train_file):
     assert AutoTokenizer.from_pretrained(merged).eos_token == "<|im_end|>"
 
 
-def _lie_train(config_path, run, *extra, wait=True):
+def _lie_train(config_path, run, *extra):
+    """``lie train`` with TRL in a process of its own, to be killed."""
     cmd = [sys.executable, "-m", "lie", "train", run, "--config", str(config_path), "--engine", "trl", *extra]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    if wait:
-        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
@@ -155,7 +154,9 @@ def four_prompts(tmp_path_factory):
     )
 
 
-def test_stopped_at_every_checkpoint_of_two_epochs_equals_an_uninterrupted_run(tmp_path, tiny, four_prompts):
+def test_stopped_at_every_checkpoint_of_two_epochs_equals_an_uninterrupted_run(
+    tmp_path, tiny, four_prompts, caplog
+):
     """Two epochs of two steps, stopped after step 1 (epoch 1), 2 (the epoch's end) and 3 (inside
     epoch 2), each time resumed: the same prompts, responses, metrics and final weights as one launch
     (TRL reshuffles the prompts each epoch; a resume draws that epoch's order, not the first's)."""
@@ -167,12 +168,14 @@ def test_stopped_at_every_checkpoint_of_two_epochs_equals_an_uninterrupted_run(t
         return write_config(tmp_path / f"{name}.yaml", config)
 
     whole, parts = config("whole"), config("parts")
-    assert _lie_train(whole, run, *data).returncode == 0
+    train = ("train", run, "--engine", "trl", *data)  # in this process: tests/small.py, lie_in_process
+    lie_in_process(caplog, *train, "--config", str(whole))
     rundir = RunDir(tmp_path / "parts", run)
     for stop in (1, 2, 3, None):
-        launch = _lie_train(parts, run, *data, *(("--stop-after", str(stop)) if stop else ()))
-        assert launch.returncode == 0, launch.stderr[-2000:]
-        assert ("resuming from" in launch.stderr) == (stop != 1)
+        launch = lie_in_process(
+            caplog, *train, "--config", str(parts), *(("--stop-after", str(stop)) if stop else ())
+        )
+        assert ("resuming from" in launch) == (stop != 1)
         assert rundir.final_json.exists() == (stop is None)
         if stop == 1:
             # a kill between a step's rollouts and its checkpoint leaves rollouts of a step to be redone
@@ -211,11 +214,11 @@ def test_a_runs_prompt_order_in_an_epoch_is_the_uninterrupted_runs():
         assert list(sampler) == passes[epoch]
 
 
-def test_killed_mid_run_resumes_from_its_last_checkpoint(tmp_path, tiny, train_file):
+def test_killed_mid_run_resumes_from_its_last_checkpoint(tmp_path, tiny, train_file, caplog):
     config = small_config(tmp_path / "out", tiny, max_steps=12, max_response_length=48)
     path = write_config(tmp_path / "config.yaml", config)
     rundir = RunDir(tmp_path / "out", "tiny_grpo")
-    proc = _lie_train(path, "tiny_grpo", "--train-file", str(train_file), wait=False)
+    proc = _lie_train(path, "tiny_grpo", "--train-file", str(train_file))
     deadline = time.time() + 300
     while not (rundir.checkpoints / "checkpoint-2" / "trainer_state.json").exists():
         assert proc.poll() is None, proc.stderr.read()[-2000:]
@@ -224,9 +227,9 @@ def test_killed_mid_run_resumes_from_its_last_checkpoint(tmp_path, tiny, train_f
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert not rundir.final_json.exists()  # killed before the end
-    resumed = _lie_train(path, "tiny_grpo", "--train-file", str(train_file))
-    assert resumed.returncode == 0, resumed.stderr[-2000:]
-    assert "resuming from" in resumed.stderr
+    resumed = lie_in_process(caplog, "train", "tiny_grpo", "--config", str(path), "--engine", "trl",
+                             "--train-file", str(train_file))  # fmt: skip
+    assert "resuming from" in resumed
     steps = [r["step"] for r in read_rollouts(rundir)]
     assert sorted(set(steps)) == list(range(1, 13)) and len(steps) == 12 * 8  # no step twice, none lost
     assert json.loads(rundir.final_json.read_text())["step"] == 12
