@@ -49,8 +49,10 @@ test-all: $(STAMP) $(VLLM_STAMP)
 # verl's Ray actors, grading and vLLM workers): a .pth hook in each environment starts coverage.py
 # where COVERAGE_PROCESS_START is set (.coveragerc; inert elsewhere). Writes docs/coverage.md and fails
 # on an unexecuted line of engines/ or stages/ that tests/coverage/gpu_only.yaml does not list.
-# Not part of make test.
+# Not part of make test; it adds the heavy CPU preflight (COVERAGE_HEAVY), whose trial nothing else runs.
 COVERAGE_DATA := $(CURDIR)/.coverage-data
+# the heavy tests coverage runs too: the whole CPU preflight, the only test that runs its trial (~3 min)
+COVERAGE_HEAVY := tests/test_preflight.py::test_the_preflight_runs_on_a_cpu_with_its_gpu_checks_skipped
 COVERAGE_PTH := import os; os.environ.get("COVERAGE_PROCESS_START") and __import__("runpy").run_path(os.path.join(os.path.dirname(os.environ["COVERAGE_PROCESS_START"]), "tests/coverage/hook.py"))
 coverage: $(STAMP) $(VLLM_STAMP)
 	rm -rf $(COVERAGE_DATA) && mkdir -p $(COVERAGE_DATA)
@@ -59,6 +61,8 @@ coverage: $(STAMP) $(VLLM_STAMP)
 	done
 	-COVERAGE_PROCESS_START=$(CURDIR)/.coveragerc LIE_COVERAGE_DATA=$(COVERAGE_DATA) LIE_COVERAGE_SRC=$(CURDIR)/src/lie \
 	  $(BIN)/python -m pytest -m "not heavy" $(XDIST) $(PYTEST_ARGS)
+	-COVERAGE_PROCESS_START=$(CURDIR)/.coveragerc LIE_COVERAGE_DATA=$(COVERAGE_DATA) LIE_COVERAGE_SRC=$(CURDIR)/src/lie \
+	  $(BIN)/python -m pytest $(COVERAGE_HEAVY) $(PYTEST_ARGS)
 	$(BIN)/python tests/coverage/report.py $(COVERAGE_DATA) docs/coverage.md
 
 # The whole pipeline on the CPU (tiny model, synthetic data): outputs under results/smoke/.

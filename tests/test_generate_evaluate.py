@@ -595,7 +595,8 @@ def test_each_bad_input_of_the_generation_engine_is_one_line(monkeypatch, tmp_pa
         generation._eos_ids(none, none)
     with pytest.raises(LieError, match=r"unknown generation engine 'sglang': use one of \('hf', 'vllm'\)"):
         load_engine("sglang", str(tmp_path))
-    with pytest.raises(LieError, match="cannot load a model from 'no-such-org/no-such-model'"):  # offline: `hub`
+    # offline (the `hub` fixture): a hub name not in the cache
+    with pytest.raises(LieError, match="cannot load a model from 'no-such-org/no-such-model'"):
         generation.load_model("no-such-org/no-such-model")
     monkeypatch.setitem(sys.modules, "vllm", ModuleType("vllm"))
     monkeypatch.delenv("VLLM_BATCH_INVARIANT", raising=False)

@@ -404,6 +404,60 @@ def test_the_cpu_rollout_is_chosen_per_run_and_vllm_adds_only_what_the_cpu_build
         verl_cpu.overrides(1, "sglang")
 
 
+def test_every_call_of_verls_platform_interface_runs_on_the_cpu_platform():
+    """verl's ``PlatformBase`` (its abstract methods, read from the installed verl) on CPUPlatform, each
+    called as verl calls it: seeds seed torch's generator, the stream and memory calls do nothing and
+    touch no CUDA, the profiler range is a context, and the device module answers what ``torch.cuda``
+    would with ``torch.cpu``'s own for the rest. A method verl adds makes the class abstract: it fails."""
+    from verl.plugin.platform.platform_base import PlatformBase
+
+    from lie.engines.verl.cpu.platform import DEVICE_MODULE, CPUPlatform
+
+    platform = CPUPlatform()  # TypeError if verl declares a method the class lacks
+    abstract = set(PlatformBase.__abstractmethods__)
+    calls = {
+        "device_name": lambda: platform.device_name == "cpu",
+        "vendor_name": lambda: platform.vendor_name == "cpu",
+        "device_module": lambda: platform.device_module is DEVICE_MODULE,
+        "is_available": lambda: platform.is_available() is True,
+        "current_device": lambda: platform.current_device() == torch.device("cpu"),
+        "device_count": lambda: platform.device_count() == 1,
+        "set_device": lambda: platform.set_device(0) is None,
+        "synchronize": lambda: platform.synchronize() is None and platform.synchronize(0) is None,
+        "set_allocator_settings": lambda: platform.set_allocator_settings("expandable_segments:True") is None,
+        "empty_cache": lambda: platform.empty_cache() is None,
+        "get_device_capability": lambda: platform.get_device_capability() == (None, None),
+        "communication_backend_name": lambda: platform.communication_backend_name() == "gloo",
+        "visible_devices_envvar": lambda: platform.visible_devices_envvar() == "CUDA_VISIBLE_DEVICES",
+        "profiler_start": lambda: platform.profiler_start() is None,
+        "profiler_stop": lambda: platform.profiler_stop() is None,
+        "ray_resource_name": lambda: platform.ray_resource_name() == "GPU",
+        "ray_noset_envvars": lambda: platform.ray_noset_envvars() == [],
+        "is_ipc_supported": lambda: platform.is_ipc_supported() is False,
+        "cudart": lambda: platform.cudart() is None,
+    }
+
+    def seeds(seed_call) -> bool:
+        seed_call(1234)
+        first = torch.rand(3)
+        torch.manual_seed(1234)
+        return torch.equal(first, torch.rand(3))
+
+    calls["manual_seed"] = lambda: seeds(platform.manual_seed)
+    calls["manual_seed_all"] = lambda: seeds(platform.manual_seed_all)
+
+    def ranged() -> bool:
+        with platform.nvtx_range("step"):
+            return True
+
+    calls["nvtx_range"] = ranged
+    assert abstract <= set(calls), f"verl's platform interface adds {sorted(abstract - set(calls))}"
+    failed = [name for name in sorted(abstract) if not calls[name]()]
+    assert not failed, failed
+    assert DEVICE_MODULE.Stream is torch.cpu.Stream  # anything else: torch.cpu's own
+    assert not torch.cuda.is_initialized()
+
+
 def test_the_replay_buffer_polls_fast_on_the_cpu_only(monkeypatch):
     """LIETrainer polls verl's replay buffer every CPU_POLL_S on the CPU backend, verl's 2 s on GPUs;
     verl's poll still sleeps for the buffer's ``poll_interval`` (else the setting does nothing)."""
