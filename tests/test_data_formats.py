@@ -101,6 +101,31 @@ def test_mmlu_pro_ten_options_and_checked_answer():
         FORMATS["mmlu-pro"].parse(dict(rec, answer="I"), CTX)  # disagrees with answer_index
 
 
+def test_each_source_row_a_parser_cannot_read_is_one_line_naming_the_row():
+    """What the format parsers refuse or read as empty, each naming the config entry and source row:
+    a text column holding something else, ARC choices that are not 1-10 labelled options, MMLU-Pro
+    with no options, GPQA without its recorded shuffle seed; a missing text is empty, a flag-like
+    answer stays as written, a DAPO prompt given as a plain string is read whole, and a ``\\boxed``
+    without braces is passed over for the one before it."""
+    ctx = Context("datasets.eval.x", row=7, shuffle_seed=0)
+    with pytest.raises(
+        LieError, match=r"datasets.eval.x: source row 7: column 'problem' should be text, got 12"
+    ):
+        FORMATS["problem-answer"].parse({"problem": 12, "answer": "1"}, ctx)
+    assert FORMATS["problem-answer"].parse({"problem": None, "answer": "1"}, ctx).question == ""
+    bad_choices = {"text": ["a", "b"], "label": ["A"]}
+    with pytest.raises(LieError, match=r"source row 7: choices .* are not 1-10 labelled options"):
+        FORMATS["arc"].parse({"question": "Q", "choices": bad_choices, "answerKey": "A"}, ctx)
+    with pytest.raises(LieError, match="source row 7: 0 options, expected 1 to 10"):
+        FORMATS["mmlu-pro"].parse({"question": "Q", "options": [], "answer": "A"}, ctx)
+    with pytest.raises(LieError, match=r"datasets.eval.x.shuffle_seed is missing"):
+        FORMATS["gpqa"].parse(gpqa_record(0), Context("datasets.eval.x", row=0, shuffle_seed=None))
+    assert normalise_answer(True) == "True"
+    dapo = FORMATS["dapo"].parse({"prompt": "Find $x$.", "reward_model": {"ground_truth": "3"}}, ctx)
+    assert (dapo.question, dapo.answer) == ("Find $x$.", "3")
+    assert last_boxed("so \\boxed{4} and then \\boxed x") == "4"
+
+
 def test_choice_rows_render_letters_with_the_template():
     config = repo_config()
     item = FORMATS["mmlu-pro"].parse({"question": "Pick.", "options": ["x", "y", "z"], "answer": "B"}, CTX)
@@ -216,3 +241,20 @@ def test_a_prompt_template_without_its_places_and_a_limit_below_one_are_one_line
     with pytest.raises(LieError, match="--limit must be >= 1, got 0"):
         build_dataset(config, "aime24", tmp_path / "aime24.parquet", limit=0)
     assert not list(tmp_path.iterdir())
+
+
+def test_a_filter_keeps_the_rows_it_names_and_a_column_the_set_lacks_is_one_line():
+    """``filter:`` of a data set entry: none keeps the table as it is; a list keeps those values, a
+    range its bounds; a column the set lacks names the entry and the column."""
+    import pyarrow as pa
+
+    from lie.stages.data.tables import apply_filter
+
+    table = pa.table({"level": [1, 2, 3, 4, 5], "source": ["a", "b", "a", "c", "a"]})
+    assert apply_filter(table, None, "datasets.train.x") is table
+    kept = apply_filter(table, {"source": ["a"], "level": {"min": 2, "max": 5}}, "datasets.train.x")
+    assert kept.column("level").to_pylist() == [3, 5]
+    with pytest.raises(
+        LieError, match=r"datasets.train.x.filter names column 'difficulty', which the data set lacks"
+    ):
+        apply_filter(table, {"difficulty": {"min": 3}}, "datasets.train.x")

@@ -257,3 +257,29 @@ def test_url_source_downloads_checks_and_caches_the_file(tmp_path, monkeypatch, 
     unchecked, _ = build(tmp_path / "unchecked", config, name)
     assert unchecked.to_pylist() == table.to_pylist()
     assert f"no sha1 for {spec['url']}, the file is not checked" in caplog.text
+
+
+def test_rows_without_a_question_or_answer_are_skipped_and_named_and_none_left_is_one_line(tmp_path, caplog):
+    """A local JSONL whose rows 1 and 3 have an empty problem or no answer: the other rows are written,
+    the skipped source rows named in the log and counted in the metadata; a file of such rows only
+    is one line naming the config entry, and nothing is written."""
+    import json
+    import logging
+
+    rows = [{"problem": "1 + 1?", "answer": "2"}, {"problem": "  ", "answer": "3"},
+            {"problem": "2 + 2?", "answer": "4"}, {"problem": "3 + 3?", "answer": None}]  # fmt: skip
+    source = tmp_path / "source.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    config = repo_config()
+    config["datasets"]["eval"]["aime24-hub"].update(
+        local=str(source), url=None, sha1=None, hf_id=None, expected_rows=None
+    )
+    with caplog.at_level(logging.WARNING):
+        table, out = build(tmp_path, config, "aime24-hub")
+    assert [r["reward_model"]["ground_truth"] for r in table.to_pylist()] == ["2", "4"]
+    assert "aime24-hub: skipped 2 rows without a question or answer (source rows [1, 3])" in caplog.text
+    assert read_metadata(out)["rows"]["skipped_empty"] == 2
+    source.write_text("".join(json.dumps(r) + "\n" for r in (rows[1], rows[3])), encoding="utf-8")
+    with pytest.raises(LieError, match=r"datasets.eval.aime24-hub: no rows left to write; check its source"):
+        build(tmp_path, config, "aime24-hub")
+    assert read_metadata(out)["rows"]["skipped_empty"] == 2  # the earlier file stays

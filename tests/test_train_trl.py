@@ -233,3 +233,45 @@ def test_killed_mid_run_resumes_from_its_last_checkpoint(tmp_path, tiny, train_f
     steps = [r["step"] for r in read_rollouts(rundir)]
     assert sorted(set(steps)) == list(range(1, 13)) and len(steps) == 12 * 8  # no step twice, none lost
     assert json.loads(rundir.final_json.read_text())["step"] == 12
+
+
+def test_a_schedule_or_loss_trl_cannot_run_is_one_line(tmp_path):
+    """Refused before a model loads, each naming the keys to change: a batch that is not a multiple of
+    the mini-batch, fewer prompts than one batch, a loss aggregation TRL has no equivalent of."""
+    from dataclasses import replace
+
+    from lie.core.errors import LieError
+
+    settings = RunSettings.of(paper_config(), "qwen3-4b-base_dapo_grpo")  # batch 128, mini-batch 32
+    with pytest.raises(
+        LieError, match=r"train_batch_size \(128\) must be a multiple of ppo_mini_batch_size \(48\)"
+    ):
+        trl_train.schedule(replace(settings, ppo_mini_batch_size=48), 17398)
+    with pytest.raises(LieError, match="the training set has 100 prompts, fewer than train_batch_size 128"):
+        trl_train.schedule(settings, 100)
+    sched = trl_train.schedule(settings, 17398)
+    with pytest.raises(LieError, match="loss_agg_mode 'seq-mean-token-sum' has no TRL equivalent here"):
+        trl_train.grpo_config(replace(settings, loss_agg_mode="seq-mean-token-sum"), sched, tmp_path, True)
+
+
+def test_the_last_step_is_saved_whatever_save_freq_and_an_unsaved_eval_step_is_one_line(
+    tmp_path, tiny, capsys
+):
+    """save_freq 2 over 3 steps: TRL saves step 2, the engine the last one (sealed, as TRL's are), and
+    ``eval_step: 1``, which no checkpoint holds, stops with one line naming the key once trained."""
+    from lie.cli import main
+
+    train = write_parquet(tmp_path / "train.parquet", arithmetic_rows(6, ref_len=600))
+    config = small_config(tmp_path / "out", tiny, max_steps=3, save_freq=2, eval_step=1)
+    cfg = write_config(tmp_path / "c.yaml", config)
+    argv = ["train", "tiny_grpo", "--config", str(cfg), "--engine", "trl", "--train-file", str(train)]
+    assert main(argv) == 2
+    (line,) = [x for x in capsys.readouterr().err.splitlines() if x.startswith("lie train: error:")]
+    assert (
+        "no checkpoint for training.eval_step=1 (" in line and "choose a step that save_freq divides" in line
+    )
+    rundir = RunDir(tmp_path / "out", "tiny_grpo")
+    saved = sorted(p.name for p in rundir.checkpoints.glob("checkpoint-*"))
+    assert saved == ["checkpoint-2", "checkpoint-3"], saved  # one update a step (batch = mini-batch)
+    assert trl_train.checkpoint_problem(rundir.checkpoints / "checkpoint-3") is None
+    assert not rundir.final_json.exists()

@@ -321,6 +321,29 @@ def test_training_row_without_reference_length_is_an_error(tmp_path, tokenizer, 
         manager.loop.run_until_complete(manager.run_single(data))
 
 
+def test_a_reward_config_without_grading_limits_and_a_sample_without_its_ids_are_one_line(
+    tmp_path, tokenizer, dapo_rows
+):
+    """The manager verl's loader builds refuses a composed config whose reward_kwargs lack the grading
+    limits `lie train` sets (a hand-written verl config), and a training sample verl passed without
+    the uid or session_id its rollout id is made of."""
+    from omegaconf import open_dict
+
+    from lie.core.errors import LieError
+
+    cfg = _manager("qwen3-4b-base_dapo_gspo_lie", tmp_path / "a")
+    with open_dict(cfg):
+        del cfg.reward.reward_kwargs["grade_workers"]
+    with pytest.raises(LieError, match="reward.reward_kwargs: no grade_workers; `lie train` sets them"):
+        _load(cfg, tokenizer)
+    manager = _load(_manager("qwen3-4b-base_dapo_gspo_lie", tmp_path / "b"), tokenizer)
+    data, _ = _item(tokenizer, dapo_rows[0], "text \\boxed{1}")
+    del data.non_tensor_batch["session_id"]
+    with pytest.raises(LieError, match="a training sample without its uid or session_id"):
+        manager.loop.run_until_complete(manager.run_single(data))
+    assert not (tmp_path / "b").exists()  # nothing logged
+
+
 def test_verls_reward_loop_worker_scores_a_concurrent_batch_right_with_a_slow_item(
     tmp_path, tokenizer, dapo_rows
 ):
