@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -506,6 +507,56 @@ def test_merge_with_a_corrupt_final_json_is_one_line(tmp_path, final, says):
     assert proc.returncode == 2
     assert says in one_error_line(proc.stderr, "merge")
     assert not (tmp_path / "merged").exists()
+
+
+def _verl_final(rundir: Path, complete: bool) -> None:
+    """A verl run's final.json naming global_step_2, complete (actor state and data.pt) or not."""
+    step = rundir / "checkpoints" / "global_step_2"
+    (step / "actor").mkdir(parents=True)
+    (step / "actor" / "model_world_size_1_rank_0.pt").write_bytes(b"weights")
+    if complete:
+        (step / "data.pt").write_bytes(b"loader")
+    (rundir / "final.json").write_text(json.dumps({"engine": "verl", "checkpoint": str(step), "step": 2}))
+
+
+def test_merge_of_an_incomplete_verl_checkpoint_is_one_line_and_writes_nothing(tmp_path, capsys):
+    config = _config_with(tmp_path, lambda c: None)
+    rundir = tmp_path / "results" / "runs" / "smoke_grpo"
+    _verl_final(rundir, complete=False)
+    assert main(["merge", "smoke_grpo", "--config", str(config), "--out", str(tmp_path / "merged")]) == 2
+    err = capsys.readouterr().err
+    assert "global_step_2 is incomplete (no data.pt); rerun `lie train smoke_grpo` to repair it" in err
+    assert not (tmp_path / "merged").exists()
+
+
+def test_merge_hands_trust_remote_code_to_verls_merger_only_where_the_config_turns_it_on(
+    tmp_path, monkeypatch
+):
+    """verl's merger loads the model's config class: with the config's trust_remote_code on, and only
+    then, its command line carries ``--trust-remote-code`` (the merger itself stopped here, before it
+    writes anything)."""
+    import subprocess as sp
+
+    from lie import config as cfgmod
+    from lie.core.errors import LieError
+    from lie.stages import merge as merge_stage
+
+    commands = []
+
+    def merger(cmd, **kwargs):
+        commands.append(cmd)
+        return sp.CompletedProcess(cmd, 1, stderr="stopped by the test\n")
+
+    monkeypatch.setattr(merge_stage.subprocess, "run", merger)
+    for trust in (False, True):
+        config = _config_with(tmp_path, lambda c, t=trust: c.update(trust_remote_code=t))
+        rundir = tmp_path / "results" / "runs" / "smoke_grpo"
+        shutil.rmtree(rundir, ignore_errors=True)
+        _verl_final(rundir, complete=True)
+        with pytest.raises(LieError):
+            merge_stage.merge(cfgmod.load_config(config), "smoke_grpo", tmp_path / f"merged-{trust}")
+    assert [("--trust-remote-code" in cmd) for cmd in commands] == [False, True]
+    assert all(cmd[1:4] == ["-m", "verl.model_merger", "merge"] for cmd in commands)
 
 
 def test_negative_token_ids_are_refused(tmp_path):

@@ -203,3 +203,38 @@ def test_judge_adds_the_parts_and_keeps_unreadable_answers_as_errors(classifier)
     assert results[2].answers == ["no idea"]
     assert "<|im_start|>user" in engine.prompts[0] and "Wait, check the sum." in engine.prompts[0]
     assert "Short one." in engine.prompts[2]
+
+
+def test_count_behaviours_adds_the_judges_counts_per_file_and_refuses_a_limit_below_one(
+    tmp_path, monkeypatch
+):
+    """``lie behaviours --judge``: the judge's counts (through lie.stages.judge, its model's answers
+    canned) are tallied per file beside the patterns' and written per response; an answer it cannot
+    read is that response's ``judge_error``; ``--limit 0`` is one line."""
+    import functools
+
+    from lie.stages import judge as judge_stage
+    from lie.stages.behaviours import JudgeChoice, count_behaviours
+    from lie.stages.tiny import build_tokenizer
+
+    texts = {"a.jsonl": ["Wait, check the sum.", "Fine."], "b.jsonl": ["Let me verify: 2 + 2 = 4."]}
+    for name, lines in texts.items():
+        rows = [{"bench": "x", "index": i, "sample": 0, "text": t} for i, t in enumerate(lines)]
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    gen = [str(tmp_path / name) for name in texts]
+    with pytest.raises(LieError, match="--limit must be >= 1, got 0"):
+        count_behaviours(gen, limit=0)
+    counts = '{{"backtracking": {}, "verification": 1, "subgoal_setting": 0, "enumeration": 0}}'
+    engine = CannedJudge(build_tokenizer(sum(texts.values(), []), vocab_size=300),
+                         [counts.format(2), "no idea", counts.format(0)])  # fmt: skip
+    monkeypatch.setattr(
+        judge_stage, "judge_texts", functools.partial(judge_stage.judge_texts, engine_factory=lambda: engine)
+    )
+    out = tmp_path / "per_response.jsonl"
+    table = count_behaviours(gen, out=str(out), judge=JudgeChoice(model="judge-model", engine="hf"))
+    lines = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+    assert [x.get("judge", {}).get("backtracking") for x in lines] == [2, None, 0]
+    assert "no JSON object" in lines[1]["judge_error"]
+    judged = [row for row in table.splitlines() if "(judge," in row]
+    assert judged[0].startswith(f"| {gen[0]} (judge, 1 read) | 2 | 2 (200.0) | 1 (100.0) |"), judged
+    assert judged[1].startswith(f"| {gen[1]} (judge, 1 read) | 1 | 0 (0.0) | 1 (100.0) |"), judged

@@ -66,6 +66,10 @@ def test_knobs_from_set_and_yaml(tmp_path):
         ({"response": "x", "correct": False, "num_tokens": 1}, "line 2: missing field 'ref_len'"),
         ({"response": 3, "correct": False, "num_tokens": 1, "ref_len": 5}, "line 2: field 'response'"),
         ({"response": "x", "correct": False, "num_tokens": 1.5, "ref_len": 5}, "line 2: field 'num_tokens'"),
+        (
+            {"response": "x", "correct": False, "num_tokens": 2, "ref_len": 5, "token_ids": [1, True]},
+            "line 2: field 'token_ids' must be a list of integers",
+        ),
     ],
 )
 def test_a_malformed_line_stops_with_its_number_and_field(tmp_path, capsys, bad, message):

@@ -383,6 +383,29 @@ def test_the_image_self_test_refuses_a_missing_gpu_stack_and_trl(monkeypatch):
         gpu_env.check_image()
 
 
+def test_the_image_self_test_refuses_a_torch_of_another_cuda(monkeypatch):
+    """Past its imports and without TRL, the self-test reads torch's CUDA build: this CPU torch has
+    none, which is one line naming the build and the CUDA the image expects."""
+    import importlib.util
+
+    from lie.engines import gpu_env
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "trl" else find_spec(name, *a)
+    )
+    monkeypatch.setattr(gpu_env, "IMPORTS", ("verl", "lie"))
+    with pytest.raises(
+        LieError, match=rf"torch is built for CUDA None, the image expects CUDA {gpu_env.CUDA_MAJOR}"
+    ):
+        gpu_env.check_image()
+    import verl
+
+    import lie
+
+    assert gpu_env.check_image(cuda=False) == [f"verl {verl.__version__}", f"lie {lie.__version__}"]
+
+
 def test_an_old_nvidia_driver_is_one_clear_line():
     from lie.engines.gpu_env import check_driver
 

@@ -477,7 +477,7 @@ def write_choice_generations(path):
     path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
 
 
-def test_evaluate_end_to_end(setup, tmp_path):
+def test_evaluate_end_to_end(setup, tmp_path, capsys):
     gen, arc = tmp_path / "aime24.jsonl", tmp_path / "arc.jsonl"
     lines = write_generations(setup, gen)
     write_choice_generations(arc)
@@ -527,6 +527,10 @@ def test_evaluate_end_to_end(setup, tmp_path):
     assert rows[0] == "bench,budget,metric,value,note"
     assert "aime24,100000,pass@k:k=2&n=2,1.0," in rows
     assert "in_domain,100000,avg@n (mean over benchmarks),,missing: math500 olympiadbench amc aime25" in rows
+    other = tmp_path / "summary.txt"  # neither format: refused before anything is graded or written
+    assert main([*args, "--out-scores", str(tmp_path / "s2.jsonl"), "--out-summary", str(other)]) == 2
+    assert f"--out-summary must end in .json or .csv, got {other}" in capsys.readouterr().err
+    assert not other.exists() and not (tmp_path / "s2.jsonl").exists()
 
 
 def test_each_distinct_text_is_graded_once(setup, tmp_path):

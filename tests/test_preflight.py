@@ -242,6 +242,39 @@ def test_a_broken_all_reduce_fails_its_row_with_the_error():
     assert no_gpu.status == "fail" and "no GPU visible" in no_gpu.detail, no_gpu
 
 
+def test_an_all_reduce_with_a_wrong_sum_is_an_error_naming_both_sums(monkeypatch):
+    """The worker's own check, in this process as one gloo rank: a collective that returns without
+    error but with a wrong sum (a bad link that corrupts data) raises with what it got and expected."""
+    import socket
+
+    import torch.distributed as dist
+
+    from lie.engines import allreduce
+
+    def doubling(tensor, *args, **kwargs):
+        tensor.mul_(2)
+
+    monkeypatch.setattr(dist, "all_reduce", doubling)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(RuntimeError, match=r"all-reduce gave 2.0, expected 1.0"):
+        allreduce._work(0, 1, port, "gloo", "cpu")
+    assert not dist.is_initialized()  # the group is destroyed whatever the check found
+
+
+def test_the_image_source_check_refuses_a_tree_without_the_package(tmp_path):
+    """The job's tree has no src/lie (started from elsewhere): one line naming the folder and the fix."""
+    from lie.core.errors import LieError
+    from lie.engines.image_source import check_source
+
+    with pytest.raises(
+        LieError, match=f"{tmp_path}: no lie package here; run the job from the repository root"
+    ):
+        check_source(tmp_path, REPO / "src" / "lie")
+    assert check_source(REPO / "src", REPO / "src" / "lie") == "the tree's own src/"
+
+
 def test_the_memory_row_reads_the_actors_metric_and_fails_without_it():
     """verl logs the actor's memory under actor/perf/ (tests/test_verl_main_ppo.py checks the keys in a
     real run); the row read perf/max_memory_allocated_gb, absent, as 0 GiB and always passed."""

@@ -308,3 +308,21 @@ def test_cli_names_bad_inputs(tmp_path, train_set, capsys):
         == 2
     )
     assert "column 'reward_model' is missing" in capsys.readouterr().err
+
+
+def test_an_engine_that_answers_a_request_with_other_than_one_sample_is_one_line(tiny, train_set):
+    """draw_shard asks one sample per request; an engine (a new backend, a changed library) that
+    returns two for one is named with the prompt, not zipped silently against the wrong requests."""
+    from transformers import AutoTokenizer
+
+    from lie.stages.sample_shards import draw_shard
+
+    rows = pq.read_table(train_set.data).to_pylist()
+    engine = ScriptedEngine(
+        AutoTokenizer.from_pretrained(tiny), [r["reward_model"]["ground_truth"] for r in rows]
+    )
+    answer = engine.generate
+    engine.generate = lambda prompts, settings, seeds: [done * 2 for done in answer(prompts, settings, seeds)]
+    prompts = [Prompt(i, r["prompt"], f"row {i}") for i, r in enumerate(rows)]
+    with pytest.raises(LieError, match="the engine returned 2 samples for one request of row 0, expected 1"):
+        draw_shard(engine, prompts, Draw(SamplingSettings(n=2, max_tokens=8), 0), [0, 1])

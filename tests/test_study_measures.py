@@ -174,3 +174,20 @@ def test_a_response_row_reads_depth_states_and_copies_grades():
         assert row["loop"] is loops and row["correct"] == {"64": True}  # copied, not re-graded
         assert row["tokens_needed"] == 33 and row["num_tokens"] == len(token_ids)
     assert row["depth_written"] == 1 and row["repeats"] == 3 and row["strict"] is False
+
+
+def test_the_probe_samples_with_the_rollouts_settings_and_refuses_a_config_without_them():
+    """``lie study-probe`` samples as the RL rollouts do: the evaluation's temperature and top_p become
+    training's; a training section without one of them is one line naming the key."""
+    from study_pipeline import study_config
+
+    from lie.stages.probe import probe_config
+
+    config = study_config()
+    probed = probe_config(config)
+    assert probed["evaluation"]["temperature"] == config["training"]["temperature"]
+    assert probed["evaluation"]["top_p"] == config["training"]["top_p"]
+    assert probed["evaluation"]["max_tokens"] == config["evaluation"]["max_tokens"]  # the rest as it was
+    del config["training"]["top_p"]
+    with pytest.raises(LieError, match="training.top_p is missing: the probe samples as the rollouts do"):
+        probe_config(config)
