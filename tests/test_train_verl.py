@@ -470,3 +470,57 @@ def test_a_run_whose_only_checkpoint_is_torn_starts_afresh_and_says_so(tmp_path,
         assert repair(rundir) is None
     assert not (rundir.checkpoints / TRACKER).exists() and not step.exists()
     assert "no complete verl checkpoint; training starts from the initial model" in caplog.text
+
+
+def test_a_trainer_mode_verl_would_run_without_lies_trainer_is_one_line(composed):
+    """check_composed reads verl's own TRAINER_REGISTRY: a trainer_mode registered by verl itself (lie's
+    plugin not installed, or another mode) would train without LIE's saves; one line naming the fix."""
+    from omegaconf import open_dict
+    from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY
+
+    from lie.core.errors import LieError
+
+    cfg = copy.deepcopy(composed["qwen3-4b-base_dapo_gspo_lie"])
+    theirs = next(
+        mode for mode, cls in TRAINER_REGISTRY.items() if cls.__module__ != verl_overrides.TRAINER_PLUGIN
+    )
+    with open_dict(cfg):
+        cfg.trainer.v1.trainer_mode = theirs
+    with pytest.raises(
+        LieError, match=rf"verl would run {TRAINER_REGISTRY[theirs].__name__}, not .*reinstall lie"
+    ):
+        verl_overrides.check_composed(cfg)
+
+
+def test_a_launch_counts_the_runs_gpus_and_the_final_checkpoint_needs_verls_tracker(tmp_path):
+    """On GPUs a launch has the run's nnodes x n_gpus_per_node ranks (what verl names its shards by);
+    ``eval_step: final`` without verl's tracker file (no checkpoint saved) is one line."""
+    from lie.core.errors import LieError
+    from lie.engines.verl.checkpoints import TRACKER
+    from lie.formats.runs import RunDir
+
+    s = RunSettings.of(CONFIG, "qwen3-4b-base_dapo_gspo_lie")
+    assert verl_overrides.launch_ranks(s) == s.gpus == s.nnodes * CONFIG["training"]["n_gpus_per_node"]
+    rundir = RunDir(tmp_path, "r")
+    rundir.checkpoints.mkdir(parents=True)
+    with pytest.raises(LieError, match=f"no {TRACKER}; has the run saved a checkpoint"):
+        verl_overrides.final_checkpoint(rundir, "final")
+    assert verl_overrides.final_checkpoint(rundir, 3) == rundir.checkpoints / "global_step_3"
+
+
+@pytest.mark.parametrize("state", [b"", b"PK\x03\x04 torch.save cut short"])
+def test_an_empty_or_truncated_state_file_makes_a_checkpoint_torn(tmp_path, state):
+    """verl's state files are torch.save's zip archives: an empty one, or one cut before its closing
+    directory, names the checkpoint torn; a whole archive does not."""
+    import zipfile
+
+    from lie.engines.verl.checkpoints import checkpoint_problem
+
+    step = tmp_path / "global_step_1"
+    (step / "actor").mkdir(parents=True)
+    with zipfile.ZipFile(step / "actor" / "model_world_size_1_rank_0.pt", "w") as archive:
+        archive.writestr("data.pkl", b"weights")
+    (step / "data.pt").write_bytes(state)
+    assert checkpoint_problem(step) == "data.pt torn (empty or truncated)"
+    torch.save({"loader": 1}, step / "data.pt")
+    assert checkpoint_problem(step) is None
