@@ -64,7 +64,12 @@ def probes() -> dict:
         "import lie.engines.verl.cpu.vllm_worker as w\n"
         "from verl.workers.rollout.vllm_rollout.utils import vLLMColocateWorkerExtension as v\n"
         "import verl.utils.device as d\n"
-        "print(w.vLLMColocateWorkerExtension is v, d.is_support_ipc(), d.get_device_name())\n"
+        "import vllm.model_executor.layers.utils as u\n"
+        "w.keep_linear_weights()\n"
+        "patched = u.dispatch_cpu_unquantized_gemm\n"
+        "w.keep_linear_weights()  # a second call (another import path) patches nothing more\n"
+        "print(w.vLLMColocateWorkerExtension is v, d.is_support_ipc(), d.get_device_name(),\n"
+        "      u.dispatch_cpu_unquantized_gemm is patched, patched.__wrapped__ is not patched)\n"
     )
     server = (  # the lines of verl's vLLM server that lie.engines.verl.cpu.vllm_rollout works around
         "import inspect, json\n"
@@ -73,9 +78,20 @@ def probes() -> dict:
         "from verl.workers.rollout.vllm_rollout.vllm_async_server import vLLMHttpServer as s\n"
         "from vllm.platforms import current_platform as p\n"
         "import lie.engines.verl.cpu.vllm_rollout as ours\n"
+        "from types import SimpleNamespace as N\n"
+        "server, refused = object.__new__(ours.CPUvLLMHttpServer), []  # its config check alone\n"
+        "server.model_config = N(hf_config=N(max_position_embeddings=128))\n"
+        "for sleep in (True, False):\n"
+        "    server.config = N(enable_sleep_mode=sleep, max_model_len=64, enable_chunked_prefill=True,\n"
+        "                      max_num_batched_tokens=64)\n"
+        "    try:\n"
+        "        server._validate_configs()\n"
+        "        refused.append(None)\n"
+        "    except ValueError as exc:\n"
+        "        refused.append(str(exc))\n"
         "print(json.dumps([s._get_worker_extension_cls(None), list(inspect.signature(s.generate).parameters)[:4],\n"
         "                  p.is_sleep_mode_available(), ours.CPUvLLMHttpServer._get_worker_extension_cls(None),\n"
-        "                  issubclass(ours.CPUvLLMHttpServer, s)]))\n"
+        "                  issubclass(ours.CPUvLLMHttpServer, s), refused]))\n"
     )
     versions = (
         "import importlib.metadata as m, torch, transformers, verl, vllm\n"
@@ -133,7 +149,8 @@ def test_vllm_cpu_still_drops_linear_weights_after_packing(probes):
 def test_the_worker_extension_is_verls_own_class(probes):
     result = probes["extension"]
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.splitlines()[-1].split() == ["True", "False", "cpu"]  # shared memory, not CUDA IPC
+    # shared memory, not CUDA IPC; the linear-weight patch applied once however often it is called
+    assert result.stdout.splitlines()[-1].split() == ["True", "False", "cpu", "True", "True"]
 
 
 def test_verls_vllm_server_still_names_its_own_extension_and_the_cpu_has_no_sleep_mode(probes):
@@ -141,13 +158,16 @@ def test_verls_vllm_server_still_names_its_own_extension_and_the_cpu_has_no_slee
     ``vllm_async_server.py:1273-1275`` names verl's worker extension (ours is the same class, imported
     after the version shim and the linear-weight patch); ``generate(prompt_ids, sampling_params,
     request_id, ...)`` is what our override forwards; vLLM's CPU platform has no sleep mode, and verl's
-    rollout.yaml has no ``enable_sleep_mode`` key (a dataclass default, True: hence the ``+`` override)."""
+    rollout.yaml has no ``enable_sleep_mode`` key (a dataclass default, True: hence the ``+`` override),
+    and our server's config check refuses it."""
     result = probes["server"]
     assert result.returncode == 0, result.stderr[-3000:]
-    verls, params, sleep, ours, subclass = json.loads(result.stdout.strip().splitlines()[-1])
+    verls, params, sleep, ours, subclass, refused = json.loads(result.stdout.strip().splitlines()[-1])
     assert verls == "verl.workers.rollout.vllm_rollout.utils.vLLMColocateWorkerExtension"
     assert params == ["self", "prompt_ids", "sampling_params", "request_id"]
     assert sleep is False
     assert ours == "lie.engines.verl.cpu.vllm_worker.vLLMColocateWorkerExtension" and subclass
+    # a config that asks for sleep mode stops the server at verl's own config check, naming the override
+    assert refused[0].startswith("vLLM's CPU build has no sleep mode: add ") and refused[1] is None
     site = next((VLLM_VENV / "lib").glob("python3.*/site-packages"))
     assert "enable_sleep_mode" not in (site / "verl/trainer/config/rollout/rollout.yaml").read_text()

@@ -1,7 +1,8 @@
 """Run by ``lie_coverage.pth`` (``make coverage``) at the start of every Python process of an
 environment where COVERAGE_PROCESS_START is set: starts coverage.py (where its own .pth has not), and in Ray's worker processes
-also saves every few seconds, since Ray ends them from C++ (no atexit, no ``os._exit``) and their data
-would be lost."""
+and in processes started by multiprocessing's spawn (vLLM's workers, torch's ``mp.spawn`` ranks) also
+saves every few seconds: Ray ends its workers from C++ and vLLM its workers by signal (no atexit),
+so their data would be lost."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ def _save_forever(cov: coverage.Coverage) -> None:
 
 # coverage.py's own a1_coverage.pth (7.7+) may have started it already: then process_startup gives None
 cov = coverage.process_startup() or coverage.Coverage.current()
-ray_worker = "ray/_private/workers" in " ".join(getattr(sys, "orig_argv", sys.argv))
-if cov is not None and ray_worker and not any(t.name == "coverage-saver" for t in threading.enumerate()):
+argv = " ".join(getattr(sys, "orig_argv", sys.argv))
+ended_from_outside = "ray/_private/workers" in argv or "multiprocessing.spawn" in argv
+if cov is not None and ended_from_outside and not any(t.name == "coverage-saver" for t in threading.enumerate()):
     threading.Thread(target=_save_forever, args=(cov,), name="coverage-saver", daemon=True).start()
