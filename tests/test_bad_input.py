@@ -583,6 +583,25 @@ def test_a_lone_surrogate_from_snakemakes_config_is_refused_at_validation():
         validate_workflow(config, [SMOKE])
 
 
+def test_the_workflow_reads_snakemakes_own_command_line_and_nothing_where_it_is_not_one(monkeypatch):
+    """The Snakefile's planning notes read Snakemake's command line as Snakemake's parser does (its
+    executor, -n); in a job's Snakemake, or a process whose arguments are not Snakemake's (Snakemake as
+    a library), nothing: no note, no error."""
+    from types import SimpleNamespace
+
+    from snakemake_interface_executor_plugins.settings import ExecMode
+
+    from lie.stages import snakemake as lie_snakemake
+
+    workflow = SimpleNamespace(exec_mode=ExecMode.DEFAULT)
+    monkeypatch.setattr(lie_snakemake.sys, "argv", ["snakemake", "-n", "--executor", "slurm", "--cores", "2"])
+    args = lie_snakemake.invocation(workflow)
+    assert (args.executor, args.dryrun) == ("slurm", True)
+    assert lie_snakemake.invocation(SimpleNamespace(exec_mode=ExecMode.SUBPROCESS)) is None
+    monkeypatch.setattr(lie_snakemake.sys, "argv", ["python", "--no-such-flag-of-snakemake"])
+    assert lie_snakemake.invocation(workflow) is None
+
+
 def test_lie_snakemake_reads_the_config_files_snakemake_would_read(tmp_path, monkeypatch):
     """``lie snakemake``'s check reads what Snakemake reads: each ``--configfile``/``--configfiles`` value
     (``=`` or spaced, several after one flag), else ``config.yaml`` of the working directory, which

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 import sys
 
 import numpy as np
@@ -524,3 +525,30 @@ def test_an_empty_or_truncated_state_file_makes_a_checkpoint_torn(tmp_path, stat
     assert checkpoint_problem(step) == "data.pt torn (empty or truncated)"
     torch.save({"loader": 1}, step / "data.pt")
     assert checkpoint_problem(step) is None
+
+
+def test_a_training_input_that_is_missing_or_a_failed_verl_is_one_line(tmp_path, arith_tiny, monkeypatch):
+    """``lie train``: a training file that does not exist stops either engine before anything starts,
+    naming the file and the stage that builds it; a verl process that exits non-zero is one line
+    saying a rerun resumes (here a stand-in for main_ppo's command that exits 3 at once)."""
+    from small import arithmetic_rows, small_config, write_parquet
+
+    from lie.core.errors import LieError
+    from lie.stages.train import TrainRequest, train
+
+    config = small_config(tmp_path / "out", arith_tiny)
+    missing = str(tmp_path / "none.parquet")
+    for engine, says in (("verl", "run its `lie data`/`lie reflen` stage first"), ("trl", "build it first")):
+        request = TrainRequest(run="tiny_grpo", engine=engine, device="cpu", train_file=missing)
+        with pytest.raises(
+            LieError, match=rf"run tiny_grpo: input {missing} does not exist; {re.escape(says)}"
+        ):
+            train(config, request)
+    data = str(write_parquet(tmp_path / "train.parquet", arithmetic_rows(4, ref_len=600)))
+    monkeypatch.setattr(
+        verl_overrides, "command", lambda *a, **k: [sys.executable, "-c", "raise SystemExit(3)"]
+    )
+    request = TrainRequest(run="tiny_grpo", engine="verl", device="cpu", train_file=data, val_files=(data,))
+    with pytest.raises(LieError, match="run tiny_grpo: verl exited with status 3; rerun to resume"):
+        train(config, request)
+    assert not (tmp_path / "out" / "runs" / "tiny_grpo" / "final.json").exists()

@@ -126,6 +126,7 @@ def test_seeded_rows_do_not_depend_on_their_batch(model):
         pad_id=0,
     )
     assert alone[0].token_ids == mixed[1].token_ids
+    assert sample_batch(model, [], eos_ids=[], pad_id=0) == []  # an empty batch: no forward pass
 
 
 def test_each_rollout_request_gets_a_seed_of_its_own_whatever_the_arrival_timing():
