@@ -28,5 +28,9 @@ def _save_forever(cov: coverage.Coverage) -> None:
 cov = coverage.process_startup() or coverage.Coverage.current()
 argv = " ".join(getattr(sys, "orig_argv", sys.argv))
 ended_from_outside = "ray/_private/workers" in argv or "multiprocessing.spawn" in argv
-if cov is not None and ended_from_outside and not any(t.name == "coverage-saver" for t in threading.enumerate()):
+if (
+    cov is not None
+    and ended_from_outside
+    and not any(t.name == "coverage-saver" for t in threading.enumerate())
+):
     threading.Thread(target=_save_forever, args=(cov,), name="coverage-saver", daemon=True).start()
