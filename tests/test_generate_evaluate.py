@@ -628,3 +628,20 @@ def test_an_empty_benchmark_file_and_a_training_set_as_benchmark_are_one_line(tm
         run_generate(config, str(tmp_path / "model"), "dapo", write_parquet(tmp_path / "d.parquet", rows),
                      tmp_path / "g.jsonl")  # fmt: skip
     assert not (tmp_path / "g.jsonl").exists()
+
+
+def test_a_hub_tokenizer_too_deep_to_read_is_one_line(hub):
+    """A hub name is not a folder, so the model-folder check does not read its files first: a cached
+    tokenizer_config.json nested 100,000 deep stops in Python's JSON reader (RecursionError), which is
+    one line naming the model, offline, from the pre-filled cache."""
+    from hubcache import add_dataset
+
+    from lie.engines.generation import load_tokenizer
+
+    deep = '{"chat_template": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    add_dataset(hub, "org/deep", {"tokenizer_config.json": deep, "config.json": '{"model_type": "qwen3"}'},
+                commit=None, repo_type="models")  # fmt: skip
+    with pytest.raises(
+        LieError, match="cannot load a tokenizer from 'org/deep': its files are too large or deep"
+    ):
+        load_tokenizer("org/deep")

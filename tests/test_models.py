@@ -223,6 +223,27 @@ def test_a_full_disk_while_trl_saves_a_checkpoint_names_the_file(tmp_path, arith
     )
 
 
+def test_a_full_disk_while_merging_a_trl_run_names_the_file_and_leaves_no_model(tmp_path, arith_tiny, caplog):
+    """``lie merge`` of a TRL run copies the checkpoint's model files; a write that fails (a full disk)
+    is one line naming the file, and no merged model appears (the partial folder is never renamed)."""
+    from small import lie_in_process, small_config, write_config
+
+    config = small_config(tmp_path / "out", arith_tiny, max_steps=1)
+    path = write_config(tmp_path / "c.yaml", config)
+    train = write_parquet(tmp_path / "train.parquet", arithmetic_rows(4, ref_len=600))
+    lie_in_process(
+        caplog, "train", "tiny_grpo", "--config", str(path), "--engine", "trl", "--train-file", str(train)
+    )
+    line = _one_line(
+        _run_with_file_limit(["merge", "tiny_grpo", "--config", str(path)], 200_000, tmp_path), "merge"
+    )
+    assert (
+        line.startswith("lie merge: error: cannot write ") and "model.safetensors: File too large" in line
+    ), line
+    assert line.endswith("free space and rerun"), line
+    assert not (tmp_path / "out" / "models" / "tiny_grpo").exists()
+
+
 def test_a_model_name_resolves_to_its_path_else_the_folder_lie_built(tmp_path):
     """``--model NAME`` (lie generate, reflen, study-probe): ``models.NAME.path`` wins, else the folder
     ``lie base-model NAME`` built under the outdir; a tiny model not built yet, or a hub model without

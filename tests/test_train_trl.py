@@ -257,12 +257,13 @@ def test_a_schedule_or_loss_trl_cannot_run_is_one_line(tmp_path):
 def test_the_last_step_is_saved_whatever_save_freq_and_an_unsaved_eval_step_is_one_line(
     tmp_path, tiny, capsys
 ):
-    """save_freq 2 over 3 steps: TRL saves step 2, the engine the last one (sealed, as TRL's are), and
-    ``eval_step: 1``, which no checkpoint holds, stops with one line naming the key once trained."""
+    """save_freq -1 (verl's "no periodic saves"): TRL saves nothing, the engine saves the last step
+    itself (sealed, as TRL's are); ``eval_step: 1``, which no checkpoint holds, stops with one line
+    naming the key once trained."""
     from lie.cli import main
 
     train = write_parquet(tmp_path / "train.parquet", arithmetic_rows(6, ref_len=600))
-    config = small_config(tmp_path / "out", tiny, max_steps=3, save_freq=2, eval_step=1)
+    config = small_config(tmp_path / "out", tiny, max_steps=3, save_freq=-1, eval_step=1)
     cfg = write_config(tmp_path / "c.yaml", config)
     argv = ["train", "tiny_grpo", "--config", str(cfg), "--engine", "trl", "--train-file", str(train)]
     assert main(argv) == 2
@@ -272,6 +273,6 @@ def test_the_last_step_is_saved_whatever_save_freq_and_an_unsaved_eval_step_is_o
     )
     rundir = RunDir(tmp_path / "out", "tiny_grpo")
     saved = sorted(p.name for p in rundir.checkpoints.glob("checkpoint-*"))
-    assert saved == ["checkpoint-2", "checkpoint-3"], saved  # one update a step (batch = mini-batch)
+    assert saved == ["checkpoint-3"], saved  # one update a step (batch = mini-batch)
     assert trl_train.checkpoint_problem(rundir.checkpoints / "checkpoint-3") is None
     assert not rundir.final_json.exists()

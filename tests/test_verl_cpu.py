@@ -242,6 +242,39 @@ def test_a_failed_batch_fails_each_request_in_it_and_the_server_serves_on(server
     assert len(served[0].token_ids) >= 1 and served[0].stop_reason == "completed"
 
 
+def test_the_adapter_in_verls_worker_sends_full_tensors_and_refuses_another_wire_format(tmp_path):
+    """The rollout verl builds in its FSDP worker: a DTensor shard (FSDP2's parameters) is sent whole,
+    as a plain CPU tensor of its own; verl's delta flushes are refused by name; resume and release
+    (verl's sleep and wake of GPU memory) have nothing to do. One gloo rank in this process."""
+    import asyncio
+    from types import SimpleNamespace
+
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import DTensor, Shard, distribute_tensor
+
+    from lie.engines.verl.cpu.rollout import TransformersAdapter, full_cpu_state
+
+    config = SimpleNamespace(
+        tensor_model_parallel_size=1, data_parallel_size=1, pipeline_model_parallel_size=1
+    )
+    adapter = TransformersAdapter(config, SimpleNamespace(local_path=None), None, replica_rank=0)
+    assert adapter.is_leader and adapter.replica_rank == 0
+    with pytest.raises(ValueError, match="the CPU rollout takes full named tensors, not 'delta_flush'"):
+        asyncio.run(adapter.update_weights(iter([]), wire_format="delta_flush"))
+    assert asyncio.run(adapter.resume(["weights"])) is None and asyncio.run(adapter.release()) is None
+    whole, bias = torch.arange(6.0).reshape(2, 3), torch.ones(2)
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'rendezvous'}", rank=0, world_size=1)
+    try:
+        shard = distribute_tensor(whole, init_device_mesh("cpu", (1,)), [Shard(0)])
+        assert isinstance(shard, DTensor)
+        state = full_cpu_state([("w", shard), ("b", bias)])
+    finally:
+        dist.destroy_process_group()
+    assert type(state["w"]) is torch.Tensor and torch.equal(state["w"], whole)
+    assert torch.equal(state["b"], bias) and state["b"].data_ptr() != bias.data_ptr()  # a copy
+
+
 def test_the_server_answers_every_call_verls_replica_makes_on_its_servers(server):
     """verl's RolloutReplica (verl/workers/rollout/replica.py, read from the installed verl) calls these
     methods on each server (wake_up, sleep, abort_all_requests, the KV-cache calls, profiling): the CPU

@@ -81,12 +81,8 @@ def check_image(cuda: bool = True) -> list[str]:
         except Exception as exc:  # an import error of a compiled extension is not always ImportError
             raise LieError(f"the image cannot import {name}: {type(exc).__name__}: {exc}") from None
         found.append(f"{name} {getattr(module, '__version__', '?')}")
-    if importlib.util.find_spec("trl") is not None:
+    if importlib.util.find_spec("trl") is not None:  # what verl's is_trl_available() reads
         raise LieError("trl is installed in the image: verl 0.9.1's actor build then fails (see envs/gpu.in)")
-    from verl.utils.import_utils import is_trl_available
-
-    if is_trl_available():
-        raise LieError("verl sees trl: its monkey patch would import a class TRL 1.16 lacks")
     import torch
 
     if cuda and not str(torch.version.cuda or "").startswith(f"{CUDA_MAJOR}."):

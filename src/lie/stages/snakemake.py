@@ -15,7 +15,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from lie.core.errors import LieError
 
@@ -77,14 +77,13 @@ def snakemake_program() -> str:
     return found
 
 
-def check_then_exec(args: list[str]) -> int:
-    """Check the config files, then replace this process with Snakemake (it never returns then)."""
+def check_then_exec(args: list[str]) -> NoReturn:
+    """Check the config files, then replace this process with Snakemake."""
     check_config_files(args)
     program = snakemake_program()
     sys.stdout.flush()
     sys.stderr.flush()
     os.execv(program, [program, *args])
-    return 0  # not reached
 
 
 # ---- what the workflow says when it is read (workflow/rules/train.smk) ---------------------------

@@ -195,9 +195,6 @@ class TransformersServer:
     async def stop_profile(self):
         return None
 
-    async def wait_for_requests_to_drain(self):
-        return None
-
 
 class TransformersReplica(RolloutReplica):
     """One rollout server per replica, a Ray actor on the driver's node (it needs no GPU)."""
@@ -238,15 +235,22 @@ class TransformersAdapter(BaseRollout):
     async def update_weights(self, weights, wire_format: str = "named_tensors", **kwargs):
         if wire_format != "named_tensors":
             raise ValueError(f"the CPU rollout takes full named tensors, not {wire_format!r}")
-        state = {}
-        for name, tensor in weights:
-            if hasattr(tensor, "full_tensor"):  # a DTensor shard of FSDP2
-                tensor = tensor.full_tensor()
-            state[name] = tensor.detach().to("cpu", copy=True)
+        state = full_cpu_state(weights)
         if self.is_leader:
             server = ray.get_actor(_server_name(self.replica_rank))
             count = await server.update_weights.remote(state, kwargs.get("global_steps"))
             log.info("rollout weights synced: %d tensors", count)
+
+
+def full_cpu_state(weights) -> dict[str, Any]:
+    """verl's ``(name, tensor)`` pairs as whole CPU tensors of their own: a DTensor shard (FSDP2's
+    parameters) is gathered whole first; a copy, since verl reuses its buffers after the sync."""
+    state = {}
+    for name, tensor in weights:
+        if hasattr(tensor, "full_tensor"):
+            tensor = tensor.full_tensor()
+        state[name] = tensor.detach().to("cpu", copy=True)
+    return state
 
 
 # ``actor_rollout_ref.rollout.name=transformers``, known to verl on import (replica and worker side).
