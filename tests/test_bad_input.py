@@ -626,3 +626,9 @@ def test_lie_snakemake_reads_the_config_files_snakemake_would_read(tmp_path, mon
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(LieError, match="snakemake is not installed in this environment"):
         lie_snakemake.snakemake_program()
+    on_path = tmp_path / "bin" / "snakemake"  # none beside this Python: the one on PATH
+    on_path.parent.mkdir()
+    on_path.write_text("#!/bin/sh\n", encoding="utf-8")
+    on_path.chmod(0o755)
+    monkeypatch.setenv("PATH", str(on_path.parent))
+    assert lie_snakemake.snakemake_program() == str(on_path)

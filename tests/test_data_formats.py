@@ -258,3 +258,29 @@ def test_a_filter_keeps_the_rows_it_names_and_a_column_the_set_lacks_is_one_line
         LieError, match=r"datasets.train.x.filter names column 'difficulty', which the data set lacks"
     ):
         apply_filter(table, {"difficulty": {"min": 3}}, "datasets.train.x")
+
+
+def test_a_synthetic_set_its_task_cannot_make_is_one_line(tmp_path):
+    """Past the entry's own checks: a pointer-chasing depth beyond its table, and multiple-choice rows
+    of a task that has no options, are each one line naming the entry; nothing is written. A flag
+    where a number belongs is named with the key."""
+    import yaml
+    from small import REPO
+
+    from lie.stages.data.build import build_dataset
+
+    config = yaml.safe_load((REPO / "workflow" / "configs" / "smoke.yaml").read_text(encoding="utf-8"))
+    assert dataset_spec(config, "arith-train").source_kind == "synthetic"
+    config["datasets"]["train"]["arith-train"]["synthetic"].update(task="pointer", min_depth=2, max_depth=99)
+    with pytest.raises(
+        LieError, match=r"datasets.train.arith-train.synthetic: need 1 <= min_depth <= max_depth <"
+    ):
+        build_dataset(config, "arith-train", tmp_path / "train.parquet", progress=False)
+    config["datasets"]["eval"]["arith-choice"]["synthetic"]["task"] = "chain"
+    with pytest.raises(
+        LieError, match="arith-choice: multiple-choice rows are written for the arithmetic task only"
+    ):
+        build_dataset(config, "arith-choice", tmp_path / "choice.parquet", progress=False)
+    assert not list(tmp_path.iterdir())
+    with pytest.raises(LieError, match=r"datasets.eval.aime24.sample must be int, got True"):
+        parse_spec("aime24", "eval", entry(sample=True, seed=1))

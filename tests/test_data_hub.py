@@ -450,3 +450,22 @@ def test_what_the_hub_answers_online_is_one_line(tmp_path, answering_hub, name, 
         build(tmp_path, repo_config(), name)
     assert "\n" not in str(info.value) and "hf_standin" not in str(info.value)
     assert not (tmp_path / f"{name}.parquet").exists()
+
+
+def test_a_config_name_the_repo_does_not_declare_falls_back_to_its_file_of_that_name(tmp_path):
+    """A hub snapshot without a README list of configs (the ``datasets`` builder knows only
+    ``default``): ``config: main`` reads the repo's ``main.jsonl``; a name no file has is one line
+    naming the entry's ``config`` key."""
+    from lie.stages.data.sources import files_for_split
+
+    (tmp_path / "data").mkdir()
+    for name in ("main", "other"):
+        (tmp_path / "data" / f"{name}.jsonl").write_text(
+            '{"problem": "a", "answer": "1"}\n', encoding="utf-8"
+        )
+    assert files_for_split(tmp_path, "main", "test", "datasets.eval.x") == [tmp_path / "data" / "main.jsonl"]
+    with pytest.raises(
+        LieError,
+        match=r"datasets.eval.x: cannot find the files of config 'nope' .*fix datasets.eval.x.config",
+    ):
+        files_for_split(tmp_path, "nope", "test", "datasets.eval.x")

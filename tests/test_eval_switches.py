@@ -140,3 +140,7 @@ def test_a_folder_gets_the_thinking_flag_the_dag_gives_its_model_for_every_famil
             record = {"command": "merge", "run": run, "model": config["experiments"][run]["model"]}
             (copy / OWNER).write_text(json.dumps(record), encoding="utf-8")
             assert evaluation_thinking(config, str(copy)) == flag, run
+    from lie.stages.generate import config_model_of
+
+    assert config_model_of(config, "qwen3-4b") == "qwen3-4b"  # --model by its config name
+    assert config_model_of(config, str(tmp_path / "elsewhere")) is None  # no model of this config

@@ -244,6 +244,26 @@ def test_a_full_disk_while_merging_a_trl_run_names_the_file_and_leaves_no_model(
     assert not (tmp_path / "out" / "models" / "tiny_grpo").exists()
 
 
+def test_only_a_refused_write_becomes_the_builds_one_line(tmp_path):
+    """While a model folder is written, a write the file system refused is one line naming the file;
+    a LieError already saying what is wrong, and any other error (a bug), go on as they are."""
+    import errno
+
+    from lie.core.errors import LieError
+    from lie.stages.base_model import _writing
+
+    tmp, out = tmp_path / ".tiny.partial", tmp_path / "tiny"
+    with pytest.raises(LieError, match=r"cannot write .*\(No space left on device\) while building .*tiny"):
+        with _writing(tmp, out):
+            raise OSError(errno.ENOSPC, "No space left on device", str(tmp / "model.safetensors"))
+    with pytest.raises(LieError, match="^already one line$"):
+        with _writing(tmp, out):
+            raise LieError("already one line")
+    with pytest.raises(KeyError, match="a bug"):
+        with _writing(tmp, out):
+            raise KeyError("a bug")
+
+
 def test_a_model_name_resolves_to_its_path_else_the_folder_lie_built(tmp_path):
     """``--model NAME`` (lie generate, reflen, study-probe): ``models.NAME.path`` wins, else the folder
     ``lie base-model NAME`` built under the outdir; a tiny model not built yet, or a hub model without

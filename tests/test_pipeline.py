@@ -239,6 +239,13 @@ def test_plan_reads_sizes_and_counts_where_it_can_and_says_what_to_pass(tmp_path
     for mfu, tps in ((0.0, 8000), (1.5, 8000), (0.35, 0)):
         with pytest.raises(LieError, match=r"--mfu must be in \(0, 1\] and --gen-tps > 0"):
             plan_selected(config, "config.yaml", mfu=mfu, gen_tps_4b=tps)
+    config["experiments"]["mine_dapo_grpo"] = {
+        **config["experiments"]["qwen3-4b-base_dapo_grpo"],
+        "model": "mine",
+    }
+    table = plan_selected(config, "config.yaml", runs=["mine_dapo_grpo"], params=[("mine", 8)])
+    assert "mine_dapo_grpo" in table  # --params gives the size the id does not state
+    del config["experiments"]["mine_dapo_grpo"]
     run = "qwen3-4b-base_dapo_gspo"
     from lie.config.layout import Layout
 
