@@ -326,3 +326,51 @@ def test_an_engine_that_answers_a_request_with_other_than_one_sample_is_one_line
     prompts = [Prompt(i, r["prompt"], f"row {i}") for i, r in enumerate(rows)]
     with pytest.raises(LieError, match="the engine returned 2 samples for one request of row 0, expected 1"):
         draw_shard(engine, prompts, Draw(SamplingSettings(n=2, max_tokens=8), 0), [0, 1])
+
+
+def test_a_grader_that_drops_results_stops_and_rows_without_extra_info_get_it(tiny, train_set, tmp_path):
+    """A grader that answers fewer results than it was given responses stops the shard (nothing zipped
+    against the wrong sample); a training table without ``extra_info`` gets the column, with the
+    reflen fields."""
+    from transformers import AutoTokenizer
+
+    rows = pq.read_table(train_set.data).to_pylist()
+    engine = ScriptedEngine(
+        AutoTokenizer.from_pretrained(tiny), [r["reward_model"]["ground_truth"] for r in rows]
+    )
+    settings = replace(settings_from_config(train_set.config), grade_workers=1)
+    with pytest.raises(LieError, match=r"the grader returned 0 results for 2 responses"):
+        sample_lengths(rows, lambda: engine, settings, tmp_path / "w", {"test": 1},
+                       grader=lambda items, **kwargs: [], progress=False)  # fmt: skip
+    bare = pq.read_table(train_set.data).drop_columns(["extra_info"])
+    stats = [{"index": i, "lengths": [6, 8], "correct": [True, False], "finish": ["stop", "length"],
+              "budgets": [8, 8]} for i in range(len(rows))]  # fmt: skip
+    table = add_reference_lengths(bare, stats, settings).to_pylist()
+    assert {(r["extra_info"]["avg_response_len"], r["extra_info"]["ori_acc"]) for r in table} == {(7.0, 0.5)}
+
+
+def test_a_models_thinking_switch_reaches_reflen_and_shards_that_miss_rows_stop(
+    tmp_path, tiny, train_set, monkeypatch
+):
+    """``--model NAME`` whose config entry sets ``enable_thinking`` samples with it, as the rollouts do
+    (recorded with the settings); shards that come back without every (row, sample) stop with one
+    line naming the work folder (here the shard loop made to lose the last sample)."""
+    import copy
+
+    from lie.stages import sample_shards
+
+    config = copy.deepcopy(train_set.config)
+    config["models"]["tiny-think"] = {
+        "path": str(tiny),
+        "hf_id": None,
+        "revision": None,
+        "enable_thinking": False,
+    }
+    meta = run_reflen(config, "tiny-think", train_set.data, tmp_path / "think.parquet", engine="hf",
+                      progress=False, grader=fake_grader([]))  # fmt: skip
+    assert meta["reflen"]["enable_thinking"] is False
+    shards = sample_shards.sample_in_shards
+    monkeypatch.setattr(sample_shards, "sample_in_shards", lambda *a, **k: list(shards(*a, **k))[:-1])
+    with pytest.raises(LieError, match=r"the shards do not cover rows 0..5; delete that folder and rerun"):
+        run_reflen(config, "tiny-think", train_set.data, tmp_path / "lost.parquet", engine="hf",
+                   progress=False, grader=fake_grader([]))  # fmt: skip

@@ -94,10 +94,7 @@ def settings_from_config(config: dict[str, Any], **overrides: Any) -> ReflenSett
     }
     values.update({k: v for k, v in section.items() if v is not None})
     values.update({k: v for k, v in overrides.items() if v is not None})
-    try:
-        return ReflenSettings(**values)
-    except TypeError as exc:
-        raise LieError(f"config: reflen: {exc}") from None
+    return ReflenSettings(**values)  # unknown keys refused above; every field has a default
 
 
 def _known_length(row: dict[str, Any]) -> float | None:
