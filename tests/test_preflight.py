@@ -15,10 +15,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.mark.heavy
 def test_the_preflight_runs_on_a_cpu_with_its_gpu_checks_skipped(tmp_path):
+    """``make preflight``'s command as it is (no --device: auto, which finds no GPU here)."""
     work = tmp_path / "preflight"
     proc = subprocess.run(
-        [sys.executable, "-m", "lie", "preflight", "--config", "workflow/configs/smoke.yaml", "--workdir", str(work),
-         "--device", "cpu"],
+        [sys.executable, "-m", "lie", "preflight", "--config", "workflow/configs/smoke.yaml", "--workdir", str(work)],
         cwd=REPO, capture_output=True, text=True, timeout=1500,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -424,3 +424,136 @@ def test_a_check_that_raises_is_its_rows_one_line_and_no_run_is_no_preflight(tmp
     assert check_driver(gpu=False).status == NO_GPU
     with pytest.raises(LieError, match=r"preflight: no runs selected \(config runs, or --runs\)"):
         next(iter_preflight(load_config("config.yaml"), [], tmp_path, gpu=False))
+
+
+class _StandInTrial:
+    """The attributes and commands of preflight_trial.Trial the verdicts read, with each command's
+    outcome chosen by the test: the verdicts are what is tested, not verl's run (the heavy test runs
+    the real trial)."""
+
+    def __init__(self, root: Path, gpu: bool = False, config: dict | None = None):
+        from lie.formats.runs import RunDir
+
+        self.root, self.gpu, self.config = root, gpu, config or {}
+        self.rundir, self.logs = RunDir(root / "out", "preflight"), root / "logs"
+        self.config_file, self.val_file = root / "config.yaml", str(root / "val.parquet")
+        self.trained, self.commands = None, []
+
+    def train(self, log_name: str = "train.log") -> Path:
+        if self.trained:
+            self.trained()
+        return self.logs / log_name
+
+    def run(self, args, log_name, writes, **kwargs) -> Path:
+        from lie.core.errors import LieError
+
+        self.commands.append(args[0])
+        if args[0] == "generate":
+            raise LieError(f"lie generate failed (log: {self.logs / log_name})")
+        return self.logs / log_name
+
+
+def _finished_trial(trial) -> None:
+    """What a finished trial leaves: its checkpoints, the completed marker, final.json, one metrics file."""
+    from lie.engines.verl import checkpoints as verl_checkpoints
+    from lie.engines.verl.overrides import COMPLETED
+    from lie.stages.preflight import TRIAL_SAVE_FREQ, TRIAL_STEPS
+
+    for step in range(TRIAL_SAVE_FREQ, TRIAL_STEPS + 1, TRIAL_SAVE_FREQ):
+        (trial.rundir.checkpoints / f"global_step_{step}" / "actor").mkdir(parents=True)
+    (trial.rundir.checkpoints / COMPLETED).write_text("{}")
+    (trial.rundir.checkpoints / verl_checkpoints.TRACKER).write_text(str(TRIAL_STEPS))
+    trial.rundir.final_json.write_text("{}")
+    trial.rundir.metrics_dir.mkdir()
+    (trial.rundir.metrics_dir / "launch-1.jsonl").write_text('{"step": 1, "data": {}}\n')
+
+
+def test_the_trials_resume_merge_and_generation_rows_fail_when_their_step_does(tmp_path):
+    """A rerun that does not relaunch (or stops short of the last step) fails the resume row and skips
+    generation; a merge that leaves no Hugging Face model fails it; generation without vLLM's CPU
+    environment is skipped and says what builds it, and a generation that fails fails its row."""
+    import json
+
+    from lie.stages.preflight import TRIAL_STEPS
+    from lie.stages.preflight_trial import resume_and_merge, vllm_generation
+
+    trial = _StandInTrial(tmp_path / "a")
+    _finished_trial(trial)
+    rows = list(resume_and_merge(trial))  # the rerun writes nothing: it did not resume
+    assert [(r.name, r.status) for r in rows] == [("save + resume + merge", "fail"),
+                                                  ("vLLM generation", "skipped: no merged model")]  # fmt: skip
+    assert f"the rerun did not resume at step {TRIAL_STEPS}" in rows[0].detail
+
+    trial = _StandInTrial(tmp_path / "empty")
+    _finished_trial(trial)
+
+    def relaunched_without_a_step() -> None:  # an IndexError before the fix, not a failed row
+        (trial.rundir.checkpoints / f"global_step_{TRIAL_STEPS}" / "actor").mkdir(parents=True)
+        for launch in ("launch-1.jsonl", "launch-2.jsonl"):
+            (trial.rundir.metrics_dir / launch).write_text("")
+
+    trial.trained = relaunched_without_a_step
+    rows = list(resume_and_merge(trial))
+    assert rows[0].status == "fail" and "metrics steps []" in rows[0].detail
+
+    trial = _StandInTrial(tmp_path / "b")
+    _finished_trial(trial)
+
+    def resumed() -> None:
+        (trial.rundir.checkpoints / f"global_step_{TRIAL_STEPS}" / "actor").mkdir(parents=True)
+        lines = "".join(json.dumps({"step": s, "data": {}}) + "\n" for s in range(1, TRIAL_STEPS + 1))
+        (trial.rundir.metrics_dir / "launch-2.jsonl").write_text(lines)
+
+    trial.trained = resumed
+    rows = list(resume_and_merge(trial))  # resumed; the merge wrote nothing
+    assert (
+        rows[0].status == "fail"
+        and f"lie merge wrote no Hugging Face model to {trial.root / 'merged'}" in rows[0].detail
+    )
+    assert trial.commands == ["merge"]
+
+    cpu = _StandInTrial(tmp_path / "c", config={"engines": {"vllm_cpu": {"venv": str(tmp_path / "no-venv")}}})
+    row = vllm_generation(cpu, tmp_path / "merged")
+    assert (
+        row.status
+        == f"skipped: no GPU and no {tmp_path / 'no-venv'}/ here (make venv-vllm builds the CPU engine)"
+    )
+    gpu = _StandInTrial(tmp_path / "d", gpu=True)
+    row = vllm_generation(gpu, tmp_path / "merged")
+    assert (row.name, row.status) == ("vLLM generation", "fail") and "lie generate failed" in row.detail
+
+
+def test_the_projection_and_reward_rows_fail_without_their_metrics_and_judge_the_share_on_a_gpu(tmp_path):
+    """No throughput logged fails the projection row, no step time or rollouts the reward row; on a GPU
+    the reward manager's share of a step is judged against REWARD_SHARE_MAX (a CPU figure only informs)."""
+    from lie.stages.preflight import REWARD_SHARE_MAX
+    from lie.stages.preflight_trial import projection, reward_share, share_check
+
+    trial = _StandInTrial(tmp_path)
+    row = projection({}, None, trial, {})
+    assert (row.status, row.detail) == ("fail", "verl logged no perf/throughput")
+    row = reward_share(trial, {"timing_s/step": 0})
+    assert (row.status, row.detail) == ("fail", "no step time or no rollouts logged")
+    low, high = REWARD_SHARE_MAX / 2, REWARD_SHARE_MAX * 2
+    assert share_check("share", low * 10, 10.0, 64, gpu=True).status == "pass"
+    over = share_check("share", high * 10, 10.0, 64, gpu=True)
+    assert over.status == "fail" and over.detail.endswith(f"(at most {REWARD_SHARE_MAX:.0%})")
+    cpu = share_check("share", high * 10, 10.0, 64, gpu=False)
+    assert (cpu.name, cpu.status) == ("share (a CPU figure)", "pass")
+
+
+def test_a_trial_command_past_its_time_or_logging_other_steps_is_one_line(tmp_path):
+    """A ``lie`` command of the trial that runs past its time is one line naming the log; a training
+    run whose metrics hold other steps than 1..TRIAL_STEPS is one line naming what it logged."""
+    from lie.core.errors import LieError
+    from lie.stages.preflight import TRIAL_STEPS
+    from lie.stages.preflight_trial import _lie, check_steps
+
+    log = tmp_path / "logs" / "slow.log"
+    with pytest.raises(LieError, match=rf"lie plan ran past 0.01 s \(log: {log}\)"):
+        _lie(["plan", "--config", "config.yaml"], log, timeout=0.01)
+    check_steps([{"step": s} for s in range(1, TRIAL_STEPS + 1)], tmp_path / "train.log")
+    with pytest.raises(
+        LieError, match=rf"verl logged steps \[1\], not 1..{TRIAL_STEPS} \(log: .*train.log\)"
+    ):
+        check_steps([{"step": 1}], tmp_path / "train.log")

@@ -254,9 +254,7 @@ def trial_checks(config: dict[str, Any], shape: Shape, root: Path, gpu: bool) ->
         from lie.formats.runs import read_metrics
 
         metrics = read_metrics(trial.rundir)
-        if [m["step"] for m in metrics] != list(range(1, TRIAL_STEPS + 1)):
-            steps = [m["step"] for m in metrics]
-            raise LieError(f"verl logged steps {steps}, not 1..{TRIAL_STEPS} (log: {train_log})")
+        check_steps(metrics, train_log)
     except LieError as exc:
         skipped = f"skipped: the {TRIAL_STEPS}-step run failed"
         yield Check(name, "fail", str(exc))
@@ -288,6 +286,13 @@ def _short(metrics: dict) -> str | None:
     if share < 1:
         return f"only {share:.0%} of step {metrics.get('step')}'s responses reached the response limit"
     return None
+
+
+def check_steps(metrics: list[dict], train_log: Path) -> None:
+    """The trial's run logged each of its steps once, in order; else one line naming what it logged."""
+    steps = [m["step"] for m in metrics]
+    if steps != list(range(1, TRIAL_STEPS + 1)):
+        raise LieError(f"verl logged steps {steps}, not 1..{TRIAL_STEPS} (log: {train_log})")
 
 
 def projection(config: dict[str, Any], shape: Shape, trial: Trial, last: dict) -> Check:
@@ -363,10 +368,15 @@ def reward_share(trial: Trial, last: dict) -> Check:
         rewarder.close()
         return time.monotonic() - started
 
-    reward_s = asyncio.run(grade_all())
+    return share_check(name, asyncio.run(grade_all()), step_s, len(samples), trial.gpu)
+
+
+def share_check(name: str, reward_s: float, step_s: float, samples: int, gpu: bool) -> Check:
+    """The reward manager's share of a step, judged against REWARD_SHARE_MAX on a GPU; on a CPU only
+    reported (a tiny model's CPU step says nothing of a GPU step's length)."""
     share = reward_s / step_s
-    detail = f"{reward_s:.2f} s for {len(samples)} samples of a {step_s:.1f} s step: {share:.0%}"
-    if not trial.gpu:  # a tiny model's CPU step says nothing of a GPU step's length
+    detail = f"{reward_s:.2f} s for {samples} samples of a {step_s:.1f} s step: {share:.0%}"
+    if not gpu:
         return Check(name + " (a CPU figure)", "pass", detail)
     status = "pass" if share <= REWARD_SHARE_MAX else "fail"
     return Check(name, status, f"{detail} (at most {REWARD_SHARE_MAX:.0%})")
@@ -392,7 +402,7 @@ def resume_and_merge(trial: Trial) -> Iterator[Check]:
         if (
             not relaunched
             or not (ckpts / f"global_step_{TRIAL_STEPS}" / "actor").is_dir()
-            or steps[-1] != TRIAL_STEPS
+            or steps[-1:] != [TRIAL_STEPS]  # a rerun that logged no step is a failed row too
         ):
             raise LieError(
                 f"the rerun did not resume at step {TRIAL_STEPS} (metrics steps {steps}; log: {resume_log})"
