@@ -554,9 +554,10 @@ def test_a_training_input_that_is_missing_or_a_failed_verl_is_one_line(tmp_path,
     assert not (tmp_path / "out" / "runs" / "tiny_grpo" / "final.json").exists()
 
 
-def test_a_relaunch_at_another_world_size_with_restart_starts_afresh_through_prepare_resume(tmp_path):
+def test_a_relaunch_at_another_world_size_with_restart_starts_afresh_through_prepare_resume(tmp_path, caplog):
     """What `lie train` calls before each verl launch: a complete step 2 saved by 8 ranks, a launch of
     4 with ``world_size_change: restart``: the outputs move aside and the launch trains from step 0."""
+    from lie.config.identity import settings_hash
     from lie.engines.verl.checkpoints import TRACKER
     from lie.engines.verl.overrides import prepare_resume
     from lie.formats.runs import RunDir
@@ -566,13 +567,18 @@ def test_a_relaunch_at_another_world_size_with_restart_starts_afresh_through_pre
     config["training"]["world_size_change"] = "restart"
     run = "qwen3-4b-base_dapo_gspo_lie"
     rundir = RunDir(tmp_path, run)
+    rundir.claim(settings_hash(config, run))  # the run folder of these settings: kept by the claim
     step = rundir.checkpoints / "global_step_2"
     (step / "actor").mkdir(parents=True)
     for rank in range(8):
         torch.save({"rank": rank}, step / "actor" / f"model_world_size_8_rank_{rank}.pt")
     torch.save({"loader": 2}, step / "data.pt")
     (rundir.checkpoints / TRACKER).write_text("2")
-    assert prepare_resume(config, RunSettings.of(config, run), rundir, ranks=4) is False
+    rundir.metrics_dir.mkdir()  # the steps the file logger wrote: a checkpoint counts once its step is logged
+    (rundir.metrics_dir / "launch-1.jsonl").write_text('{"step": 1, "data": {}}\n{"step": 2, "data": {}}\n')
+    with caplog.at_level("WARNING"):
+        assert prepare_resume(config, RunSettings.of(config, run), rundir, ranks=4) is False
     (moved,) = rundir.superseded.iterdir()
+    assert "its checkpoints were saved by 8 FSDP ranks, this launch has 4; moved them" in caplog.text
     assert (moved / "checkpoints" / "global_step_2" / "data.pt").exists()
     assert not step.exists()
