@@ -102,6 +102,20 @@ def full_authors_deepmath() -> Path:
     return shared_file(DEEPMATH)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _offline_hub():
+    """No test in this process waits on the Hugging Face hub: huggingface_hub reads HF_HUB_OFFLINE once,
+    at import, so setting the variable in a test does nothing (a test that did waited 70 s on the network
+    before failing). The tests of the online path (a stand-in hub, a local file server) patch it back with
+    monkeypatch, which restores this after them. Subprocesses keep the environment they are given."""
+    from huggingface_hub import constants
+
+    before = constants.HF_HUB_OFFLINE
+    constants.HF_HUB_OFFLINE = True
+    yield
+    constants.HF_HUB_OFFLINE = before
+
+
 @pytest.fixture(scope="session")
 def smoke(tmp_path_factory):
     """The one smoke DAG run of this pytest run (tests/smoke_run.py), for every module that reads it."""

@@ -469,3 +469,15 @@ def test_a_config_name_the_repo_does_not_declare_falls_back_to_its_file_of_that_
         match=r"datasets.eval.x: cannot find the files of config 'nope' .*fix datasets.eval.x.config",
     ):
         files_for_split(tmp_path, "nope", "test", "datasets.eval.x")
+
+
+def test_a_test_that_forgets_the_hub_fixture_still_reads_the_hub_offline():
+    """tests/conftest.py's session guard: a hub name not in any cache fails at once instead of waiting
+    on the network (where no test may go)."""
+    from huggingface_hub import constants
+
+    from lie.engines.generation import load_model
+
+    assert constants.HF_HUB_OFFLINE is True
+    with pytest.raises(LieError, match="cannot load a model from 'no-such-org/no-such-model'"):
+        load_model("no-such-org/no-such-model")
