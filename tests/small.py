@@ -112,3 +112,14 @@ def lie_in_process(caplog: Any, *argv: str) -> str:
         code = main(list(argv))
     assert code == 0, f"lie {' '.join(argv)} exited {code}:\n{caplog.text[-3000:]}"
     return caplog.text
+
+
+def verl_checkpoint(folder: Path, step: int, complete: bool = True) -> Path:
+    """``global_step_<step>`` as verl lays it out: the actor's shard, then (``complete``) the loader's
+    ``data.pt``, which verl writes last (a kill between them leaves a torn checkpoint)."""
+    path = folder / f"global_step_{step}"
+    (path / "actor").mkdir(parents=True)
+    (path / "actor" / "model_world_size_1_rank_0.pt").write_bytes(b"weights")
+    if complete:
+        (path / "data.pt").write_bytes(b"loader")
+    return path

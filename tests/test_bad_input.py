@@ -511,11 +511,9 @@ def test_merge_with_a_corrupt_final_json_is_one_line(tmp_path, final, says):
 
 def _verl_final(rundir: Path, complete: bool) -> None:
     """A verl run's final.json naming global_step_2, complete (actor state and data.pt) or not."""
-    step = rundir / "checkpoints" / "global_step_2"
-    (step / "actor").mkdir(parents=True)
-    (step / "actor" / "model_world_size_1_rank_0.pt").write_bytes(b"weights")
-    if complete:
-        (step / "data.pt").write_bytes(b"loader")
+    from small import verl_checkpoint
+
+    step = verl_checkpoint(rundir / "checkpoints", 2, complete)
     (rundir / "final.json").write_text(json.dumps({"engine": "verl", "checkpoint": str(step), "step": 2}))
 
 

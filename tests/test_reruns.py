@@ -18,7 +18,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from small import arithmetic_rows, lie_in_process, paper_config, small_config, write_config, write_parquet
+from small import (
+    arithmetic_rows,
+    lie_in_process,
+    paper_config,
+    small_config,
+    verl_checkpoint,
+    write_config,
+    write_parquet,
+)
 
 from lie.config import RunSettings
 from lie.formats.runs import RunDir
@@ -221,23 +229,14 @@ def test_a_run_never_resumes_checkpoints_trained_on_another_file(tmp_path, tiny,
     assert (moved / "checkpoints" / "checkpoint-1" / "trainer_state.json").exists()
 
 
-def _verl_checkpoint(folder: Path, step: int, complete: bool = True) -> Path:
-    path = folder / f"global_step_{step}"
-    (path / "actor").mkdir(parents=True)
-    (path / "actor" / "model_world_size_1_rank_0.pt").write_bytes(b"weights")
-    if complete:
-        (path / "data.pt").write_bytes(b"loader")
-    return path
-
-
 def test_verl_checkpoints_after_a_kill_are_repaired_before_a_relaunch(tmp_path):
     from lie.engines.verl import checkpoints as verl_checkpoints
 
     rundir = RunDir(tmp_path, "r")
     folder = rundir.checkpoints
     for step in (10, 20, 30):
-        _verl_checkpoint(folder, step)
-    _verl_checkpoint(folder, 40, complete=False)  # killed while saving step 40
+        verl_checkpoint(folder, step)
+    verl_checkpoint(folder, 40, complete=False)  # killed while saving step 40
     (folder / "global_step_5").mkdir()
     (folder / "global_step_5" / "data.pt").write_bytes(b"")  # verl's own retention removed actor/
     (folder / verl_checkpoints.TRACKER).write_text("30")
@@ -251,7 +250,7 @@ def test_verl_checkpoints_after_a_kill_are_repaired_before_a_relaunch(tmp_path):
     assert verl_checkpoints.repair(rundir) == 30
     assert (folder / verl_checkpoints.TRACKER).read_text() == "30"
     # a fixed eval_step survives the retention
-    _verl_checkpoint(folder, 60)
+    verl_checkpoint(folder, 60)
     (folder / verl_checkpoints.TRACKER).write_text("60")
     assert verl_checkpoints.repair(rundir, keep=1, protect=frozenset({20})) == 60
     assert sorted(verl_checkpoints.steps(folder)) == [20, 60]
@@ -273,7 +272,7 @@ def test_a_relaunch_keeps_every_validated_checkpoint_of_a_best_val_run(tmp_path,
     steps = range(50, 850, 50)
     lines = []
     for step in steps:
-        _verl_checkpoint(rundir.checkpoints, step)
+        verl_checkpoint(rundir.checkpoints, step)
         data = {"actor/pg_loss": 0.1}
         if step % 100 == 0:
             data["val-core/arith-val/acc/mean@1"] = 0.9 if step == 100 else 0.5
@@ -295,7 +294,7 @@ def test_a_verl_run_with_other_settings_starts_afresh_and_keeps_the_old_one(tmp_
     config = small_config(tmp_path / "out", tiny)
     rundir = RunDir(tmp_path / "out", "tiny_gspo_lie")
     assert verl_overrides.prepare_resume(config, RunSettings.of(config, "tiny_gspo_lie"), rundir, 1) is False
-    _verl_checkpoint(rundir.checkpoints, 1)
+    verl_checkpoint(rundir.checkpoints, 1)
     (rundir.checkpoints / "latest_checkpointed_iteration.txt").write_text("1")
     rundir.new_metrics_file().write_text('{"step": 1, "data": {}}\n')  # verl logs a step after its save
     rundir.rollouts_dir.mkdir(parents=True)
