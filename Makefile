@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: venv venv-vllm test test-all coverage smoke report study study-full study-v1 preflight lint bench lock lock-gpu lock-vllm check-gpu-env dry-run clean-venv
+.PHONY: venv venv-vllm test test-all coverage smoke report study study-v2 study-full study-v1 preflight lint bench lock lock-gpu lock-vllm check-gpu-env dry-run clean-venv
 
 venv: $(STAMP)
 
@@ -93,22 +93,30 @@ report: $(STAMP)
 	       echo "make report: snakemake --report failed (its output above)" >&2; exit 1; }; \
 	mv "$$out/.report.partial.html" "$$out/report.html" && echo "make report: $$out/report.html"
 
-# The CPU study of the Shallow Exploration Trap, second registration (README, docs/study.md,
-# docs/study/preregistration-v2.md): outputs under results/study/. First the gates on the supervised
-# models (a failed gate stops here, before any RL run), then the runs and the report. Every job runs one
-# torch thread (OMP_NUM_THREADS=1), so the rules that ask for 2 run 1 here and as many jobs as cores run at once;
-# drop the --set-threads to run them one at a time (slower, same files). make study-full merges
-# workflow/configs/study-full.yaml over the same config: the same outdir, every run of make study and
-# more (1-2 h); make study-v1 is the first registered study (docs/study/preregistration.md, results/study-v1/).
+# The CPU study of the Shallow Exploration Trap (README, docs/study.md). make study: the third
+# registration (docs/study/preregistration-v3.md), outputs under results/study-v3/; make study-v2 the
+# second (preregistration-v2.md, results/study/), make study-full its larger look (merges
+# workflow/configs/study-full.yaml over it: the same outdir, every run of make study-v2 and more, 1-2 h);
+# make study-v1 the first (preregistration.md, results/study-v1/). Each: first the gates on the
+# supervised models (a failed gate stops there, before any RL run), then the runs and the report. Every job
+# runs one torch thread (OMP_NUM_THREADS=1), so the rules that ask for 2 run 1 here and as many jobs as
+# cores run at once; drop the --set-threads to run them one at a time (slower, same files). v2 and v3 share
+# the supervised models' full-solution phase (sft_cache: results/sft-cache). make study prints its
+# CPU-minutes (user + system of every process it waited for) and wall time at the end.
 STUDY_THREADS := --set-threads train=1 generate=1 evaluate=1 merge=1 reflen=1
 STUDY_CORES ?= $(shell nproc 2>/dev/null || echo 2)  # every core the machine gives (make study STUDY_CORES=N)
 STUDY_OPTS := --profile profiles/local $(STUDY_THREADS) --cores $(STUDY_CORES)
-STUDY_SMK := $(SMK) --configfile workflow/configs/study.yaml $(STUDY_OPTS)
+STUDY_SMK := $(SMK) --configfile workflow/configs/study-v3.yaml $(STUDY_OPTS)
+STUDY_V2_SMK := $(SMK) --configfile workflow/configs/study.yaml $(STUDY_OPTS)
 STUDY_FULL_SMK := $(SMK) --configfile workflow/configs/study.yaml workflow/configs/study-full.yaml $(STUDY_OPTS)
 STUDY_V1_SMK := $(SMK) --configfile workflow/configs/study-v1.yaml $(STUDY_OPTS)
 study: $(STAMP)
-	$(STUDY_SMK) study_gates
-	$(STUDY_SMK) study
+	$(BIN)/python workflow/scripts/cpu_time.py "make study" -- \
+	  sh -c '$(STUDY_SMK) study_gates && $(STUDY_SMK) study'
+
+study-v2: $(STAMP)
+	$(STUDY_V2_SMK) study_gates
+	$(STUDY_V2_SMK) study
 
 study-full: $(STAMP)
 	$(STUDY_FULL_SMK) study_gates

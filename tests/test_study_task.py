@@ -323,3 +323,70 @@ def test_a_supervised_stage_that_is_no_mapping_or_cannot_make_its_problems_is_on
     deep = SFTSettings.from_mapping({**SFT, "task": "pointer", "min_depth": 50, "max_depth": 60}, "sft")
     with pytest.raises(LieError, match=r"supervised stage \(pointer\): "):
         sft_problems(deep)
+
+
+def _sft_weights(tok, stop: float, cache=None, steps: int = 6):
+    from lie.stages.sft import SFTSettings, run_sft
+    from lie.stages.tiny import build_model
+
+    settings = SFTSettings.from_mapping({**SFT, "steps": steps, "full_steps": 3, "stop_prob": stop}, "sft")
+    model = build_model(len(tok), tok.eos_token_id, tok.pad_token_id, 0, 16, 1)
+    record = run_sft(model, tok, settings, "{question}", cache)
+    return record, {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def test_a_model_continued_from_the_saved_full_solution_state_is_the_model_trained_in_one_go(tmp_path):
+    """preregistration-v3.md: the stop-0.7 models fork v2's full-solution state (config sft_cache); the
+    state is the same whichever stop probability computed it, and continuing from it gives, bit for bit,
+    the weights of a run that never stopped (so v2's models are unchanged by the cache)."""
+    import torch
+
+    tok = build_tokenizer_for_tests()
+    _, plain_05 = _sft_weights(tok, 0.5)
+    _, plain_07 = _sft_weights(tok, 0.7)
+    first, cached_05 = _sft_weights(tok, 0.5, tmp_path / "cache")
+    second, cached_07 = _sft_weights(tok, 0.7, tmp_path / "cache")
+    assert first["full_phase"]["restored"] is False and second["full_phase"]["restored"] is True
+    assert first["full_phase"]["key"] == second["full_phase"]["key"]
+    assert first["loss"] == _sft_weights(tok, 0.5)[0]["loss"]
+    for plain, cached in ((plain_05, cached_05), (plain_07, cached_07)):
+        assert all(torch.equal(plain[k], cached[k]) for k in plain)
+    assert not all(torch.equal(plain_05[k], plain_07[k]) for k in plain_05)  # the shallow phases differ
+    # the state saved by a stop-0.7 model is the one a stop-0.5 model saves
+    _sft_weights(tok, 0.7, tmp_path / "other")
+    (saved,) = (tmp_path / "cache").glob("*.pt")
+    mine = torch.load(saved, weights_only=True)
+    theirs = torch.load(tmp_path / "other" / saved.name, weights_only=True)
+    assert all(torch.equal(mine["model"][k], theirs["model"][k]) for k in mine["model"])
+    assert mine["rng"] == theirs["rng"] and mine["scheduler"] == theirs["scheduler"]
+
+
+def test_another_full_solution_phase_gets_its_own_state_and_a_damaged_one_is_one_line(tmp_path):
+    from lie.stages.sft import SFTSettings, full_phase_key
+    from lie.stages.tiny import build_model
+
+    tok = build_tokenizer_for_tests()
+    model = build_model(len(tok), tok.eos_token_id, tok.pad_token_id, 0, 16, 1)
+    base = SFTSettings.from_mapping(SFT, "sft")
+    key = full_phase_key(model, tok, base, "{question}")
+    shallow_only = SFTSettings.from_mapping(
+        {**SFT, "stop_prob": 0.9, "pad_prob": 0.5, "pad_repeats": 1}, "sft"
+    )
+    assert full_phase_key(model, tok, shallow_only, "{question}") == key
+    for change in ({"lr": 2e-3}, {"seed": 1}, {"full_steps": 3}, {"steps": 6}):
+        other = SFTSettings.from_mapping({**SFT, **change}, "sft")
+        assert full_phase_key(model, tok, other, "{question}") != key, change
+    assert full_phase_key(model, tok, base, "Q: {question}") != key
+    other_init = build_model(len(tok), tok.eos_token_id, tok.pad_token_id, 1, 16, 1)
+    assert full_phase_key(other_init, tok, base, "{question}") != key
+    _sft_weights(tok, 0.5, tmp_path)
+    (saved,) = tmp_path.glob("*.pt")
+    saved.write_bytes(b"not a state")
+    with pytest.raises(LieError, match=f"{saved}: cannot read the saved full-solution state"):
+        _sft_weights(tok, 0.5, tmp_path)
+
+
+def build_tokenizer_for_tests():
+    from lie.stages.tiny import build_tokenizer
+
+    return build_tokenizer([p.solution() for p in C.generate(50, 0, 1, 3)], 300)

@@ -11,22 +11,27 @@ STUDY_BENCH = str((config.get("study") or {}).get("bench", ""))
 
 
 rule study_probe:
+    # probe/: sampled as the rollouts sample; probe-forced/: the third registration's forced-depth probe
     input:
         model=lambda w: get_model_dir(w.model),
         data=lambda w: str(LAYOUT.dataset_file(STUDY_BENCH)),
     output:
-        gen=f"{OUT}/probe/{{model}}/generations.jsonl",
-        scores=f"{OUT}/probe/{{model}}/scores.jsonl",
-        summary=f"{OUT}/probe/{{model}}/summary.json",
-        responses=f"{OUT}/probe/{{model}}/responses.jsonl",
+        gen=f"{OUT}/{{probe}}/{{model}}/generations.jsonl",
+        scores=f"{OUT}/{{probe}}/{{model}}/scores.jsonl",
+        summary=f"{OUT}/{{probe}}/{{model}}/summary.json",
+        responses=f"{OUT}/{{probe}}/{{model}}/responses.jsonl",
+    wildcard_constraints:
+        probe="probe|probe-forced",
     log:
-        f"{OUT}/logs/study/probe/{{model}}.log",
+        f"{OUT}/logs/study/{{probe}}/{{model}}.log",
     params:
         config=CONFIG,
+        forced=lambda w: " --forced" if w.probe == "probe-forced" else "",
         # what the probe reads, and no more: make study-full (more runs, more base models) keeps the probes
         settings=lambda w: json.dumps(
             {
                 "probe": (config.get("study") or {}).get("probe"),
+                **({"forced": (config["study"].get("third") or {}).get("forced_probe")} if w.probe == "probe-forced" else {}),
                 "bench": STUDY_BENCH,
                 "training": {k: config["training"][k] for k in ("temperature", "top_p", "max_response_length")},
                 "evaluation": {k: v for k, v in config["evaluation"].items() if k != "base_models"},
@@ -41,7 +46,7 @@ rule study_probe:
     container: IMAGE or None
     shell:
         "(lie study-probe --config {params.config} --model {input.model} --data {input.data} --out {output.gen}"
-        " --no-progress"
+        " --no-progress{params.forced}"
         " && lie evaluate --config {params.config} --gen {output.gen} --tokenizer {input.model}"
         " --out-scores {output.scores} --out-summary {output.summary} --no-progress"
         " && lie study-responses --config {params.config} --gen {output.gen} --scores {output.scores}"

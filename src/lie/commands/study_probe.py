@@ -17,10 +17,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", required=True, help="the study benchmark's parquet (lie data)")
     parser.add_argument("--out", required=True, help="JSON-lines output, as lie generate writes it")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--forced",
+        action="store_true",
+        help="the third registration's forced-depth probe (study.third.forced_probe): no end of sequence "
+        "or boxed answer before the problem's depth is written",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from lie.stages.probe import run_probe
 
-    run_probe(load_config_option(args), args.model, args.data, args.out, progress=not args.no_progress)
+    run_probe(
+        load_config_option(args),
+        args.model,
+        args.data,
+        args.out,
+        progress=not args.no_progress,
+        forced=args.forced,
+    )
     return 0

@@ -27,11 +27,14 @@ import hashlib
 import logging
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import InitVar, dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lie.core.errors import LieError
+
+if TYPE_CHECKING:
+    from lie.engines.sampling import Banned
 
 log = logging.getLogger(__name__)
 
@@ -295,6 +298,9 @@ class HFEngine:
         pad = self.tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else self.eos_ids[0]
         check_finite(self.model, model_path, self.eos_ids[0])
+        # Given a prompt's token ids, the rule of what its samples may not draw next (None: no rule):
+        # set by the study's forced-depth probe (lie.stages.probe); vLLM has no such hook here.
+        self.constraint: Callable[[Sequence[int]], Banned | None] | None = None
 
     def generate(
         self, prompts: Sequence[Sequence[int]], settings: SamplingSettings, seeds: Sequence[int]
@@ -313,12 +319,14 @@ class HFEngine:
             )
             for r in requests
         ]
+        rules = [self.constraint(r.prompt_ids) for r in rows] if self.constraint else None
         done = []
         for start in range(0, len(rows), self.batch_size):
             batch = rows[start : start + self.batch_size]
+            banned = rules[start : start + self.batch_size] if rules else None
             for request, sample in zip(
                 requests[start : start + self.batch_size],
-                sample_batch(self.model, batch, self.eos_ids, self.pad_id),
+                sample_batch(self.model, batch, self.eos_ids, self.pad_id, banned=banned),
             ):
                 text = self.tokenizer.decode(sample.token_ids, skip_special_tokens=True)
                 done.append(

@@ -10,7 +10,7 @@ log-probs are those of the model's raw distribution (vLLM's default ``raw_logpro
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -64,6 +64,29 @@ def _draw(
     return tokens
 
 
+# Given the tokens a row has drawn so far, the token ids it may not draw next.
+Banned = Callable[[Sequence[int]], Sequence[int]]
+
+
+def _ban(
+    logits: torch.Tensor,
+    banned: Sequence[Banned | None],
+    out: Sequence[SampledTokens],
+    active: Sequence[bool],
+) -> torch.Tensor:
+    """``logits`` with each active row's banned tokens at -inf (a row left with no token is refused)."""
+    logits = logits.clone()
+    for row, rule in enumerate(banned):
+        if rule is None or not active[row]:
+            continue
+        ids = list(rule(out[row].token_ids))
+        if ids:
+            logits[row, ids] = float("-inf")
+            if not torch.isfinite(logits[row]).any():
+                raise ValueError(f"row {row}: every token is banned")
+    return logits
+
+
 @torch.no_grad()
 def sample_batch(
     model: torch.nn.Module,
@@ -72,11 +95,14 @@ def sample_batch(
     pad_id: int,
     generator: torch.Generator | None = None,
     width: int = 0,
+    banned: Sequence[Banned | None] | None = None,
 ) -> list[SampledTokens]:
     """Decode ``requests`` together; rows without a seed draw from ``generator`` (or torch's default).
 
     Prompts are left-padded to the longest of them, or to ``width`` if longer: with one fixed width
-    a row's numbers no longer depend on how long the other prompts of its batch were.
+    a row's numbers no longer depend on how long the other prompts of its batch were. ``banned``, per
+    row: the token ids that row may not draw next, given what it has drawn so far (the study's
+    forced-depth probe); the log-probs stay those of the raw distribution.
     """
     if not requests:
         return []
@@ -108,6 +134,8 @@ def sample_batch(
         # seed draws the same token from the same distribution on a CPU and on a GPU.
         logits = result.logits[:, -1, :].float().cpu()
         log_probs = torch.log_softmax(logits, dim=-1)
+        if banned is not None:
+            logits = _ban(logits, banned, out, active)
         tokens = _draw(_filtered_probs(logits, requests), logits, requests, generators)
         for row, token in enumerate(tokens):
             if not active[row]:

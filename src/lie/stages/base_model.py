@@ -156,12 +156,19 @@ def corpus_texts(files: list[Path]) -> list[str]:
 
 
 def build_tiny_model(
-    name: str, entry: dict[str, Any], out: Path, corpus_files: list[Path], template: str | None = None
+    name: str,
+    entry: dict[str, Any],
+    out: Path,
+    corpus_files: list[Path],
+    template: str | None = None,
+    sft_cache: str | Path | None = None,
 ) -> Path:
     """A tiny model built here; with ``sft:`` in its entry, taught by the supervised stage (lie.stages.sft).
 
     ``template`` is the config's ``prompt.math``: the supervised stage prompts as the pipeline does.
     Without ``sft`` (or ``sft: null``) the model keeps its random weights (the smoke run).
+    ``sft_cache``: the config's folder of full-solution states, shared by models that differ only in
+    their shallow phase (None: none).
     """
     from lie.formats.outputs import partial_folder
     from lie.stages.tiny import build_tiny
@@ -185,7 +192,7 @@ def build_tiny_model(
         corpus += tokenizer_corpus(settings, template)
 
         def train(model: Any, tokenizer: Any) -> None:
-            source["sft"] = run_sft(model, tokenizer, settings, template)
+            source["sft"] = run_sft(model, tokenizer, settings, template, sft_cache)
 
     tmp = partial_folder(out)
     with _writing(tmp, out):
@@ -238,7 +245,7 @@ def make_base_model(
         raise LieError(f"models.{name}.sft: the supervised stage is for tiny models; add tiny: or drop sft:")
     if entry.get("tiny"):
         template = (config.get("prompt") or {}).get("math")
-        build_tiny_model(name, entry, folder, [Path(p) for p in corpus], template)
+        build_tiny_model(name, entry, folder, [Path(p) for p in corpus], template, config.get("sft_cache"))
     elif entry.get("path"):
         raise LieError(f"models.{name} points at a local folder ({entry['path']}); there is nothing to fetch")
     else:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -88,8 +89,10 @@ def run_generate(
     limit: int | None = None,
     engine_kwargs: dict[str, Any] | None = None,
     progress: bool = True,
+    rule: SamplingRule | None = None,
 ) -> dict[str, Any]:
-    """Generate, resumably, and write ``out``; return the settings and counts."""
+    """Generate, resumably, and write ``out``; return the settings and counts. ``rule``: a change to
+    how the engine samples (the study's forced-depth probe), named in the records."""
     from lie.config import dataset_entry
     from lie.engines.generation import SEED_RULE, batch_invariant_mode, engine_version, load_engine
     from lie.formats.jsonl import atomic_output, dumps
@@ -133,6 +136,7 @@ def run_generate(
         "seed_model": model_name(model),
         "seed_rule": f"{STREAM_RULE}; then {SEED_RULE}",
         **asdict(sampling),
+        **({"sampling_rule": rule.name} if rule else {}),
     }
     log.info("generate %s: %s", bench, ", ".join(f"{k}={v}" for k, v in settings.items()))
     prompts = [Prompt(p.index, p.messages, f"{bench} problem {p.index}") for p in problems]
@@ -140,7 +144,10 @@ def run_generate(
     by_index = {p.index: p for p in problems}
 
     def load() -> Any:
-        return load_engine(kind, str(path), trust_remote_code=trust, **(engine_kwargs or {}))
+        engine = load_engine(kind, str(path), trust_remote_code=trust, **(engine_kwargs or {}))
+        if rule:
+            rule.apply(engine)
+        return engine
 
     work_dir = Path(f"{out}.shards")
     lines = sample_in_shards(
@@ -223,6 +230,14 @@ def evaluation_thinking(config: dict[str, Any], model: str) -> bool | None:
         )
         return None
     return thinking_at_evaluation(config, name)
+
+
+@dataclass(frozen=True)
+class SamplingRule:
+    """A change to how an engine samples: ``apply`` sets it on the loaded engine; ``name`` is recorded."""
+
+    name: str
+    apply: Callable[[Any], None]
 
 
 def model_name(model: str) -> str:

@@ -24,6 +24,7 @@ import random
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from lie.core.errors import LieError
@@ -174,66 +175,187 @@ def collate(batch: list[tuple[list[int], list[int]]], pad: int) -> dict[str, Any
     return {"input_ids": ids, "attention_mask": mask, "labels": labels}
 
 
-def run_sft(model: Any, tokenizer: Any, settings: SFTSettings, template: str) -> dict[str, Any]:
-    """Train ``model`` in place: full solutions, then shallow-habit examples; return what was done."""
+# What the full-solution phase does not read: the shallow phase's own settings.
+SHALLOW_ONLY = ("stop_prob", "pad_prob", "pad_repeats")
+STATE_FORMAT = 1
+
+
+def full_phase_key(model: Any, tokenizer: Any, settings: SFTSettings, template: str) -> str:
+    """A digest of everything the full-solution phase's end state depends on: the settings but the
+    shallow phase's, the prompt template, the tokenizer's vocabulary, the initial weights and torch's
+    version (its kernels' numbers)."""
+    import hashlib
+    import json
+
     import torch
-    from tqdm import tqdm
+
+    digest = hashlib.sha256()
+    fields = {k: v for k, v in asdict(settings).items() if k not in SHALLOW_ONLY}
+    head = {"format": STATE_FORMAT, "settings": fields, "template": template, "torch": torch.__version__}
+    digest.update(json.dumps(head, sort_keys=True).encode())
+    digest.update(json.dumps(sorted(tokenizer.get_vocab().items())).encode())
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()[:24]
+
+
+@dataclass
+class _Trainer:
+    """The supervised stage's loop, its state saved and restored whole (weights, optimizer, schedule,
+    the example draw's random state, torch's), so that a run continued from a saved state takes the
+    same steps as one that never stopped."""
+
+    model: Any
+    tokenizer: Any
+    settings: SFTSettings
+    task: Any
+    problems: list[Any]
+    prompts: list[list[int]]
+    rng: random.Random
+    optimizer: Any
+    scheduler: Any
+    counts: ExampleCounts = field(default_factory=ExampleCounts)
+    losses: list[dict[str, float]] = field(default_factory=list)
+    window: list[float] = field(default_factory=list)
+
+    def train(self, steps: range) -> None:
+        import torch
+        from tqdm import tqdm
+
+        from lie.tasks.shallow import shallow_example
+
+        s = self.settings
+        self.model.train()
+        for step in tqdm(steps, desc="sft steps", unit="step", mininterval=5.0):
+            shallow = step >= s.full_steps
+            stop, pad_prob = (s.stop_prob, s.pad_prob) if shallow else (0.0, 0.0)
+            batch = []
+            for _ in range(s.batch_size):
+                i = self.rng.randrange(len(self.problems))
+                example = shallow_example(
+                    self.task, self.problems[i], self.rng, stop, pad_prob, s.pad_repeats
+                )
+                ids = self.tokenizer(example.text, add_special_tokens=False)["input_ids"]
+                target = ids + [self.tokenizer.eos_token_id]
+                batch.append((self.prompts[i], target))
+                if shallow:
+                    self.counts.add(example.keep, self.problems[i].depth, example.repeats, len(target))
+            loss = self.model(**collate(batch, self.tokenizer.pad_token_id)).loss
+            self.optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+            self.optimizer.step()
+            self.scheduler.step()
+            self.window.append(float(loss.item()))
+            if (step + 1) % LOG_EVERY == 0 or step + 1 == s.steps:
+                self.losses.append({"step": step + 1, "loss": sum(self.window) / len(self.window)})
+                self.window = []
+        self.model.eval()
+
+    def state(self) -> dict[str, Any]:
+        import torch
+
+        return {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "rng": self.rng.getstate(),
+            "torch_rng": torch.get_rng_state(),
+            "losses": self.losses,
+            "window": self.window,
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        import torch
+
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.rng.setstate(state["rng"])
+        torch.set_rng_state(state["torch_rng"])
+        self.losses, self.window = list(state["losses"]), list(state["window"])
+
+
+def _full_phase(trainer: _Trainer, cache: Path, key: str) -> bool:
+    """Run the full-solution phase, or restore its end state from ``cache/<key>.pt`` where another model
+    (or an earlier run) saved it; save it there when computed. Returns whether it was restored."""
+    import fcntl
+
+    import torch
+
+    from lie.formats.jsonl import atomic_output
+
+    cache.mkdir(parents=True, exist_ok=True)
+    path = cache / f"{key}.pt"
+    with open(cache / f"{key}.lock", "w") as lock:  # one process computes it; the others wait, then read it
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.is_file():
+            try:
+                trainer.restore(torch.load(path, weights_only=True))
+            except Exception as exc:  # noqa: BLE001 - torch raises many kinds for a damaged file
+                raise LieError(
+                    f"{path}: cannot read the saved full-solution state ({exc}); delete it and rerun"
+                ) from None
+            log.info("sft: full-solution phase restored from %s", path)
+            return True
+        trainer.train(range(trainer.settings.full_steps))
+        with atomic_output(path, "wb") as handle:
+            torch.save(trainer.state(), handle)
+        log.info("sft: full-solution phase saved to %s", path)
+        return False
+
+
+def run_sft(
+    model: Any, tokenizer: Any, settings: SFTSettings, template: str, cache: str | Path | None = None
+) -> dict[str, Any]:
+    """Train ``model`` in place: full solutions, then shallow-habit examples; return what was done.
+
+    ``cache``: a folder for the full-solution phase's end state (config ``sft_cache``): restored from
+    there when a model with the same :func:`full_phase_key` saved it, else computed and saved.
+    """
+    import torch
 
     from lie.formats.prompts import chat_messages, prompt_token_ids, render_question
     from lie.tasks import task_module
-    from lie.tasks.shallow import shallow_example
 
-    task = task_module(settings.task)
     problems = sft_problems(settings)
     prompts = [
         prompt_token_ids(tokenizer, chat_messages(render_question(template, p.question()))) for p in problems
     ]
-    rng = random.Random(settings.seed)
+    key = full_phase_key(model, tokenizer, settings, template) if cache is not None else None
     torch.manual_seed(settings.seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings.lr, weight_decay=0.0)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _lr_factor(s, settings))
-    counts = ExampleCounts()
-    losses: list[dict[str, float]] = []
-    window: list[float] = []
+    trainer = _Trainer(
+        model, tokenizer, settings, task_module(settings.task), problems, prompts, random.Random(settings.seed),
+        optimizer, scheduler,
+    )  # fmt: skip
     start = time.perf_counter()
-    model.train()
-    for step in tqdm(range(settings.steps), desc="sft steps", unit="step", mininterval=5.0):
-        shallow = step >= settings.full_steps
-        stop, pad_prob = (settings.stop_prob, settings.pad_prob) if shallow else (0.0, 0.0)
-        batch = []
-        for _ in range(settings.batch_size):
-            i = rng.randrange(len(problems))
-            example = shallow_example(task, problems[i], rng, stop, pad_prob, settings.pad_repeats)
-            target = tokenizer(example.text, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-            batch.append((prompts[i], target))
-            if shallow:
-                counts.add(example.keep, problems[i].depth, example.repeats, len(target))
-        loss = model(**collate(batch, tokenizer.pad_token_id)).loss
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        scheduler.step()
-        window.append(float(loss.item()))
-        if (step + 1) % LOG_EVERY == 0 or step + 1 == settings.steps:
-            losses.append({"step": step + 1, "loss": sum(window) / len(window)})
-            window = []
-    model.eval()
+    restored = False
+    if key is not None and settings.full_steps > 0:
+        restored = _full_phase(trainer, Path(cache), key)  # type: ignore[arg-type]
+        trainer.train(range(settings.full_steps, settings.steps))
+    else:
+        trainer.train(range(settings.steps))
     seconds = time.perf_counter() - start
-    record = counts.record()
+    record = trainer.counts.record()
     log.info(
         "sft: %d steps in %.0f s, final loss %.3f; shallow phase: %.0f%% full solutions, %.0f%% padded",
         settings.steps,
         seconds,
-        losses[-1]["loss"],
+        trainer.losses[-1]["loss"],
         100 * record["full_solution_share"],
         100 * record["padded_share"],
     )
-    return {
+    out = {
         "settings": asdict(settings),
         "template": template,
         "shallow_phase": record,
-        "loss": losses,
+        "loss": trainer.losses,
         "seconds": round(seconds, 1),
         "optimizer": "AdamW(weight_decay=0), grad clip 1.0, linear warm-up then linear decay to lr/10",
     }
+    if key is not None:
+        out["full_phase"] = {"key": key, "restored": restored}
+    return out

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from lie.study.inputs import StepPoint
@@ -168,3 +169,84 @@ def read_gates(
     high = binomial_upper(natural_right, natural_samples) * run_samples
     passed = (step_low >= step_accuracy, full_low >= full_depth_accuracy, high <= max_right_per_run)
     return GateReading(step_low, full_low, high, passed)
+
+
+def decision_rows(
+    diffs: Mapping[str, float], check: Binding, alpha: float, sesoi: float, power: float
+) -> list[dict[str, Any]]:
+    """``study_tests.csv`` of the third registration: the primary test (its verdict the only one), the
+    per-model readouts, then the binding check. ``diffs``: pair label (``model/sSEED``) -> difference."""
+    from lie.study.stats import detectable_effect
+
+    values = list(diffs.values())
+    primary = decision(values, alpha, sesoi, check)
+    spread = sd(values) if len(values) > 1 else None
+    primary |= {"comparison": "GRPO + LIE - GRPO, accuracy at the training limit (paired, one-sided)",
+                "sd": spread, "power": power,
+                "detectable": detectable_effect(spread, len(values), alpha, power) if spread else None}  # fmt: skip
+    models = [r | {"comparison": "the same, this supervised model's pairs only"} for r in per_model(diffs)]
+    check_row = {"test": "binding", "comparison": "median over the GRPO runs of their right training samples",
+                 "estimate": check.median, "n": len(check.successes), "threshold": check.max_median,
+                 "verdict": "holds" if check.holds else "fails"}  # fmt: skip
+    return [primary, *models, check_row]
+
+
+def _num(value: Any, fmt: str) -> str:
+    return "—" if value is None else format(value, fmt)
+
+
+def decision_markdown(rows: Sequence[dict[str, Any]], check: Binding) -> list[str]:
+    """The third registration's readings, in its words."""
+    held = "holds" if check.holds else "**fails**"
+    primary = rows[0]
+    lines = [
+        "## The registered test (docs/study/preregistration-v3.md)",
+        "",
+        f"Binding check: the median over the {len(check.successes)} GRPO runs of their training samples graded "
+        f"right is {_num(check.median, 'g')} (at most {check.max_median:g} registered): {held}. Per run: "
+        f"{' '.join(str(s) for s in check.successes) or '—'}."
+        + ("" if check.holds else f' The verdict is read with the words "{NOT_BOUND}".'),
+        "",
+        f"Primary: GRPO + LIE minus GRPO, accuracy at the training limit, {primary['n']} pairs; L and U are the "
+        f"one-sided {1 - primary['alpha']:.0%} bounds; smallest effect of interest {primary['sesoi']:g}. Only "
+        "this row carries a verdict; the per-model rows are readouts.",
+        "",
+        "| test | pairs | mean | SD | SE | t | df | one-sided p | L | U | detectable at power (observed SD) "
+        "| verdict |",
+        "|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|",
+    ]
+    for r in rows[:-1]:
+        detectable = r.get("detectable")
+        power = f"{_num(detectable, '.3f')} ({r['power']:g})" if detectable is not None else "—"
+        lines.append(
+            f"| {r['test']} | {r['n']} | {_num(r.get('estimate'), '+.4f')} | {_num(r.get('sd'), '.4f')} | "
+            f"{_num(r.get('se'), '.4f')} | {_num(r.get('t'), '.2f')} | {_num(r.get('df'), 'd')} | "
+            f"{_num(r.get('p'), '.4f')} | {_num(r.get('low'), '+.4f')} | {_num(r.get('high'), '+.4f')} | {power} | "
+            f"**{r['verdict']}** |"
+        )
+    return lines
+
+
+def read_successes(path: str | Path, arm: str) -> list[int]:
+    """Per run of ``arm``, its right training samples, from another machine's ``study_steps.csv``
+    (accuracy times samples, step by step): the pooled binding check's input."""
+    import csv
+
+    from lie.core.errors import LieError
+
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            rows = list(csv.DictReader(handle))
+    except OSError as exc:
+        raise LieError(f"cannot read {path}: {exc.strerror}") from None
+    runs: dict[str, int] = {}
+    for number, row in enumerate(rows, start=2):
+        if row.get("arm") != arm:
+            continue
+        try:
+            runs[row["run"]] = runs.get(row["run"], 0) + round(float(row["accuracy"]) * int(row["samples"]))
+        except (KeyError, TypeError, ValueError):
+            raise LieError(f"{path} line {number}: run, accuracy and samples must be given") from None
+    if not runs:
+        raise LieError(f"{path}: no step of arm {arm!r}")
+    return list(runs.values())

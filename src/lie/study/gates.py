@@ -135,17 +135,120 @@ def measure(
     )
 
 
+@dataclass(frozen=True)
+class ThirdGateResult:
+    """One supervised model's gates of the third registration (preregistration-v3.md): G1 and G2 read
+    on the forced-depth probe, G3 on the natural probe, each on its one-sided 95% bound."""
+
+    condition: str
+    base_model: str
+    stop_prob: float
+    problems: int
+    forced_samples: int
+    steps_written: int
+    steps_right: int
+    step_accuracy: float
+    step_low: float  # G1: Wilson lower bound
+    forced_right: int
+    full_depth_accuracy: float
+    full_low: float  # G2: Wilson lower bound
+    natural_samples: int
+    natural_right: int
+    natural_full_share: float  # natural samples that wrote the full depth
+    full_share_analytic: float  # (1 - stop) ** k, every depth alike
+    right_per_run_high: float  # G3: Clopper-Pearson upper bound x a run's samples
+    natural_trap_index: float  # natural probe: groups whose samples all got the same grade
+    step_gate: bool
+    full_depth_gate: bool
+    trap_gate: bool
+
+    @property
+    def passed(self) -> bool:
+        return self.step_gate and self.full_depth_gate and self.trap_gate
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "passed": self.passed}
+
+
+def measure_third(
+    config: dict[str, Any],
+    spec: StudySpec,
+    condition: Condition,
+    forced: Sequence[dict[str, Any]],
+    natural: Sequence[dict[str, Any]],
+    base_model: str,
+) -> ThirdGateResult:
+    """The third registration's gates of one supervised model, from its two probes' response columns."""
+    from lie.study.decision import read_gates
+
+    third = spec.third
+    if third is None:
+        raise LieError("the third registration's gates need study.third")
+    budget = str(int(config["training"]["max_response_length"]))
+    forced, natural = condition_rows(forced, condition), condition_rows(natural, condition)
+    if not forced or not natural:
+        raise LieError(
+            f"{base_model}: no probe responses of depth {condition.depths} (forced: {len(forced)}, natural: "
+            f"{len(natural)})"
+        )
+    written = sum(r["depth_written"] for r in forced)
+    right_steps = sum(r["steps_right"] for r in forced)
+    forced_right = sum(bool(r["correct"][budget]) for r in forced)
+    natural_right = sum(bool(r["correct"][budget]) for r in natural)
+    if written < 1:
+        raise LieError(f"{base_model}: the forced-depth probe wrote no step; is the model a chain model?")
+    reading = read_gates(
+        right_steps, written, forced_right, len(forced), natural_right, len(natural),
+        step_accuracy=third.step_accuracy, full_depth_accuracy=third.full_depth_accuracy,
+        max_right_per_run=third.max_right_per_run, run_samples=third.run_samples,
+    )  # fmt: skip
+    s = stop_prob(config, base_model)
+    return ThirdGateResult(
+        condition=condition.name,
+        base_model=base_model,
+        stop_prob=s,
+        problems=len({(r["bench"], r["index"]) for r in natural}),
+        forced_samples=len(forced),
+        steps_written=written,
+        steps_right=right_steps,
+        step_accuracy=right_steps / written,
+        step_low=reading.step_low,
+        forced_right=forced_right,
+        full_depth_accuracy=forced_right / len(forced),
+        full_low=reading.full_low,
+        natural_samples=len(natural),
+        natural_right=natural_right,
+        natural_full_share=sum(r["depth_written"] >= r["depth_needed"] for r in natural) / len(natural),
+        full_share_analytic=trap.analytic_full_share(s, condition.depths),
+        right_per_run_high=reading.right_per_run_high,
+        natural_trap_index=trap.trap_index(groups(natural, budget)),
+        step_gate=reading.passed[0],
+        full_depth_gate=reading.passed[1],
+        trap_gate=reading.passed[2],
+    )
+
+
 def gate_inputs(config: dict[str, Any], layout: Layout) -> list[str]:
     """The files :func:`measure_all` reads (the ``study_gates`` rule's inputs)."""
-    paths = StudyPaths(layout)
-    return [str(paths.probe_responses(m)) for m in study_spec(config).base_models]
+    paths, spec = StudyPaths(layout), study_spec(config)
+    natural = [str(paths.probe_responses(m)) for m in spec.base_models]
+    return natural + (
+        [str(paths.probe_responses(m, forced=True)) for m in spec.base_models] if spec.third else []
+    )
 
 
-def measure_all(config: dict[str, Any]) -> list[GateResult]:
+def measure_all(config: dict[str, Any]) -> list[GateResult] | list[ThirdGateResult]:
     """Every condition's gates, from the probe files of each of its supervised models."""
     spec = study_spec(config)
     paths = StudyPaths(Layout(config))
     rows = {m: read_responses(paths.probe_responses(m)) for m in spec.base_models}
+    if spec.third:
+        forced = {m: read_responses(paths.probe_responses(m, forced=True)) for m in spec.base_models}
+        return [
+            measure_third(config, spec, c, forced[m], rows[m], m)
+            for c in spec.conditions
+            for m in c.base_models
+        ]
     return [measure(config, spec, c, rows[m], m) for c in spec.conditions for m in c.base_models]
 
 
@@ -153,7 +256,40 @@ def _yes(ok: bool) -> str:
     return "pass" if ok else "**FAIL**"
 
 
-def gates_markdown(spec: StudySpec, results: Sequence[GateResult]) -> str:
+def third_gates_markdown(spec: StudySpec, results: Sequence[ThirdGateResult]) -> str:
+    third = spec.third
+    assert third is not None
+    lines = [
+        "# Gates on the supervised models (before any RL run)",
+        "",
+        "Generated by `lie study-gates`; thresholds registered in `docs/study/preregistration-v3.md`, each read "
+        "on a one-sided 95% bound. Forced-depth probe: "
+        f"{third.forced_n} samples a test problem, no end of sequence or boxed answer before the problem's depth "
+        f"is written (G1 step accuracy, G2 full-depth accuracy: Wilson lower bounds). Natural probe: "
+        f"{spec.probe_n} samples a test problem, as the rollouts sample (G3: the Clopper-Pearson upper bound of "
+        f"its accuracy times a run's {third.run_samples} training samples: right samples a GRPO run may see).",
+        "",
+        f"| model | stop prob | problems | G1 step accuracy: right / written, estimate, lower bound [≥ "
+        f"{third.step_accuracy:g}] | G2 full-depth accuracy: right / samples, estimate, lower bound [≥ "
+        f"{third.full_depth_accuracy:g}] | G3 natural probe: right / samples, upper bound per run [≤ "
+        f"{third.max_right_per_run:g}] | natural full depth written: analytic / measured | natural trap index | "
+        "gates |",
+        "|:---|---:|---:|---:|---:|---:|---:|---:|:---:|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r.base_model} | {r.stop_prob:g} | {r.problems} | {r.steps_right} / {r.steps_written}, "
+            f"{r.step_accuracy:.3f}, {r.step_low:.3f} {_yes(r.step_gate)} | {r.forced_right} / {r.forced_samples}, "
+            f"{r.full_depth_accuracy:.3f}, {r.full_low:.3f} {_yes(r.full_depth_gate)} | {r.natural_right} / "
+            f"{r.natural_samples}, {r.right_per_run_high:.2f} {_yes(r.trap_gate)} | {r.full_share_analytic:.4f} / "
+            f"{r.natural_full_share:.4f} | {r.natural_trap_index:.3f} | {_yes(r.passed)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def gates_markdown(spec: StudySpec, results: Sequence[GateResult] | Sequence[ThirdGateResult]) -> str:
+    if spec.third:
+        return third_gates_markdown(spec, results)  # type: ignore[arg-type]
     g = spec.gates
     lines = [
         "# Gates on the supervised models (before any RL run)",
@@ -182,8 +318,26 @@ def gates_markdown(spec: StudySpec, results: Sequence[GateResult]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def failures(results: Sequence[GateResult]) -> list[str]:
+def failures(results: Sequence[GateResult] | Sequence[ThirdGateResult]) -> list[str]:
     """One phrase per failed gate (naming the supervised model where a condition has several)."""
+    if results and isinstance(results[0], ThirdGateResult):
+        return third_failures(results)  # type: ignore[arg-type]
+    return _failures(results)  # type: ignore[arg-type]
+
+
+def third_failures(results: Sequence[ThirdGateResult]) -> list[str]:
+    out = []
+    for r in results:
+        if not r.step_gate:
+            out.append(f"{r.base_model}: G1 step accuracy's lower bound {r.step_low:.3f}")
+        if not r.full_depth_gate:
+            out.append(f"{r.base_model}: G2 full-depth accuracy's lower bound {r.full_low:.3f}")
+        if not r.trap_gate:
+            out.append(f"{r.base_model}: G3 right samples per run, upper bound {r.right_per_run_high:.2f}")
+    return out
+
+
+def _failures(results: Sequence[GateResult]) -> list[str]:
     several = {r.condition for r in results if sum(q.condition == r.condition for q in results) > 1}
 
     def _of(r: GateResult) -> str:

@@ -1,5 +1,5 @@
 """Where the study's own stages write, under the config's ``outdir`` (beside the pipeline's layout):
-``probe/<model>/`` and ``responses/<key>.jsonl``."""
+``probe/<model>/``, ``probe-forced/<model>/`` and ``responses/<key>.jsonl``."""
 
 from __future__ import annotations
 
@@ -17,21 +17,22 @@ class StudyPaths:
         """Per-response columns of ``key``'s evaluation (``lie study-responses``)."""
         return self.root / "responses" / f"{key}.jsonl"
 
-    def probe_dir(self, model: str) -> Path:
-        """The supervised model sampled as RL samples it (``lie study-probe``), scored, with columns."""
-        return self.root / "probe" / model
+    def probe_dir(self, model: str, forced: bool = False) -> Path:
+        """The supervised model sampled as RL samples it (``lie study-probe``), scored, with columns;
+        ``forced``: the third registration's forced-depth probe (``lie study-probe --forced``)."""
+        return self.root / ("probe-forced" if forced else "probe") / model
 
-    def probe_generations(self, model: str) -> Path:
-        return self.probe_dir(model) / "generations.jsonl"
+    def probe_generations(self, model: str, forced: bool = False) -> Path:
+        return self.probe_dir(model, forced) / "generations.jsonl"
 
-    def probe_scores(self, model: str) -> Path:
-        return self.probe_dir(model) / "scores.jsonl"
+    def probe_scores(self, model: str, forced: bool = False) -> Path:
+        return self.probe_dir(model, forced) / "scores.jsonl"
 
-    def probe_summary(self, model: str) -> Path:
-        return self.probe_dir(model) / "summary.json"
+    def probe_summary(self, model: str, forced: bool = False) -> Path:
+        return self.probe_dir(model, forced) / "summary.json"
 
-    def probe_responses(self, model: str) -> Path:
-        return self.probe_dir(model) / "responses.jsonl"
+    def probe_responses(self, model: str, forced: bool = False) -> Path:
+        return self.probe_dir(model, forced) / "responses.jsonl"
 
     @property
     def gates(self) -> list[Path]:

@@ -28,7 +28,15 @@ from lie import config as cfgmod
 from lie.config.layout import Layout
 from lie.core.errors import LieError
 from lie.report.render import csv_text
-from lie.study.gates import GateResult, gates_markdown, measure_all
+from lie.study.decision import (
+    Binding,
+    binding,
+    decision_markdown,
+    decision_rows,
+    read_successes,
+    run_successes,
+)
+from lie.study.gates import GateResult, ThirdGateResult, gates_markdown, measure_all
 from lie.study.inputs import EvalSummary, StepPoint, eval_summary, run_curve
 from lie.study.paired import Paired, paired, verdict
 from lie.study.paths import StudyPaths
@@ -87,6 +95,7 @@ SUMMARY_COLUMNS = (
     ("train_trap_last", f"trap index, last {EDGE_STEPS} steps", 2),
     ("train_trap_mean", "trap index, all steps", 3),
     ("train_zero_adv_mean", "zero-advantage groups (own reward), all steps", 3),
+    ("train_right", "right training samples per run", 1),
     ("train_len_applied", "share of samples R_len applied", 4),
     ("escaped", f"share of runs whose trap index fell below {ESCAPE_BELOW}", 2),
     ("escape_step", f"escape step (first trap index < {ESCAPE_BELOW}; escaped runs)", 1),
@@ -163,7 +172,11 @@ def study_inputs(config: dict[str, Any], layout: Layout) -> dict[str, list[str]]
     return {
         "runs": [str(layout.run_dir(run).final_json) for run in spec.runs],
         "responses": [str(paths.responses(key)) for key in keys],
-        "probes": [str(paths.probe_responses(m)) for m in spec.base_models],
+        "probes": [
+            str(paths.probe_responses(m, forced=f))
+            for f in {False, spec.third is not None}
+            for m in spec.base_models
+        ],  # fmt: skip
         "gates": [str(p) for p in paths.gates],
     }
 
@@ -199,7 +212,7 @@ class StudyData:
     spec: StudySpec
     curves: dict[str, list[StepPoint]]  # run -> steps
     evals: dict[tuple[str, str], EvalSummary]  # (condition, run or base model) -> test responses
-    gates: list[GateResult]
+    gates: list[GateResult] | list[ThirdGateResult]
     train_limit: int
     seeds: dict[str, Any]  # run -> its pairing key: the RL seed, or "<supervised model>/s<seed>" with several
 
@@ -274,6 +287,7 @@ def key_summary(data: StudyData, condition: str, key: str) -> dict[str, float | 
         out[name] = _edge(points, metric, last) if points else None
     out["train_trap_mean"] = sum(p.trap_index for p in points) / len(points) if points else None
     out["train_zero_adv_mean"] = sum(p.zero_adv_share for p in points) / len(points) if points else None
+    out["train_right"] = float(run_successes(points)) if points else None
     out["train_red_applied"] = _sample_share(points, "red_applied") if points else None
     out["train_len_applied"] = _sample_share(points, "len_applied") if points else None
     step = escape_step(points) if points else None
@@ -334,6 +348,13 @@ def paired_rows(data: StudyData) -> list[dict[str, Any]]:
             for column in PAIRED_COLUMNS:
                 p = paired(per_seed(data, c, arm.name, column), per_seed(data, c, spec.baseline, column))
                 rows.append(row(c, f"{arm.name} - {spec.baseline}", column, p))
+        if spec.third:  # the third registration's one test is in study_tests.csv, with its verdict
+            p = paired(
+                per_seed(data, c, spec.primary, "acc_limit"), per_seed(data, c, spec.baseline, "acc_limit")
+            )
+            rows.append(row(c, f"{spec.primary} - {spec.baseline}", "acc_limit", p, registered="primary",
+                            prediction="positive"))  # fmt: skip
+            continue
         for pred in predictions(spec, c):
             p = paired(
                 per_seed(data, c, pred.minuend, pred.column), per_seed(data, c, pred.subtrahend, pred.column)
@@ -458,9 +479,39 @@ def registered_persistence(data: StudyData) -> Persistence | None:
     return persistence(curves, tests.persistence_steps, tests.persistence_threshold)
 
 
+def third_binding(data: StudyData) -> Binding:
+    """The third registration's binding check on this study's GRPO runs."""
+    third = data.spec.third
+    assert third is not None
+    runs = [run for c in data.spec.conditions for run in c.arm(data.spec.baseline).runs]  # type: ignore[union-attr]
+    return binding([run_successes(data.curves[run]) for run in runs], third.binding_median)
+
+
+def third_effects(data: StudyData) -> dict[str, float]:
+    """Pair label (``model/sSEED``) -> GRPO + LIE minus GRPO, accuracy at the training limit."""
+    spec, out = data.spec, {}
+    for c in spec.conditions:
+        p = paired(
+            per_seed(data, c, spec.primary, "acc_limit"), per_seed(data, c, spec.baseline, "acc_limit")
+        )
+        out.update({str(seed): d for seed, d in zip(p.seeds, p.diffs)})
+    return out
+
+
+def third_rows(
+    data: StudyData, effects: dict[str, float] | None = None, check: Binding | None = None
+) -> list[dict[str, Any]]:
+    third = data.spec.third
+    assert third is not None
+    return decision_rows(effects if effects is not None else third_effects(data), check or third_binding(data),
+                         third.alpha, third.smallest_effect, third.power)  # fmt: skip
+
+
 def tests_table(data: StudyData) -> list[dict[str, Any]]:
     """``study_tests.csv``: the registered tests, then the persistence check (empty for the first study,
-    whose registration has none of them)."""
+    whose registration has none of them); the third registration's test, readouts and binding check."""
+    if data.spec.third:
+        return third_rows(data)
     tests, check = data.spec.tests, registered_persistence(data)
     if tests is None or check is None:
         return [{"test": "none", "comparison": "the first registration has no tests of this kind"}]
@@ -484,8 +535,11 @@ def summary_markdown(
         "every arm alike); trap index: share of prompt groups whose samples all got the same grade.",
         "",
         *registered_markdown(data),
-        *verdict_markdown(paired_, continuity=data.spec.tests is not None),
-        "",
+        *(
+            []
+            if data.spec.third
+            else [*verdict_markdown(paired_, continuity=data.spec.tests is not None), ""]
+        ),
         gates_markdown(data.spec, data.gates).replace("# Gates", "## Gates", 1),
     ]
     for c in data.spec.conditions:
@@ -494,6 +548,9 @@ def summary_markdown(
 
 
 def registered_markdown(data: StudyData) -> list[str]:
+    if data.spec.third:
+        check = third_binding(data)
+        return [*decision_markdown(third_rows(data, check=check), check), ""]
     check = registered_persistence(data)
     if data.spec.tests is None or check is None:
         return []
@@ -527,8 +584,10 @@ def budget_rows(data: StudyData) -> list[dict[str, Any]]:
 def pooled_tests(data: StudyData, others: Sequence[str | Path]) -> list[dict[str, Any]]:
     """The registered tests on this study's pairs and those of the studies under ``others`` (their
     outdirs, each with ``tables/study_paired.csv``): the pooling rule of preregistration-v2."""
+    if data.spec.third:
+        return pooled_third(data, others)
     if data.spec.tests is None:
-        raise LieError("--pool needs a config with study.tests (the second registration)")
+        raise LieError("--pool needs a config with study.tests (the second or third registration)")
     tests = data.spec.tests
     machines = [
         registered_effects(data),
@@ -545,6 +604,22 @@ def pooled_tests(data: StudyData, others: Sequence[str | Path]) -> list[dict[str
                  f"{check.steps}, all machines' runs", "estimate": check.lowest, "step": check.lowest_step,
                  "n": check.runs, "alpha": None, "verdict": "holds" if check.holds else "fails"})  # fmt: skip
     return [row | {"machines": len(machines)} for row in rows]
+
+
+def pooled_third(data: StudyData, others: Sequence[str | Path]) -> list[dict[str, Any]]:
+    """The third registration on this study's pairs and those of ``others`` (preregistration-v3.md,
+    "Pooling"): each machine's pairs added as further pairs, its supervised models counted as separate
+    models, the binding check over every machine's GRPO runs."""
+    effects = {f"this/{k}": d for k, d in third_effects(data).items()}
+    successes = list(third_binding(data).successes)
+    for i, o in enumerate(others, start=1):
+        for condition, diffs in read_effects(Path(o) / "tables" / "study_paired.csv").items():
+            effects.update({f"machine{i}/{condition}/{j}": d for j, d in enumerate(diffs)})
+        successes += read_successes(Path(o) / "tables" / "study_steps.csv", data.spec.baseline)
+    third = data.spec.third
+    assert third is not None
+    rows = third_rows(data, effects, binding(successes, third.binding_median))
+    return [row | {"machines": 1 + len(others)} for row in rows]
 
 
 def build_study(config: dict[str, Any], pool_with: Sequence[str | Path] = ()) -> list[Path]:

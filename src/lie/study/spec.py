@@ -67,6 +67,26 @@ class RegisteredTests:
 
 
 @dataclass(frozen=True)
+class ThirdRegistration:
+    """The third registration's gates, check and test (docs/study/preregistration-v3.md): every number
+    is registered there."""
+
+    forced_n: int  # forced-depth probe: samples per test problem
+    forced_seed: int
+    # the gates read one-sided 95% bounds (lie.study.decision.read_gates)
+    step_accuracy: float  # G1: Wilson lower bound of right / written steps (forced probe) >= this
+    full_depth_accuracy: float  # G2: Wilson lower bound of the forced probe's accuracy >= this
+    max_right_per_run: (
+        float  # G3: Clopper-Pearson upper bound of the natural probe's accuracy x run_samples <= this
+    )
+    run_samples: int  # training samples of one RL run (steps x prompts x samples)
+    binding_median: float  # binding check: median right training samples per GRPO run <= this
+    alpha: float  # the primary test: one-sided paired t
+    smallest_effect: float  # the smallest effect of interest (accuracy)
+    power: float  # the detectable effect is stated at this power
+
+
+@dataclass(frozen=True)
 class StudySpec:
     conditions: tuple[Condition, ...]
     bench: str
@@ -81,6 +101,12 @@ class StudySpec:
     tests: RegisteredTests | None = (
         None  # the second registration's tests (absent in the first study's config)
     )
+    third: ThirdRegistration | None = None  # the third registration (study.third)
+
+    @property
+    def registration(self) -> int:
+        """Which registration the config runs: 1, 2 (``study.tests``) or 3 (``study.third``)."""
+        return 3 if self.third else 2 if self.tests else 1
 
     @property
     def runs(self) -> list[str]:
@@ -163,8 +189,12 @@ def study_spec(config: dict[str, Any]) -> StudySpec:
             "config has no study: section (conditions, bench, ...); "
             "run the study with --configfile workflow/configs/study.yaml"
         )
-    keys = ("conditions", "bench", "baseline", "primary", "length_only", "probe", "gates", "verdict")
-    _require(section, keys, "study")
+    third = _third(section["third"]) if section.get("third") is not None else None
+    keys = ("conditions", "bench", "baseline", "primary", "length_only", "probe")
+    # the third registration's gates and test are its own (study.third): no first-registration rule
+    _require(section, keys if third else (*keys, "gates", "verdict"), "study")
+    if third and section.get("tests") is not None:
+        raise LieError("study: give tests (the second registration) or third (the third), not both")
     bench = section["bench"]
     if bench not in ((config.get("evaluation") or {}).get("benchmarks") or []):
         raise LieError(f"study.bench {bench!r} is not in evaluation.benchmarks")
@@ -176,9 +206,15 @@ def study_spec(config: dict[str, Any]) -> StudySpec:
         for c in conditions:
             if c.arm(section[key]) is None:
                 raise LieError(f"study.{key} {section[key]!r} is not an arm of study.conditions.{c.name}")
-    gates, probe, verdict = section["gates"], section["probe"], section["verdict"]
-    _require(gates, ("step_accuracy", "full_depth_accuracy", "full_depth_samples"), "study.gates")
+    probe = section["probe"]
     _require(probe, ("n", "seed"), "study.probe")
+    if third:  # G1 and G2 on their bounds; no first-registration verdict rule
+        gates = {"step_accuracy": third.step_accuracy, "full_depth_accuracy": third.full_depth_accuracy,
+                 "full_depth_samples": 1}  # fmt: skip
+        verdict = {"min_positive_seeds": 0, "zero_margin": 0.0}
+    else:
+        gates, verdict = section["gates"], section["verdict"]
+    _require(gates, ("step_accuracy", "full_depth_accuracy", "full_depth_samples"), "study.gates")
     _require(verdict, ("min_positive_seeds", "zero_margin"), "study.verdict")
     tests = _tests(section.get("tests"), conditions) if section.get("tests") is not None else None
     return StudySpec(
@@ -197,6 +233,47 @@ def study_spec(config: dict[str, Any]) -> StudySpec:
         min_positive_seeds=int(verdict["min_positive_seeds"]),
         zero_margin=float(verdict["zero_margin"]),
         tests=tests,
+        third=third,
+    )
+
+
+THIRD_KEYS = (
+    "forced_probe", "step_accuracy", "full_depth_accuracy", "max_right_per_run", "run_samples",
+    "binding_median", "alpha", "smallest_effect", "power",
+)  # fmt: skip
+
+
+def _third(section: Any) -> ThirdRegistration:
+    where = "study.third"
+    if not isinstance(section, dict):
+        raise LieError(f"{where} must be a mapping with keys {', '.join(THIRD_KEYS)}")
+    unknown = sorted(set(section) - set(THIRD_KEYS))
+    if unknown:
+        raise LieError(f"{where}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(THIRD_KEYS)}")
+    _require(section, THIRD_KEYS, where)
+    probe = section["forced_probe"]
+    if not isinstance(probe, dict):
+        raise LieError(f"{where}.forced_probe must be a mapping of n and seed")
+    _require(probe, ("n", "seed"), f"{where}.forced_probe")
+    for key in ("step_accuracy", "full_depth_accuracy", "alpha", "power"):
+        if not 0 < float(section[key]) < 1:
+            raise LieError(f"{where}.{key} must be in (0, 1), got {section[key]!r}")
+    for key in ("max_right_per_run", "binding_median", "smallest_effect"):
+        if float(section[key]) < 0:
+            raise LieError(f"{where}.{key} must be >= 0, got {section[key]!r}")
+    if int(section["run_samples"]) < 1 or int(probe["n"]) < 1:
+        raise LieError(f"{where}.run_samples and {where}.forced_probe.n must be >= 1")
+    return ThirdRegistration(
+        forced_n=int(probe["n"]),
+        forced_seed=int(probe["seed"]),
+        step_accuracy=float(section["step_accuracy"]),
+        full_depth_accuracy=float(section["full_depth_accuracy"]),
+        max_right_per_run=float(section["max_right_per_run"]),
+        run_samples=int(section["run_samples"]),
+        binding_median=float(section["binding_median"]),
+        alpha=float(section["alpha"]),
+        smallest_effect=float(section["smallest_effect"]),
+        power=float(section["power"]),
     )
 
 

@@ -1,6 +1,7 @@
 """Rows the project writes itself (the smoke run, the study): a synthetic task of ``lie.tasks``.
 
-Math rows carry the columns of the ``problem-answer`` format, multiple-choice rows those of the
+Math rows carry the columns of the ``problem-answer`` format (and ``depth`` where the entry's
+``filter`` names it), multiple-choice rows those of the
 ``mmlu-pro`` format, so that they go through the same adapters as the real data sets.
 """
 
@@ -30,6 +31,8 @@ def synthetic_table(spec: DatasetSpec) -> tuple[pa.Table, dict[str, Any]]:
                 "id": [f"{spec.name}-{i}-depth{p.depth}" for i, p in enumerate(problems)],
             }
         )
+        if "depth" in (spec.filter or {}):  # a filter on depth (the study's deep test set) reads it
+            table = table.append_column("depth", pa.array([p.depth for p in problems], pa.int64()))
         return table, origin
     if s["task"] != "arithmetic":
         raise LieError(f"{spec.where}: multiple-choice rows are written for the arithmetic task only")
