@@ -25,6 +25,7 @@ from small import REPO, write_config
 
 STUDY = REPO / "workflow" / "configs" / "study.yaml"
 STUDY_V1 = REPO / "workflow" / "configs" / "study-v1.yaml"
+STUDY_V3 = REPO / "workflow" / "configs" / "study-v3.yaml"
 ARMS = {
     "weak": {"grpo": ("v2_weak_grpo_m1_s0",), "grpo-lie": ("v2_weak_grpo-lie_m1_s0",)},
     "mid": {"grpo": ("v2_mid_grpo_m0_s0",), "grpo-lie": ("v2_mid_grpo-lie_m0_s0",)},
@@ -111,19 +112,32 @@ def _evaluate(cfg: Path, layout: Any, key: str) -> None:
     assert main(argv) == 0
 
 
-def _probe(cfg: Path, layout: Any, model: str) -> None:
+def _probe(cfg: Path, layout: Any, model: str, forced: bool = False) -> None:
     from lie.cli import main
     from lie.study.paths import StudyPaths
 
     paths, base, data = StudyPaths(layout), layout.base_model(model), layout.dataset_file("chain-test")
-    gen, scores = paths.probe_generations(model), paths.probe_scores(model)
+    gen, scores = paths.probe_generations(model, forced), paths.probe_scores(model, forced)
     argv = ["study-probe", "--config", str(cfg), "--model", str(base), "--data", str(data), "--out", str(gen)]
-    assert main([*argv, "--no-progress"]) == 0
+    assert main([*argv, "--no-progress", *(["--forced"] if forced else [])]) == 0
     argv = ["evaluate", "--config", str(cfg), "--gen", str(gen), "--tokenizer", str(base)]
-    argv += ["--out-scores", str(scores), "--out-summary", str(paths.probe_summary(model)), "--no-progress"]
+    argv += [
+        "--out-scores",
+        str(scores),
+        "--out-summary",
+        str(paths.probe_summary(model, forced)),
+        "--no-progress",
+    ]
     assert main(argv) == 0
     argv = ["study-responses", "--config", str(cfg), "--gen", str(gen), "--scores", str(scores)]
-    argv += ["--data", str(data), "--tokenizer", str(base), "--out", str(paths.probe_responses(model))]
+    argv += [
+        "--data",
+        str(data),
+        "--tokenizer",
+        str(base),
+        "--out",
+        str(paths.probe_responses(model, forced)),
+    ]
     assert main(argv) == 0
 
 
@@ -171,3 +185,39 @@ def pipeline() -> SimpleNamespace:
     root = Path(tempfile.mkdtemp(prefix="lie-study-test-"))
     atexit.register(shutil.rmtree, root, ignore_errors=True)
     return _build(root)
+
+
+def v3_config(outdir: Path) -> dict[str, Any]:
+    """The shrunken study's models and strong-level runs, read under the third registration's ``study:``
+    section (workflow/configs/study-v3.yaml: its ``third`` numbers, one condition of depth 6-7)."""
+    config = small_study_config(outdir)
+    third = study_config(STUDY_V3)["study"]
+    deep = third["conditions"]["deep"]
+    config["study"] = {
+        **{k: third[k] for k in ("baseline", "primary", "length_only")},
+        "bench": "chain-test",
+        "probe": config["study"]["probe"],
+        "third": {**third["third"], "forced_probe": {"n": 2, "seed": 2}},
+        "conditions": {"deep": {**deep, "base_models": list(BASES),
+                                "arms": config["study"]["conditions"]["strong"]["arms"]}},
+    }  # fmt: skip
+    return config
+
+
+@functools.cache
+def v3_pipeline() -> SimpleNamespace:
+    """The shrunken study's files (a copy) with the forced-depth probes of both supervised models, under
+    a config of the third registration; its gates and report are for the tests to run."""
+    from lie.config import load_config
+    from lie.config.layout import Layout
+
+    base = pipeline()
+    root = Path(tempfile.mkdtemp(prefix="lie-study-v3-test-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    shutil.copytree(base.root / "out", root / "out", symlinks=True)
+    cfg = write_config(root / "config.yaml", v3_config(root / "out"))
+    config = load_config(cfg)
+    layout = Layout(config)
+    for model in BASES:
+        _probe(cfg, layout, model, forced=True)
+    return SimpleNamespace(root=root, cfg=cfg, config=config, layout=layout)

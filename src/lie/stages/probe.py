@@ -8,9 +8,12 @@ is the trap index RL starts from. The pipeline's ``lie evaluate`` then grades th
 ``--forced`` is the third registration's forced-depth probe (docs/study/preregistration-v3.md):
 ``study.third.forced_probe.n`` samples a problem, drawn as above except that until a response has
 written as many steps as its problem's depth (counted as ``lie study-responses`` counts depth
-written: :func:`lie.tasks.chain.trace`), the end-of-sequence tokens and every token whose text holds
-a backslash (the start of ``\\boxed``) cannot be drawn. It measures what a full-depth answer of the
-model is worth where natural samples almost never write one.
+written: :func:`lie.tasks.chain.trace`), the end-of-sequence tokens, every token whose text holds
+a backslash (the start of ``\\boxed``) and, a change after the registration (docs/study.md), every
+token whose text holds a letter cannot be drawn. It measures what a full-depth answer of the model is
+worth where natural samples almost never write one. Without the letter ban the stop-0.7 models wrote
+"The answer is" and went on with text no step follows (16 of 848 samples reached the full depth): a step
+is digits, operators, "=" and "." only, and the ban leaves the model those.
 """
 
 from __future__ import annotations
@@ -23,7 +26,10 @@ from typing import Any
 from lie.core.errors import LieError
 from lie.study.spec import study_spec
 
-FORCED_RULE = "forced-depth: no end-of-sequence or backslash token before the problem's depth is written"
+FORCED_RULE = (
+    "forced-depth: no end-of-sequence token, no token with a backslash or a letter before the problem's depth "
+    "is written"
+)
 
 
 def probe_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -40,12 +46,16 @@ def probe_config(config: dict[str, Any]) -> dict[str, Any]:
 
 def forced_depth(tokenizer: Any, eos_ids: Sequence[int]) -> Callable[[Sequence[int]], Any]:
     """Given a prompt's token ids, the rule its samples are drawn under: the end-of-sequence tokens and
-    every token whose text holds a backslash are banned until the response has written as many steps
-    as the chain problem in the prompt has operations."""
+    every token whose text holds a backslash or a letter are banned until the response has written as
+    many steps as the chain problem in the prompt has operations."""
     from lie.tasks import chain
 
+    def answers_or_words(text: str) -> bool:
+        return "\\" in text or any(c.isascii() and c.isalpha() for c in text)
+
+    texts = [tokenizer.decode([i]) for i in range(len(tokenizer))]
     stop = sorted(
-        set(int(e) for e in eos_ids) | {i for i in range(len(tokenizer)) if "\\" in tokenizer.decode([i])}
+        set(int(e) for e in eos_ids) | {i for i, text in enumerate(texts) if answers_or_words(text)}
     )
 
     def for_prompt(prompt_ids: Sequence[int]) -> Callable[[Sequence[int]], Sequence[int]]:
