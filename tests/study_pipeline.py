@@ -47,6 +47,7 @@ def small_study_config(outdir: Path, sft_steps: int = 300) -> dict[str, Any]:
     """The study's config, shrunk to run in seconds (same keys, same reward, same arms)."""
     config = copy.deepcopy(study_config())
     config["name"], config["outdir"] = "study-test", str(outdir)
+    config["sft_cache"] = str(Path(outdir).parent / "sft-cache")  # never the checkout's results/
     for model in BASES:
         # stop_prob 0.2 (the study's 0.5): the probe's 48 samples then hold full-depth writes on any
         # machine (at 0.5 about 1.4 are expected, none in a quarter of builds), which the gate test needs

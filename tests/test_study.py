@@ -362,10 +362,10 @@ def test_make_study_is_two_snakemake_targets_of_the_same_dag(tmp_path):
     make = (repo / "Makefile").read_text()
     threads = re.search(r"^STUDY_THREADS := (.*)$", make, re.M).group(1).split()
     assert "STUDY_OPTS := --profile profiles/local $(STUDY_THREADS) --cores $(STUDY_CORES)" in make
-    assert "STUDY_SMK := $(SMK) --configfile workflow/configs/study.yaml $(STUDY_OPTS)" in make
+    assert "STUDY_V2_SMK := $(SMK) --configfile workflow/configs/study.yaml $(STUDY_OPTS)" in make
     full_files = "--configfile workflow/configs/study.yaml workflow/configs/study-full.yaml $(STUDY_OPTS)"
     assert f"STUDY_FULL_SMK := $(SMK) {full_files}" in make
-    for smk in ("STUDY_SMK", "STUDY_FULL_SMK", "STUDY_V1_SMK"):  # gates first
+    for smk in ("STUDY_V2_SMK", "STUDY_FULL_SMK", "STUDY_V1_SMK"):  # gates first
         assert re.search(rf"^\t\$\({smk}\) study_gates\n\t\$\({smk}\) study$", make, re.M)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
 
@@ -410,7 +410,8 @@ def test_make_study_is_two_snakemake_targets_of_the_same_dag(tmp_path):
 
 
 def test_make_study_uses_every_core_of_the_machine_unless_told(tmp_path):
-    """Issue 36: `make study` gives Snakemake the machine's cores (nproc), not a fixed 2; STUDY_CORES overrides."""
+    """Issue 36: `make study` gives Snakemake the machine's cores (nproc), not a fixed 2; STUDY_CORES overrides;
+    it runs the third registration's config, the gates first, under the CPU-minute count."""
     repo = Path(__file__).resolve().parents[1]
 
     def cores(*more: str) -> set[str]:
@@ -418,9 +419,36 @@ def test_make_study_uses_every_core_of_the_machine_unless_told(tmp_path):
             ["make", "-n", "study", *more], cwd=repo, capture_output=True, text=True, timeout=60
         )
         assert proc.returncode == 0, proc.stderr[-2000:]
-        lines = [line for line in proc.stdout.splitlines() if "lie snakemake" in line]
-        assert len(lines) == 2, proc.stdout[-2000:]  # the gates, then the study
-        return {re.search(r"--cores (\S+)", line).group(1) for line in lines}
+        assert "workflow/scripts/cpu_time.py" in proc.stdout
+        calls = re.findall(r"lie snakemake (.*?) (study_gates|study)\b", proc.stdout)
+        assert [target for _, target in calls] == ["study_gates", "study"], proc.stdout[-2000:]
+        assert all("--configfile workflow/configs/study-v3.yaml" in call for call, _ in calls)
+        return {re.search(r"--cores (\S+)", call).group(1) for call, _ in calls}
 
     assert cores() == {str(len(os.sched_getaffinity(0)))}
     assert cores("STUDY_CORES=3") == {"3"}
+
+
+def test_make_studys_dag_generates_only_the_deep_test_problems(tmp_path):
+    """Issue 36 item 4: the third registration generates and grades only its 212 test problems, and its
+    models need no supervised stage of their own beyond the shallow phase (sft_cache)."""
+    repo = Path(__file__).resolve().parents[1]
+    for name in ("Snakefile", "workflow"):
+        os.symlink(repo / name, tmp_path / name)
+    config = study_config(REPO / "workflow" / "configs" / "study-v3.yaml")
+    config["outdir"], config["sft_cache"] = str(tmp_path / "out"), str(tmp_path / "cache")
+    cfg = tmp_path / "study-v3.yaml"
+    cfg.write_text(yaml.safe_dump(config, sort_keys=False))
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    cmd = [sys.executable, "-m", "snakemake", "-n", "--configfile", str(cfg), "--cores", "2", "study"]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    table = proc.stdout.split("Job stats:", 1)[1]
+    jobs = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
+    runs, bases = 48, 2
+    assert jobs["train"] == jobs["merge"] == runs and jobs["base_model"] == bases
+    assert jobs["generate"] == jobs["evaluate"] == jobs["study_responses"] == runs + bases
+    assert jobs["study_probe"] == 2 * bases  # natural and forced-depth
+    assert jobs["reflen"] == bases  # one data set x 2 models
+    generated = set(re.findall(r"generations/[^/\s]+/([\w-]+)\.jsonl", proc.stdout))
+    assert generated == {"chain-test-deep"}

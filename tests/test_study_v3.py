@@ -111,6 +111,7 @@ def test_the_gates_read_one_sided_bounds_on_both_probes(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "a gate on the supervised models failed (change only the supervised stage): tiny-m0: G1" in err
     assert "G3 right samples per run, upper bound" in err
+    assert err.rstrip().endswith("the third registration stops here, before any RL run, without a verdict")
     md, csv_path = StudyPaths(p.layout).gates
     rows = {r["base_model"]: r for r in _csv(csv_path)}
     assert set(rows) == set(BASES) and all(r["passed"] == "False" for r in rows.values())

@@ -51,8 +51,13 @@ def study_gates(config: dict[str, Any]) -> list[Path]:
     log.info("gates:\n%s", markdown)
     failed = failures(results)
     if failed:
+        stop = ""
+        if study_spec(config).third:  # preregistration-v3.md: a failed gate ends the study before RL
+            stop = "; the third registration stops here, before any RL run, without a verdict"
         raise LieError(
-            "a gate on the supervised models failed (change only the supervised stage): " + "; ".join(failed)
+            "a gate on the supervised models failed (change only the supervised stage): "
+            + "; ".join(failed)
+            + stop
         )
     return [md_path, csv_path]
 
