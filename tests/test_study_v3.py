@@ -192,3 +192,31 @@ def test_a_config_with_both_registrations_or_a_bad_third_section_is_one_line():
     with pytest.raises(LieError, match=r"study.third: unknown key\(s\) confidence"):
         study_spec(bad)
     assert pipeline  # the shrunken run is shared with tests/test_study.py
+
+
+def test_the_forced_depth_rule_bans_answers_and_words_until_the_depth_is_written(tmp_path):
+    from lie.stages.probe import _force, forced_depth, run_probe
+    from lie.stages.tiny import build_tokenizer
+    from lie.tasks import chain
+
+    problem = chain.generate(1, 5, 2, 2)[0]
+    question = problem.question()
+    tok = build_tokenizer([question, problem.solution(), "The answer is \\boxed{12}. Check: 1 + 2 = 3."], 300)
+    eos = [tok.eos_token_id]
+    rule = forced_depth(tok, eos)(tok(question, add_special_tokens=False)["input_ids"])
+    steps = problem.solution().split(". ")
+    one, both = steps[0] + ". ", ". ".join(steps[:2]) + ". "
+    banned = set(rule(tok(one, add_special_tokens=False)["input_ids"]))
+    texts = {i: tok.decode([i]) for i in range(len(tok))}
+    assert tok.eos_token_id in banned
+    assert all(i in banned for i, t in texts.items() if "\\" in t or any(c.isalpha() for c in t))
+    assert not any(i in banned for i, t in texts.items() if t.strip().isdigit() or t.strip() in "=+-*.")
+    assert rule(tok(both, add_special_tokens=False)["input_ids"]) == ()  # the depth is written: free again
+    with pytest.raises(LieError, match="the forced-depth probe needs arithmetic-chain prompts"):
+        forced_depth(tok, eos)(tok("What is 2 + 3?", add_special_tokens=False)["input_ids"])
+    with pytest.raises(LieError, match="samples with the hf engine only .*engines.generate: hf"):
+        _force(object())
+    with pytest.raises(
+        LieError, match="--forced is the third registration's probe: the config has no study.third"
+    ):
+        run_probe(study_config(), "tiny-m0", tmp_path / "d.parquet", tmp_path / "g.jsonl", forced=True)

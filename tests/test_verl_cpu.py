@@ -117,6 +117,25 @@ def test_a_left_padded_batch_samples_what_each_prompt_alone_would(model):
         ids.append(token)
 
 
+def test_a_rows_banned_tokens_are_never_drawn_and_its_log_probs_stay_raw(model):
+    """The forced-depth probe's hook: a row's rule bans tokens given what it drew so far; the other rows
+    draw as without it, and the log-probs are the raw distribution's."""
+    vocab = model.config.vocab_size
+    allowed = {5, 6}
+
+    def only_two(drawn):
+        return [t for t in range(vocab) if t not in allowed] if len(drawn) < 6 else []
+
+    requests = [TokenRequest(p, max_tokens=10, seed=i) for i, p in enumerate(PROMPTS[:2])]
+    free = sample_batch(model, requests, eos_ids=[], pad_id=0)
+    ruled = sample_batch(model, requests, eos_ids=[], pad_id=0, banned=[only_two, None])
+    assert set(ruled[0].token_ids[:6]) <= allowed and ruled[1].token_ids == free[1].token_ids
+    expected = _forward_log_probs(model, list(PROMPTS[0]), ruled[0].token_ids)
+    assert ruled[0].log_probs == pytest.approx(expected, abs=1e-4)
+    with pytest.raises(ValueError, match="row 0: every token is banned"):
+        sample_batch(model, requests[:1], eos_ids=[], pad_id=0, banned=[lambda drawn: range(vocab)])
+
+
 def test_seeded_rows_do_not_depend_on_their_batch(model):
     alone = sample_batch(model, [TokenRequest(PROMPTS[1], max_tokens=10, seed=7)], eos_ids=[], pad_id=0)
     mixed = sample_batch(
