@@ -28,7 +28,7 @@ ELSEWHERE = {
     "smoke": "tests/test_smoke_e2e.py (the smoke DAG, once per pytest run)",
     "test": "CI (.ci/run runs make test)",
     "test-all": "make test plus the heavy mark",
-    "study": "tests/test_study.py (the study DAG, shrunk)",
+    "study": "tests/test_study.py and tests/test_study_v3.py (the third registration's DAG, its pipeline shrunk)",
     "bench": "tests/test_bench_fallback.py (make bench BENCH_ARGS=--quick)",
     "report": "tests/test_make_report.py (make report on the smoke DAG)",
     "check-gpu-env": "needs the package index (a pip dry run over envs/gpu.lock)",
@@ -38,6 +38,7 @@ RUN_HERE = {"dry-run", "lint"}
 ELSEWHERE_PROSE = {  # further make targets README names in its prose
     "venv-vllm": "builds .venv-vllm (make test's first step)",
     "study-full": "the study's full registration (hours; tests/test_study.py runs its DAG shrunk)",
+    "study-v2": "the second registration (40 min; tests/test_study.py runs its DAG shrunk)",
     "coverage": "make test under coverage.py (docs/coverage.md)",
 }
 # lie commands README quotes in its prose that only parse here: where they run

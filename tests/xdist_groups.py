@@ -2,7 +2,8 @@
 
 ``-n 2 --dist loadgroup`` (Makefile): a group is one unit of work, run whole by one worker in collection
 order, so that a module's fixtures are built once. Every test module is a group of its own, but for the
-modules that read one shared run (SHARED): the smoke DAG's readers, the report_pipeline's readers. The
+modules that read one shared run (SHARED): the smoke DAG's readers, the report_pipeline's readers, the
+study pipeline's readers. The
 longest groups are collected first (LONGEST_FIRST), so that they start at once and neither worker is
 left with a long group at the end.
 
@@ -26,13 +27,14 @@ SHARED = {
     **dict.fromkeys(
         ("test_analysis_dynamics", "test_behaviours_cli", "test_report", "test_report_snakemake"), "report"
     ),  # tests/report_pipeline.py
+    **dict.fromkeys(("test_study", "test_study_v3"), "study"),  # tests/study_pipeline.py
 }
 # the longest groups, longest first (seconds on the idle 2-core box, docs/benchmarks.md); the rest follow
 LONGEST_FIRST = (
     "smoke",
     "test_vllm_cpu",
     "test_reruns",
-    "test_study",
+    "study",
     "test_vllm_verl",
     "test_cluster",
     "test_train_trl",

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lie.study.inputs import StepPoint
+from lie.study.registered import cell
 from lie.study.stats import mean, paired_test, sd
 
 Z95 = 1.6448536269514722  # the standard normal's 95% point: one-sided 95% bounds
@@ -191,19 +192,16 @@ def decision_rows(
     return [primary, *models, check_row]
 
 
-def _num(value: Any, fmt: str) -> str:
-    return "—" if value is None else format(value, fmt)
-
-
 def decision_markdown(rows: Sequence[dict[str, Any]], check: Binding) -> list[str]:
     """The third registration's readings, in its words."""
+
     held = "holds" if check.holds else "**fails**"
     primary = rows[0]
     lines = [
         "## The registered test (docs/study/preregistration-v3.md)",
         "",
         f"Binding check: the median over the {len(check.successes)} GRPO runs of their training samples graded "
-        f"right is {_num(check.median, 'g')} (at most {check.max_median:g} registered): {held}. Per run: "
+        f"right is {cell(check.median, 'g')} (at most {check.max_median:g} registered): {held}. Per run: "
         f"{' '.join(str(s) for s in check.successes) or '—'}."
         + ("" if check.holds else f' The verdict is read with the words "{NOT_BOUND}".'),
         "",
@@ -217,11 +215,11 @@ def decision_markdown(rows: Sequence[dict[str, Any]], check: Binding) -> list[st
     ]
     for r in rows[:-1]:
         detectable = r.get("detectable")
-        power = f"{_num(detectable, '.3f')} ({r['power']:g})" if detectable is not None else "—"
+        power = f"{cell(detectable, '.3f')} ({r['power']:g})" if detectable is not None else "—"
         lines.append(
-            f"| {r['test']} | {r['n']} | {_num(r.get('estimate'), '+.4f')} | {_num(r.get('sd'), '.4f')} | "
-            f"{_num(r.get('se'), '.4f')} | {_num(r.get('t'), '.2f')} | {_num(r.get('df'), 'd')} | "
-            f"{_num(r.get('p'), '.4f')} | {_num(r.get('low'), '+.4f')} | {_num(r.get('high'), '+.4f')} | {power} | "
+            f"| {r['test']} | {r['n']} | {cell(r.get('estimate'), '+.4f')} | {cell(r.get('sd'), '.4f')} | "
+            f"{cell(r.get('se'), '.4f')} | {cell(r.get('t'), '.2f')} | {cell(r.get('df'), 'd')} | "
+            f"{cell(r.get('p'), '.4f')} | {cell(r.get('low'), '+.4f')} | {cell(r.get('high'), '+.4f')} | {power} | "
             f"**{r['verdict']}** |"
         )
     return lines

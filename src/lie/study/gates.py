@@ -36,8 +36,23 @@ from lie.study.spec import Condition, StudySpec, study_spec
 log = logging.getLogger(__name__)
 
 
+class _Gated:
+    """A row of gates: it passes when its three gates pass (a mixin: no fields of its own)."""
+
+    step_gate: bool
+    full_depth_gate: bool
+    trap_gate: bool
+
+    @property
+    def passed(self) -> bool:
+        return self.step_gate and self.full_depth_gate and self.trap_gate
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "passed": self.passed}  # type: ignore[call-overload]
+
+
 @dataclass(frozen=True)
-class GateResult:
+class GateResult(_Gated):
     condition: str
     base_model: str
     stop_prob: float
@@ -57,13 +72,6 @@ class GateResult:
     step_gate: bool
     full_depth_gate: bool
     trap_gate: bool
-
-    @property
-    def passed(self) -> bool:
-        return self.step_gate and self.full_depth_gate and self.trap_gate
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "passed": self.passed}
 
 
 def condition_rows(rows: Sequence[dict[str, Any]], condition: Condition) -> list[dict[str, Any]]:
@@ -136,7 +144,7 @@ def measure(
 
 
 @dataclass(frozen=True)
-class ThirdGateResult:
+class ThirdGateResult(_Gated):
     """One supervised model's gates of the third registration (preregistration-v3.md): G1 and G2 read
     on the forced-depth probe, G3 on the natural probe, each on its one-sided 95% bound."""
 
@@ -161,13 +169,6 @@ class ThirdGateResult:
     step_gate: bool
     full_depth_gate: bool
     trap_gate: bool
-
-    @property
-    def passed(self) -> bool:
-        return self.step_gate and self.full_depth_gate and self.trap_gate
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "passed": self.passed}
 
 
 def measure_third(

@@ -151,7 +151,8 @@ def registered_rows(
     return rows
 
 
-def _num(value: Any, fmt: str) -> str:
+def cell(value: Any, fmt: str) -> str:
+    """A table cell: ``value`` formatted, or a dash for none."""
     return "—" if value is None else format(value, fmt)
 
 
@@ -163,7 +164,7 @@ def tests_markdown(rows: Sequence[dict[str, Any]], check: Persistence) -> list[s
         "",
         f"Persistence check: plain GRPO's trap index in the strong level ({check.runs} runs, mean per step, "
         f"{PERSISTENCE_SMOOTH}-step running mean) at its lowest through step {check.steps}: "
-        f"{_num(check.lowest, '.3f')} (step {check.lowest_step}), threshold {check.threshold:g}: {held}."
+        f"{cell(check.lowest, '.3f')} (step {check.lowest_step}), threshold {check.threshold:g}: {held}."
         + ("" if check.holds else f' Every verdict below is read with the words "{NOT_PERSISTED}".'),
         "",
         "A verdict is given only where the registration gives one at this look; the other rows are computed "
@@ -175,10 +176,10 @@ def tests_markdown(rows: Sequence[dict[str, Any]], check: Persistence) -> list[s
     ]
     for r in rows:
         detectable = r.get("detectable")
-        power = f"{_num(detectable, '.3f')} ({r['power']:g})" if detectable is not None else "—"
+        power = f"{cell(detectable, '.3f')} ({r['power']:g})" if detectable is not None else "—"
         lines.append(
-            f"| {r['test']} | {r['comparison']} | {_num(r['n'], 'd')} | {_num(r['estimate'], '+.4f')} | "
-            f"{_num(r['se'], '.4f')} | {_num(r['t'], '.2f')} | {_num(r['df'], 'd')} | {_num(r['p'], '.4f')} | "
+            f"| {r['test']} | {r['comparison']} | {cell(r['n'], 'd')} | {cell(r['estimate'], '+.4f')} | "
+            f"{cell(r['se'], '.4f')} | {cell(r['t'], '.2f')} | {cell(r['df'], 'd')} | {cell(r['p'], '.4f')} | "
             f"{r['alpha']:g} | {power} | **{r['verdict']}** |"
         )
     return lines
