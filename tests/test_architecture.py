@@ -603,6 +603,26 @@ def test_trust_remote_code_is_read_in_one_place():
     assert key_reads("x = config.get('trust_remote_code', False)", "trust_remote_code") == [1]
 
 
+# The one place outside config/ that touches the evaluation section: the preflight builds a trial's config
+# (a derived YAML for a child process: it writes the section, it does not read a setting from it).
+EVALUATION_WRITERS = {"src/lie/stages/preflight_trial.py"}
+
+
+def test_the_evaluation_section_is_read_through_its_view():
+    """Issue 37 (part): `evaluation:` is read through lie.config.sections.Evaluation (typed, every key
+    checked once) everywhere outside lie.config, whatever the variable holding the config is called."""
+    reads = [
+        f"{path.relative_to(REPO)}:{line}"
+        for path in sorted((REPO / "src" / "lie").rglob("*.py"))
+        if "config" not in path.relative_to(REPO / "src" / "lie").parts
+        and str(path.relative_to(REPO)) not in EVALUATION_WRITERS
+        for line in key_reads(path.read_text(encoding="utf-8"), "evaluation")
+    ]
+    assert not reads, reads
+    assert key_reads("b = (data.config.get('evaluation') or {}).get('budgets')", "evaluation") == [1]
+    assert key_reads("e = cfg['evaluation']['in_domain']", "evaluation") == [1]
+
+
 def string_constants(source: str, value: str) -> list[int]:
     """Lines of Python ``source`` holding the string constant ``value`` (docstrings are not constants here)."""
     tree = ast.parse(source)

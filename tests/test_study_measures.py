@@ -181,13 +181,15 @@ def test_the_probe_samples_with_the_rollouts_settings_and_refuses_a_config_witho
     training's; a training section without one of them is one line naming the key."""
     from study_pipeline import study_config
 
-    from lie.stages.probe import probe_config
+    from lie.stages.probe import rollout_sampling
 
     config = study_config()
-    probed = probe_config(config)
-    assert probed["evaluation"]["temperature"] == config["training"]["temperature"]
-    assert probed["evaluation"]["top_p"] == config["training"]["top_p"]
-    assert probed["evaluation"]["max_tokens"] == config["evaluation"]["max_tokens"]  # the rest as it was
+    training = config["training"]
+    assert rollout_sampling(config) == (
+        training["temperature"],
+        training["top_p"],
+        training["max_response_length"],
+    )
     del config["training"]["top_p"]
     with pytest.raises(LieError, match="training.top_p is missing: the probe samples as the rollouts do"):
-        probe_config(config)
+        rollout_sampling(config)

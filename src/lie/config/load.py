@@ -280,11 +280,14 @@ def dataset_entry(config: dict[str, Any], name: str) -> tuple[str, dict[str, Any
     raise LieError(f"data set {name!r} is not in datasets; known: {', '.join(known)}")
 
 
-def grading_limits(config: dict[str, Any]) -> tuple[float, int]:
+def grading_limits(config: dict[str, Any], missing: tuple[float, int] | None = None) -> tuple[float, int]:
     """The grading executor's hard limit per item and workers: ``evaluation.grade_timeout_s`` and
-    ``grade_workers`` (both required by the schema, so written once, in the config)."""
+    ``grade_workers`` (both required by the schema, so written once, in the config); ``missing``: what a
+    config without an evaluation section gets (``lie reflen`` on a training-only config), else an error."""
     from lie.config.sections import Evaluation
 
+    if missing is not None and "evaluation" not in config:
+        return missing
     evaluation = Evaluation.of(config)
     return evaluation.grade_timeout_s, evaluation.grade_workers
 

@@ -38,6 +38,7 @@ class Evaluation:
     grade_timeout_s: float
     grade_workers: int
     choice_grading: str | None = None  # None: not set, the grader's default (lie.grading.items)
+    bare_questions: tuple[str, ...] = ()  # models evaluated on the bare-question files (optional key)
 
     @classmethod
     def of(cls, config: dict[str, Any]) -> Evaluation:
@@ -59,6 +60,7 @@ class Evaluation:
                 grade_timeout_s=float(section["grade_timeout_s"]),
                 grade_workers=int(section["grade_workers"]),
                 choice_grading=section.get("choice_grading"),
+                bare_questions=tuple(section.get("bare_questions") or ()),
             )
         except KeyError as exc:
             raise LieError(f"config: evaluation.{exc.args[0]} is missing") from None

@@ -20,6 +20,7 @@ import re
 from typing import Any
 
 from lie import config as cfgmod
+from lie.config.sections import Evaluation
 
 TABLES = {  # name: title
     "main": "Main results",
@@ -34,7 +35,7 @@ SIZE = re.compile(r"\d+(?:\.\d+)?[Bb]")
 def evaluated_keys(config: dict[str, Any]) -> list[str]:
     """Runs (``selected_runs`` order), then the base models: one row each in the tables."""
     keys = cfgmod.selected_runs(config)
-    for name in (config.get("evaluation") or {}).get("base_models") or []:
+    for name in Evaluation.of(config).base_models:
         if name not in keys:
             keys.append(name)
     return keys
@@ -46,7 +47,7 @@ def model_of(config: dict[str, Any], key: str) -> str:
 
 
 def main_model(config: dict[str, Any]) -> str | None:
-    base = (config.get("evaluation") or {}).get("base_models") or []
+    base = Evaluation.of(config).base_models
     if base:
         return base[0]
     runs = cfgmod.selected_runs(config)

@@ -24,6 +24,7 @@ from lie.analysis.behaviours import Classifier, Tally, load_classifier
 from lie.analysis.diversity import group_diversity, mean_of
 from lie.analysis.dynamics import RunDynamics, run_dynamics
 from lie.config.layout import Layout
+from lie.config.sections import Evaluation
 from lie.core.errors import LieError
 from lie.formats.graded import read_summary
 from lie.report.groups import evaluated_keys
@@ -37,10 +38,7 @@ READERS = ("authors", "robust")
 
 
 def largest_budget(config: dict[str, Any]) -> int:
-    budgets = (config.get("evaluation") or {}).get("budgets") or []
-    if not budgets:
-        raise LieError("config: evaluation.budgets is empty")
-    return max(int(b) for b in budgets)
+    return max(Evaluation.of(config).budgets)  # the view refuses an empty list
 
 
 def load_summary(layout: Layout, key: str, budget: int) -> dict[str, Any]:
@@ -136,8 +134,7 @@ class ReportData:
 def collect(config: dict[str, Any], max_points: int = 200, paper: Paper | None = None) -> ReportData:
     """Read and check every input of the report (errors and gaps: module docstring)."""
     layout = Layout(config)
-    evaluation = config.get("evaluation") or {}
-    benchmarks = list(evaluation.get("benchmarks") or [])
+    benchmarks = list(Evaluation.of(config).benchmarks)
     budget = largest_budget(config)
     keys = evaluated_keys(config)
     runs = cfgmod.selected_runs(config)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lie import config as cfgmod
-from lie.config.sections import thinking_at_evaluation
+from lie.config.sections import Evaluation, thinking_at_evaluation
 from lie.report.groups import main_model, model_of
 from lie.report.inputs import ReportData
 
@@ -181,7 +181,7 @@ def training_data(data: ReportData, keys: list[str]) -> list[Note]:
 
 
 def bare(data: ReportData, keys: list[str]) -> list[Note]:
-    models = (data.config.get("evaluation") or {}).get("bare_questions") or []
+    models = Evaluation.of(data.config).bare_questions
     marked = tuple(k for k in keys if model_of(data.config, k) in models)
     if not marked:
         return []
@@ -231,9 +231,7 @@ def _questions(bench: str, entry: dict[str, Any]) -> str:
 
 def ood_inputs(data: ReportData, keys: list[str]) -> list[Note]:
     """The out-of-domain problems and prompts are the project's, not the authors' (their file was not read)."""
-    ood = [
-        b for b in (data.config.get("evaluation") or {}).get("out_of_domain") or [] if b in data.benchmarks
-    ]
+    ood = [b for b in Evaluation.of(data.config).out_of_domain if b in data.benchmarks]
     if not ood:
         return []
     eval_sets = (data.config.get("datasets") or {}).get("eval") or {}

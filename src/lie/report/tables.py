@@ -14,6 +14,7 @@ from typing import Any
 
 from lie.analysis.behaviours import Tally
 from lie.analysis.dynamics import FIELDS, phase_mean
+from lie.config.sections import Evaluation
 from lie.core.errors import LieError
 from lie.report import intervals as iv
 from lie.report.groups import baseline_of
@@ -56,7 +57,7 @@ def _pct(value: float | None) -> float | None:
 def _domain_entry(data: ReportData, key: str, domain: str) -> dict[str, Any]:
     summary = data.summaries[key]
     path = data.layout.summary(key)
-    expected = list((data.config.get("evaluation") or {}).get(domain) or [])
+    expected = _domain_benches(data, domain)
     entry = summary.get(domain)
     if not isinstance(entry, dict):
         raise LieError(f"{path}: no '{domain}' average; rerun `lie evaluate` for {key}")
@@ -71,9 +72,9 @@ def _domain_entry(data: ReportData, key: str, domain: str) -> dict[str, Any]:
 # ---------------------------------------------------------------- result tables (main, families, ...)
 def result_columns(data: ReportData) -> list[str]:
     """The paper's column order: in-domain benchmarks, ID avg, out-of-domain ones, OOD avg, the rest."""
-    evaluation = data.config.get("evaluation") or {}
-    in_domain = [b for b in evaluation.get("in_domain") or [] if b in data.benchmarks]
-    out_domain = [b for b in evaluation.get("out_of_domain") or [] if b in data.benchmarks]
+    evaluation = Evaluation.of(data.config)
+    in_domain = [b for b in evaluation.in_domain if b in data.benchmarks]
+    out_domain = [b for b in evaluation.out_of_domain if b in data.benchmarks]
     rest = [b for b in data.benchmarks if b not in in_domain and b not in out_domain]
     return [*in_domain, "in_domain", *out_domain, "out_of_domain", *rest]
 
@@ -82,8 +83,7 @@ def read_columns(data: ReportData) -> set[str]:
     """The columns that depend on the multiple-choice reader: choice benchmarks and averages over one."""
     eval_sets = (data.config.get("datasets") or {}).get("eval") or {}
     choice = {b for b in data.benchmarks if (eval_sets.get(b) or {}).get("kind") == "choice"}
-    evaluation = data.config.get("evaluation") or {}
-    return choice | {d for d in DOMAINS if choice & set(evaluation.get(d) or [])}
+    return choice | {d for d in DOMAINS if choice & set(_domain_benches(data, d))}
 
 
 def _readers(data: ReportData, column: str) -> list[str | None]:
@@ -136,7 +136,8 @@ def main_reader(data: ReportData) -> str:
 
 
 def _domain_benches(data: ReportData, column: str) -> list[str]:
-    return list((data.config.get("evaluation") or {}).get(column) or [])
+    evaluation = Evaluation.of(data.config)
+    return list(evaluation.in_domain if column == "in_domain" else evaluation.out_of_domain)
 
 
 def standard_error(data: ReportData, key: str, column: str, reader: str | None) -> float | None:
@@ -327,12 +328,12 @@ def _caption(data: ReportData, keys: list[str], paper: bool, gains: bool, reader
             }
         )
         sizes.append(f"{bench} {'/'.join(map(str, ns)) or '?'}")
-    evaluation = data.config.get("evaluation") or {}
+    evaluation = Evaluation.of(data.config)
     parts = [
         f"Accuracy (%) at {data.budget} tokens: avg@n, the mean over problems of the share of a problem's "
         f"n samples graded correct (n: {', '.join(sizes)}). ID avg: mean over "
-        f"{', '.join(evaluation.get('in_domain') or [])}; OOD avg: mean over "
-        f"{', '.join(evaluation.get('out_of_domain') or [])}."
+        f"{', '.join(evaluation.in_domain)}; OOD avg: mean over "
+        f"{', '.join(evaluation.out_of_domain)}."
     ]
     if paper:
         parts.append(
@@ -414,7 +415,7 @@ def length_table(data: ReportData, rows: list[dict[str, Any]]) -> Table:
 def sensitivity_rows(data: ReportData, keys: list[str]) -> list[dict[str, Any]]:
     """Per run: the knobs it varies (theta, n, e), its domain averages and in-domain mean length."""
     rows = []
-    evaluation = data.config.get("evaluation") or {}
+    in_domain = Evaluation.of(data.config).in_domain
     budget = str(data.budget)
     for key in keys:
         knobs = {
@@ -422,7 +423,7 @@ def sensitivity_rows(data: ReportData, keys: list[str]) -> list[dict[str, Any]]:
             **((_experiments(data).get(key) or {}).get("reward") or {}),
         }
         lengths = [data.summaries[key]["benchmarks"][b]["mean_tokens"][budget]
-                   for b in evaluation.get("in_domain") or [] if b in data.summaries[key]["benchmarks"]]  # fmt: skip
+                   for b in in_domain if b in data.summaries[key]["benchmarks"]]  # fmt: skip
         row = dict(key=key, theta=knobs.get("theta"), n=knobs.get("n"),
                    e=(_experiments(data).get(key) or {}).get("extra_tokens"),
                    mean_tokens_in_domain=sum(lengths) / len(lengths) if lengths else None)  # fmt: skip

@@ -90,6 +90,8 @@ def run_generate(
     engine_kwargs: dict[str, Any] | None = None,
     progress: bool = True,
     rule: SamplingRule | None = None,
+    temperature: float | None = None,
+    top_p: float | None = None,
 ) -> dict[str, Any]:
     """Generate, resumably, and write ``out``; return the settings and counts. ``rule``: a change to
     how the engine samples (the study's forced-depth probe), named in the records."""
@@ -109,7 +111,7 @@ def run_generate(
         raise LieError(f"{bench!r} is a training set; --bench takes a name of datasets.eval")
     evaluation = Evaluation.of(config)
     kind = engine or Engines.of(config).generate
-    sampling = _sampling(evaluation, entry, bench, n, max_tokens)
+    sampling = _sampling(evaluation, entry, bench, n, max_tokens, temperature, top_p)
     seed = int(seed if seed is not None else evaluation.seed)
     shard_size = int(shard_size if shard_size is not None else evaluation.shard_size)
     path, _ = resolve_model(config, model)
@@ -258,19 +260,25 @@ def stream_seed(seed: int, bench: str, model: str) -> int:
 
 
 def _sampling(
-    evaluation: Evaluation, entry: dict[str, Any], bench: str, n: int | None, max_tokens: int | None
+    evaluation: Evaluation,
+    entry: dict[str, Any],
+    bench: str,
+    n: int | None,
+    max_tokens: int | None,
+    temperature: float | None = None,
+    top_p: float | None = None,
 ) -> SamplingSettings:
     """The sampling settings, checked before any model loads; an error names the key to change."""
     return SamplingSettings(
         n=int(n if n is not None else entry.get("n", 1)),
         max_tokens=int(max_tokens if max_tokens is not None else evaluation.max_tokens),
-        temperature=evaluation.temperature,
-        top_p=evaluation.top_p,
+        temperature=evaluation.temperature if temperature is None else float(temperature),
+        top_p=evaluation.top_p if top_p is None else float(top_p),
         keys={
             "n": f"datasets.eval.{bench}.n (or --n)" if n is None else "--n",
             "max_tokens": "evaluation.max_tokens (or --max-tokens)" if max_tokens is None else "--max-tokens",
-            "temperature": "evaluation.temperature",
-            "top_p": "evaluation.top_p",
+            "temperature": "evaluation.temperature" if temperature is None else "the temperature asked for",
+            "top_p": "evaluation.top_p" if top_p is None else "the top_p asked for",
         },
     )
 

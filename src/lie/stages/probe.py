@@ -18,7 +18,6 @@ is digits, operators, "=" and "." only, and the ban leaves the model those.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,16 +31,13 @@ FORCED_RULE = (
 )
 
 
-def probe_config(config: dict[str, Any]) -> dict[str, Any]:
-    """``config`` with the evaluation's sampling replaced by the rollouts' (temperature, top_p)."""
+def rollout_sampling(config: dict[str, Any]) -> tuple[float, float, int]:
+    """The rollouts' temperature, top_p and token limit (``training:``), which the probe samples with."""
     training = config.get("training") or {}
     for key in ("temperature", "top_p", "max_response_length"):
         if training.get(key) is None:
             raise LieError(f"training.{key} is missing: the probe samples as the rollouts do")
-    out = copy.deepcopy(config)
-    out["evaluation"] = {**(config.get("evaluation") or {}), "temperature": training["temperature"]}
-    out["evaluation"]["top_p"] = training["top_p"]
-    return out
+    return float(training["temperature"]), float(training["top_p"]), int(training["max_response_length"])
 
 
 def forced_depth(tokenizer: Any, eos_ids: Sequence[int]) -> Callable[[Sequence[int]], Any]:
@@ -107,15 +103,18 @@ def run_probe(
                 "--forced is the third registration's probe: the config has no study.third section"
             )
         n, seed, rule = spec.third.forced_n, spec.third.forced_seed, SamplingRule(FORCED_RULE, _force)
+    temperature, top_p, max_tokens = rollout_sampling(config)
     return run_generate(
-        probe_config(config),
+        config,
         model,
         spec.bench,
         data,
         out,
         n=n,
-        max_tokens=int(config["training"]["max_response_length"]),
+        max_tokens=max_tokens,
         seed=seed,
         progress=progress,
         rule=rule,
+        temperature=temperature,
+        top_p=top_p,
     )

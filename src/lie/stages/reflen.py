@@ -86,7 +86,7 @@ def settings_from_config(config: dict[str, Any], **overrides: Any) -> ReflenSett
             f"config: unknown key(s) reflen.{', reflen.'.join(unknown)}; valid: {', '.join(sorted(known))}"
         )
     training = config.get("training") or {}
-    limit, workers = grading_limits(config) if config.get("evaluation") else (DEFAULT_TIMEOUT_S, 0)
+    limit, workers = grading_limits(config, missing=(DEFAULT_TIMEOUT_S, 0))
     values: dict[str, Any] = {
         "max_prompt_tokens": training.get("max_prompt_length"),
         "grade_timeout_s": limit,

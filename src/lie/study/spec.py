@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from lie.config.sections import Evaluation
 from lie.core.errors import LieError
 
 PREDICTIONS = ("positive", "zero")
@@ -158,7 +159,7 @@ def _condition(name: str, section: Any, config: dict[str, Any], seen: dict[str, 
     if not isinstance(bases, list) or not all(isinstance(b, str) for b in bases):
         raise LieError(f"{where}.base_models must be a list of model names, got {bases!r}")
     for base in bases:
-        if base not in ((config.get("evaluation") or {}).get("base_models") or []):
+        if base not in Evaluation.of(config).base_models:
             raise LieError(f"{where}: base model {base!r} is not in evaluation.base_models")
     if section["prediction"] not in PREDICTIONS:
         raise LieError(f"{where}.prediction must be one of {PREDICTIONS}, got {section['prediction']!r}")
@@ -196,7 +197,7 @@ def study_spec(config: dict[str, Any]) -> StudySpec:
     if third and section.get("tests") is not None:
         raise LieError("study: give tests (the second registration) or third (the third), not both")
     bench = section["bench"]
-    if bench not in ((config.get("evaluation") or {}).get("benchmarks") or []):
+    if bench not in Evaluation.of(config).benchmarks:
         raise LieError(f"study.bench {bench!r} is not in evaluation.benchmarks")
     if not isinstance(section["conditions"], dict) or not section["conditions"]:
         raise LieError("study.conditions must map condition names to their settings")

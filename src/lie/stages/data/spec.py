@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lie.config.sections import Evaluation
 from lie.core.errors import LieError
 
 KEYS = (
@@ -237,7 +238,7 @@ def bare_questions(config: dict[str, Any], key: str) -> bool:
     """Whether ``key`` (a run or a base model) is evaluated on bare questions (evaluation.bare_questions)."""
     experiments = config.get("experiments") or {}
     model = experiments[key]["model"] if key in experiments else key
-    return model in ((config.get("evaluation") or {}).get("bare_questions") or [])
+    return model in Evaluation.of(config).bare_questions
 
 
 def eval_data_file(config: dict[str, Any], key: str, bench: str) -> Path:
