@@ -623,6 +623,24 @@ def test_the_evaluation_section_is_read_through_its_view():
     assert key_reads("e = cfg['evaluation']['in_domain']", "evaluation") == [1]
 
 
+# Outside config/, the training section is read through each run's settings (lie.config.RunSettings)
+# but in two listed places: the preflight builds a trial's config (it writes the section for its child
+# process), and a reference-length file serves every run of its data and model (the shared prompt limit).
+TRAINING_READERS = {"src/lie/stages/preflight_trial.py", "src/lie/stages/reflen.py"}
+
+
+def test_the_training_section_is_read_through_run_settings():
+    """Issue 37 (part): `training:` has one reader, RunSettings (the study reads its runs' limit through
+    them), but for TRAINING_READERS; by the syntax tree, whatever the variable is called."""
+    reads = {
+        str(path.relative_to(REPO))
+        for path in sorted((REPO / "src" / "lie").rglob("*.py"))
+        if "config" not in path.relative_to(REPO / "src" / "lie").parts
+        and key_reads(path.read_text(encoding="utf-8"), "training")
+    }
+    assert reads == TRAINING_READERS, reads
+
+
 def string_constants(source: str, value: str) -> list[int]:
     """Lines of Python ``source`` holding the string constant ``value`` (docstrings are not constants here)."""
     tree = ast.parse(source)

@@ -177,8 +177,9 @@ def test_a_response_row_reads_depth_states_and_copies_grades():
 
 
 def test_the_probe_samples_with_the_rollouts_settings_and_refuses_a_config_without_them():
-    """``lie study-probe`` samples as the RL rollouts do: the evaluation's temperature and top_p become
-    training's; a training section without one of them is one line naming the key."""
+    """``lie study-probe`` samples as the RL rollouts do: the study's runs' temperature, top_p and limit
+    (their settings); a training section without one of them is one line naming the key; runs that
+    disagree on the limit are refused."""
     from study_pipeline import study_config
 
     from lie.stages.probe import rollout_sampling
@@ -191,5 +192,9 @@ def test_the_probe_samples_with_the_rollouts_settings_and_refuses_a_config_witho
         training["max_response_length"],
     )
     del config["training"]["top_p"]
-    with pytest.raises(LieError, match="training.top_p is missing: the probe samples as the rollouts do"):
+    with pytest.raises(LieError, match="key 'training.top_p' is missing"):
+        rollout_sampling(config)
+    config = study_config()
+    config["experiments"]["v2_strong_grpo_m0_s1"]["max_response_length"] = 32  # one run of another limit
+    with pytest.raises(LieError, match=r"study: the runs must share one max_response_length, got \[32, 64\]"):
         rollout_sampling(config)

@@ -32,12 +32,14 @@ FORCED_RULE = (
 
 
 def rollout_sampling(config: dict[str, Any]) -> tuple[float, float, int]:
-    """The rollouts' temperature, top_p and token limit (``training:``), which the probe samples with."""
-    training = config.get("training") or {}
-    for key in ("temperature", "top_p", "max_response_length"):
-        if training.get(key) is None:
-            raise LieError(f"training.{key} is missing: the probe samples as the rollouts do")
-    return float(training["temperature"]), float(training["top_p"]), int(training["max_response_length"])
+    """The rollouts' temperature, top_p and token limit, which the probe samples with: the settings of the
+    study's runs (``lie.config.RunSettings``; they share them)."""
+    from lie.config.settings import RunSettings
+    from lie.study.spec import training_limit
+
+    spec = study_spec(config)
+    run = RunSettings.of(config, spec.runs[0])
+    return run.temperature, run.top_p, training_limit(config, spec)
 
 
 def forced_depth(tokenizer: Any, eos_ids: Sequence[int]) -> Callable[[Sequence[int]], Any]:

@@ -31,7 +31,7 @@ from lie.core.errors import LieError
 from lie.study import trap
 from lie.study.paths import StudyPaths
 from lie.study.responses import read_responses
-from lie.study.spec import Condition, StudySpec, study_spec
+from lie.study.spec import Condition, StudySpec, study_spec, training_limit
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ def measure(
     """The gates of one condition from the probe responses of one of its supervised models (the first
     by default)."""
     base_model = base_model or condition.base_model
-    budget = str(int(config["training"]["max_response_length"]))
+    budget = str(training_limit(config, spec))
     mine = condition_rows(rows, condition)
     if not mine:
         raise LieError(f"condition {condition.name}: no probe responses of depth {condition.depths}")
@@ -185,7 +185,7 @@ def measure_third(
     third = spec.third
     if third is None:
         raise LieError("the third registration's gates need study.third")
-    budget = str(int(config["training"]["max_response_length"]))
+    budget = str(training_limit(config, spec))
     forced, natural = condition_rows(forced, condition), condition_rows(natural, condition)
     if not forced or not natural:
         raise LieError(

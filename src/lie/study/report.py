@@ -51,7 +51,7 @@ from lie.study.registered import (
     tests_markdown,
 )
 from lie.study.responses import read_responses
-from lie.study.spec import Condition, StudySpec, study_spec
+from lie.study.spec import Condition, StudySpec, study_spec, training_limit
 
 log = logging.getLogger(__name__)
 
@@ -233,7 +233,7 @@ def collect(config: dict[str, Any]) -> StudyData:
         for key in [*c.runs, *c.base_models]:
             where = str(paths.responses(key))
             evals[(c.name, key)] = eval_summary(read_responses(paths.responses(key)), c.depths, where)
-    limit = int((config.get("training") or {}).get("max_response_length") or 0)
+    limit = training_limit(config, spec)
     seeds = {}
     for c in spec.conditions:
         for run in c.runs:

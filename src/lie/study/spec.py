@@ -238,6 +238,17 @@ def study_spec(config: dict[str, Any]) -> StudySpec:
     )
 
 
+def training_limit(config: dict[str, Any], spec: StudySpec) -> int:
+    """The token limit the study's runs trained with (their ``max_response_length``, through each run's
+    settings): the budget at which a response counts as graded right. The runs must share it."""
+    from lie.config.settings import RunSettings
+
+    limits = {RunSettings.of(config, run).max_response_length for run in spec.runs}
+    if len(limits) != 1:
+        raise LieError(f"study: the runs must share one max_response_length, got {sorted(limits)}")
+    return limits.pop()
+
+
 THIRD_KEYS = (
     "forced_probe", "step_accuracy", "full_depth_accuracy", "max_right_per_run", "run_samples",
     "binding_median", "alpha", "smallest_effect", "power",
