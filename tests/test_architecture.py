@@ -641,6 +641,23 @@ def test_the_training_section_is_read_through_run_settings():
     assert reads == TRAINING_READERS, reads
 
 
+# Files where a `reward` key is not the YAML's: verl's own config (the reward manager) and rollout records.
+REWARD_NOT_THE_YAML = {"src/lie/engines/verl/reward_manager.py", "src/lie/study/inputs.py"}
+
+
+def test_the_reward_section_is_read_as_reward_configs():
+    """Issue 37 (part): `reward:` is read as a checked RewardConfig (lie.config.sections.shared_reward, a run's
+    through RunSettings.reward), its defaults written once (RewardConfig's), nowhere as a mapping."""
+    reads = [
+        f"{path.relative_to(REPO)}:{line}"
+        for path in sorted((REPO / "src" / "lie").rglob("*.py"))
+        if "config" not in path.relative_to(REPO / "src" / "lie").parts
+        and str(path.relative_to(REPO)) not in REWARD_NOT_THE_YAML
+        for line in key_reads(path.read_text(encoding="utf-8"), "reward")
+    ]
+    assert not reads, reads
+
+
 def string_constants(source: str, value: str) -> list[int]:
     """Lines of Python ``source`` holding the string constant ``value`` (docstrings are not constants here)."""
     tree = ast.parse(source)

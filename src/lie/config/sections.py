@@ -13,6 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from lie.core.errors import LieError
+from lie.core.reward import RewardConfig
+
+
+def shared_reward(config: dict[str, Any]) -> RewardConfig:
+    """``reward:``: the knobs every LIE run shares, typed and checked (a run's own, with its LIE mode and
+    extra tokens, are its ``RunSettings.reward``); its defaults are RewardConfig's, written once there."""
+    return RewardConfig.from_mapping(config.get("reward") or {}, source="reward")
 
 
 def trusts_remote_code(config: dict[str, Any]) -> bool:

@@ -24,7 +24,7 @@ from lie.analysis.behaviours import Classifier, Tally, load_classifier
 from lie.analysis.diversity import group_diversity, mean_of
 from lie.analysis.dynamics import RunDynamics, run_dynamics
 from lie.config.layout import Layout
-from lie.config.sections import Evaluation
+from lie.config.sections import Evaluation, shared_reward
 from lie.core.errors import LieError
 from lie.formats.graded import read_summary
 from lie.report.groups import evaluated_keys
@@ -138,8 +138,8 @@ def collect(config: dict[str, Any], max_points: int = 200, paper: Paper | None =
     budget = largest_budget(config)
     keys = evaluated_keys(config)
     runs = cfgmod.selected_runs(config)
-    reward = config.get("reward") or {}
-    n, unit = int(reward.get("n", 10)), str(reward.get("unit", "word"))
+    reward = shared_reward(config)
+    n, unit = reward.n, reward.unit
     summaries = {key: load_summary(layout, key, budget) for key in keys}
     dynamics = {}
     for run in runs:

@@ -14,7 +14,8 @@ from typing import Any
 
 from lie.analysis.behaviours import Tally
 from lie.analysis.dynamics import FIELDS, phase_mean
-from lie.config.sections import Evaluation
+from lie.config.sections import Evaluation, shared_reward
+from lie.config.settings import RunSettings
 from lie.core.errors import LieError
 from lie.report import intervals as iv
 from lie.report.groups import baseline_of
@@ -421,13 +422,11 @@ def sensitivity_rows(data: ReportData, keys: list[str]) -> list[dict[str, Any]]:
     in_domain = Evaluation.of(data.config).in_domain
     budget = str(data.budget)
     for key in keys:
-        knobs = {
-            **(data.config.get("reward") or {}),
-            **((_experiments(data).get(key) or {}).get("reward") or {}),
-        }
+        is_run = key in _experiments(data)
+        knobs = RunSettings.of(data.config, key).reward if is_run else shared_reward(data.config)
         lengths = [data.summaries[key]["benchmarks"][b]["mean_tokens"][budget]
                    for b in in_domain if b in data.summaries[key]["benchmarks"]]  # fmt: skip
-        row = dict(key=key, theta=knobs.get("theta"), n=knobs.get("n"),
+        row = dict(key=key, theta=knobs.theta, n=knobs.n,
                    e=(_experiments(data).get(key) or {}).get("extra_tokens"),
                    mean_tokens_in_domain=sum(lengths) / len(lengths) if lengths else None)  # fmt: skip
         for domain in DOMAINS:

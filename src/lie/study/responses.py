@@ -26,6 +26,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from lie.config.sections import shared_reward
 from lie.core.errors import LieError
 from lie.core.ngrams import ngram_stats, split_words
 from lie.core.reward import RewardConfig, c_context, r_context, redundancy_fires
@@ -41,9 +42,7 @@ COLUMNS = (
 
 def loop_config(config: dict[str, Any]) -> RewardConfig:
     """The config's reward knobs with ``R_red`` on for correct and wrong answers: the loop test."""
-    knobs = dict(config.get("reward") or {})
-    knobs.update(redundancy_term=True, red_on_correct=True, length_term=False)
-    return RewardConfig.from_mapping(knobs, source="reward (study loop test)")
+    return shared_reward(config).replace(redundancy_term=True, red_on_correct=True, length_term=False)
 
 
 def loop_test(max_count: int, num_units: int, reward: RewardConfig) -> bool:
