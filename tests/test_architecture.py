@@ -603,59 +603,43 @@ def test_trust_remote_code_is_read_in_one_place():
     assert key_reads("x = config.get('trust_remote_code', False)", "trust_remote_code") == [1]
 
 
-# The one place outside config/ that touches the evaluation section: the preflight builds a trial's config
-# (a derived YAML for a child process: it writes the section, it does not read a setting from it).
-EVALUATION_WRITERS = {"src/lie/stages/preflight_trial.py"}
+def section_reads(key: str) -> dict[str, list[int]]:
+    """Per file of src/lie outside lie.config, the lines reading ``key`` as a mapping key (:func:`key_reads`)."""
+    out = {}
+    for path in sorted((REPO / "src" / "lie").rglob("*.py")):
+        if "config" not in path.relative_to(REPO / "src" / "lie").parts:
+            lines = key_reads(path.read_text(encoding="utf-8"), key)
+            if lines:
+                out[str(path.relative_to(REPO))] = lines
+    return out
 
 
-def test_the_evaluation_section_is_read_through_its_view():
-    """Issue 37 (part): `evaluation:` is read through lie.config.sections.Evaluation (typed, every key
-    checked once) everywhere outside lie.config, whatever the variable holding the config is called."""
-    reads = [
-        f"{path.relative_to(REPO)}:{line}"
-        for path in sorted((REPO / "src" / "lie").rglob("*.py"))
-        if "config" not in path.relative_to(REPO / "src" / "lie").parts
-        and str(path.relative_to(REPO)) not in EVALUATION_WRITERS
-        for line in key_reads(path.read_text(encoding="utf-8"), "evaluation")
-    ]
-    assert not reads, reads
+# Outside config/, each of these sections is read through its typed reader but in the files listed, with why.
+SECTION_READERS = {
+    # lie.config.sections.Evaluation; the preflight builds a trial's config (it writes the section for its
+    # child process, it reads no setting from it)
+    "evaluation": {"src/lie/stages/preflight_trial.py"},
+    # each run's RunSettings (the study's limit: study.spec.training_limit); the preflight's trial config, and a
+    # reference-length file's shared prompt limit (it serves every run of its data and model)
+    "training": {"src/lie/stages/preflight_trial.py", "src/lie/stages/reflen.py"},
+    # RewardConfig (lie.config.sections.shared_reward, a run's RunSettings.reward); the two files listed read
+    # a "reward" that is not the YAML's: verl's own config (the reward manager) and rollout records
+    "reward": {"src/lie/engines/verl/reward_manager.py", "src/lie/study/inputs.py"},
+}
+
+
+@pytest.mark.parametrize("section", sorted(SECTION_READERS))
+def test_a_typed_section_is_read_only_through_its_reader(section):
+    """Issue 37 (part): `evaluation:`, `training:` and `reward:` are read through their typed readers,
+    whatever the variable holding the config is called (by the syntax tree)."""
+    assert set(section_reads(section)) == SECTION_READERS[section]
+
+
+def test_the_section_rule_sees_each_form_of_a_read():
     assert key_reads("b = (data.config.get('evaluation') or {}).get('budgets')", "evaluation") == [1]
     assert key_reads("e = cfg['evaluation']['in_domain']", "evaluation") == [1]
-
-
-# Outside config/, the training section is read through each run's settings (lie.config.RunSettings)
-# but in two listed places: the preflight builds a trial's config (it writes the section for its child
-# process), and a reference-length file serves every run of its data and model (the shared prompt limit).
-TRAINING_READERS = {"src/lie/stages/preflight_trial.py", "src/lie/stages/reflen.py"}
-
-
-def test_the_training_section_is_read_through_run_settings():
-    """Issue 37 (part): `training:` has one reader, RunSettings (the study reads its runs' limit through
-    them), but for TRAINING_READERS; by the syntax tree, whatever the variable is called."""
-    reads = {
-        str(path.relative_to(REPO))
-        for path in sorted((REPO / "src" / "lie").rglob("*.py"))
-        if "config" not in path.relative_to(REPO / "src" / "lie").parts
-        and key_reads(path.read_text(encoding="utf-8"), "training")
-    }
-    assert reads == TRAINING_READERS, reads
-
-
-# Files where a `reward` key is not the YAML's: verl's own config (the reward manager) and rollout records.
-REWARD_NOT_THE_YAML = {"src/lie/engines/verl/reward_manager.py", "src/lie/study/inputs.py"}
-
-
-def test_the_reward_section_is_read_as_reward_configs():
-    """Issue 37 (part): `reward:` is read as a checked RewardConfig (lie.config.sections.shared_reward, a run's
-    through RunSettings.reward), its defaults written once (RewardConfig's), nowhere as a mapping."""
-    reads = [
-        f"{path.relative_to(REPO)}:{line}"
-        for path in sorted((REPO / "src" / "lie").rglob("*.py"))
-        if "config" not in path.relative_to(REPO / "src" / "lie").parts
-        and str(path.relative_to(REPO)) not in REWARD_NOT_THE_YAML
-        for line in key_reads(path.read_text(encoding="utf-8"), "reward")
-    ]
-    assert not reads, reads
+    assert key_reads("t = int(settings['training']['max_steps'])", "training") == [1]
+    assert key_reads("r = c.pop('reward', None)", "reward") == [1]
 
 
 def string_constants(source: str, value: str) -> list[int]:
