@@ -288,7 +288,7 @@ def _full_phase(trainer: _Trainer, cache: Path, key: str) -> bool:
 
     cache.mkdir(parents=True, exist_ok=True)
     path = cache / f"{key}.pt"
-    with open(cache / f"{key}.lock", "w") as lock:  # one process computes it; the others wait, then read it
+    with open(cache / f"{key}.lock", "a") as lock:  # one process computes it; the others wait, then read it
         fcntl.flock(lock, fcntl.LOCK_EX)
         if path.is_file():
             try:

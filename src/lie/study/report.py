@@ -169,14 +169,11 @@ def study_inputs(config: dict[str, Any], layout: Layout) -> dict[str, list[str]]
     spec = study_spec(config)
     paths = StudyPaths(layout)
     keys = [*spec.runs, *spec.base_models]
+    forced = (False, True) if spec.third else (False,)  # the third registration's forced-depth probes too
     return {
         "runs": [str(layout.run_dir(run).final_json) for run in spec.runs],
         "responses": [str(paths.responses(key)) for key in keys],
-        "probes": [
-            str(paths.probe_responses(m, forced=f))
-            for f in {False, spec.third is not None}
-            for m in spec.base_models
-        ],  # fmt: skip
+        "probes": [str(paths.probe_responses(m, forced=f)) for f in forced for m in spec.base_models],
         "gates": [str(p) for p in paths.gates],
     }
 
