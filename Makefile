@@ -79,8 +79,8 @@ smoke: $(STAMP) $(VLLM_STAMP)
 # when Snakemake has finished it. SMOKE_CONFIG: another config of the smoke DAG (the page goes under
 # its outdir).
 SMOKE_CONFIG ?= workflow/configs/smoke.yaml
-OUTDIR_OF := import sys; from lie.config.load import outdir; from lie.config.yamlio import load_yaml_mapping; \
-  print(outdir(load_yaml_mapping(sys.argv[1], what="config file")).resolve())
+OUTDIR_OF := import sys; from lie.config import Config; from lie.config.yamlio import load_yaml_mapping; \
+  print(Config.of(load_yaml_mapping(sys.argv[1], what="config file"), sys.argv[1]).outdir.resolve())
 report: $(STAMP)
 	@plan="$$($(SMK) --configfile $(SMOKE_CONFIG) -n 2>&1)" || { echo "$$plan" | tail -n 1 >&2; exit 2; }; \
 	out="$$($(BIN)/python -c '$(OUTDIR_OF)' $(SMOKE_CONFIG))" || exit 2; \
@@ -151,6 +151,7 @@ check-gpu-env:
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/mypy
 
 # Speed checks, each against a baseline measured in the same run (docs/benchmarks.md): every target is one
 # line ending in yes or NO. Without ../shared/data (a fresh clone) bench_grade.py grades the committed slices

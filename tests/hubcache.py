@@ -93,10 +93,10 @@ def readme_configs(configs: dict[str, dict[str, str]]) -> str:
 
 
 def repo_config() -> dict[str, Any]:
-    """A fresh copy of the repository's config.yaml."""
-    from lie.config import load_config
+    """A fresh copy of the repository's config.yaml, as a mapping to edit (``Config.of`` types it)."""
+    from lie.config import read_config
 
-    return load_config(REPO / "config.yaml")
+    return read_config(REPO / "config.yaml")
 
 
 @contextlib.contextmanager

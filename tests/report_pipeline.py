@@ -27,6 +27,8 @@ from typing import Any
 import yaml
 from small import REPO, arithmetic_rows, write_config, write_parquet
 
+from lie.config import Config
+
 LOOP_PHRASE = " Wait, check \\boxed{A}."  # 8 distinct tokens of the tiny tokenizer
 RUNS = ("qwen3-4b-base_dapo_grpo", "qwen3-4b-base_dapo_gspo_lie", "loop_gspo_lie")
 BASE = "qwen3-4b-base"
@@ -98,7 +100,7 @@ def pipeline_config(root: Path, tiny: Path, loopy: Path) -> dict[str, Any]:
 
 def _build(root: Path) -> SimpleNamespace:
     from lie.cli import main
-    from lie.config import RunSettings, load_config
+    from lie.config import RunSettings, load_config, read_config
     from lie.config.layout import Layout
     from lie.engines.generation import load_tokenizer
     from lie.engines.trl import train as trl_train
@@ -113,15 +115,18 @@ def _build(root: Path) -> SimpleNamespace:
     tiny = build_tiny(root / "tiny", corpus, seed=0, vocab_size=300)
     loopy = build_looping_model(tiny, root / "loopy")
     cfg = write_config(root / "config.yaml", pipeline_config(root, tiny, loopy))
-    config = load_config(cfg)
-    layout = Layout(config)
+    load_config(cfg)  # a valid config
+    config = read_config(cfg)  # as written: the tests read and edit it
+    layout = Layout(Config.of(config))
     for bench in BENCHMARKS:
         out = layout.dataset_file(bench)
         assert main(["data", bench, "--config", str(cfg), "--out", str(out), "--no-progress"]) == 0
     train_file = write_parquet(root / "arith.reflen.parquet", arithmetic_rows(6, ref_len=40))
     for run in RUNS:
         model = layout.base_model(config["experiments"][run]["model"])
-        trl_train.train(config, RunSettings.of(config, run), train_file, model, threads=1)
+        trl_train.train(
+            Config.of(config), RunSettings.of(Config.of(config), run), train_file, model, threads=1
+        )
         assert main(["merge", run, "--config", str(cfg)]) == 0
     for key in [*RUNS, BASE]:
         model = layout.model_for(key)
@@ -129,10 +134,16 @@ def _build(root: Path) -> SimpleNamespace:
         for bench in BENCHMARKS:
             out = layout.generations(key, bench)
             run_generate(
-                config, str(model), bench, layout.dataset_file(bench), out, engine="hf", progress=False
+                Config.of(config),
+                str(model),
+                bench,
+                layout.dataset_file(bench),
+                out,
+                engine="hf",
+                progress=False,
             )
             gens.append(str(out))
-        scores, summary = evaluate(config, gens, load_tokenizer(str(model)), progress=False)
+        scores, summary = evaluate(Config.of(config), gens, load_tokenizer(str(model)), progress=False)
         with atomic_output(layout.scores(key, "scores").with_suffix(".jsonl")) as handle:
             handle.writelines(dumps(line) + "\n" for line in scores)
         write_summary(summary, str(layout.summary(key)))
@@ -157,7 +168,7 @@ def fresh_copy(tmp: Path) -> SimpleNamespace:
     from lie.config.layout import Layout
 
     return SimpleNamespace(root=tmp, cfg=write_config(tmp / "config.yaml", config), config=config,
-                           layout=Layout(config), tiny=base.tiny, loopy=base.loopy)  # fmt: skip
+                           layout=Layout(Config.of(config)), tiny=base.tiny, loopy=base.loopy)  # fmt: skip
 
 
 @functools.cache

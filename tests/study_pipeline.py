@@ -23,6 +23,8 @@ from typing import Any
 import yaml
 from small import REPO, write_config
 
+from lie.config import Config
+
 STUDY = REPO / "workflow" / "configs" / "study.yaml"
 STUDY_V1 = REPO / "workflow" / "configs" / "study-v1.yaml"
 STUDY_V3 = REPO / "workflow" / "configs" / "study-v3.yaml"
@@ -144,13 +146,14 @@ def _probe(cfg: Path, layout: Any, model: str, forced: bool = False) -> None:
 
 def _build(root: Path) -> SimpleNamespace:
     from lie.cli import main
-    from lie.config import RunSettings, load_config
+    from lie.config import RunSettings, load_config, read_config
     from lie.config.layout import Layout
     from lie.engines.trl import train as trl_train
 
     cfg = write_config(root / "config.yaml", small_study_config(root / "out"))
-    config = load_config(cfg)
-    layout = Layout(config)
+    load_config(cfg)  # a valid config
+    config = read_config(cfg)  # as written: the tests read and edit it
+    layout = Layout(Config.of(config))
     datasets = (*(name for name, *_ in TRAIN_SETS), "chain-test")
     for name in datasets:
         out = str(layout.dataset_file(name))
@@ -173,7 +176,7 @@ def _build(root: Path) -> SimpleNamespace:
                 str(layout.dataset_file(spec["data"])),
             ]
             assert main([*argv, "--out", str(reflen), "--no-progress"]) == 0
-        trl_train.train(config, RunSettings.of(config, run), reflen, base, threads=1)
+        trl_train.train(Config.of(config), RunSettings.of(Config.of(config), run), reflen, base, threads=1)
         assert main(["merge", run, "--config", str(cfg)]) == 0
     for key in [*RUNS, *BASES]:
         _evaluate(cfg, layout, key)
@@ -209,7 +212,7 @@ def v3_config(outdir: Path) -> dict[str, Any]:
 def v3_pipeline() -> SimpleNamespace:
     """The shrunken study's files (a copy) with the forced-depth probes of both supervised models, under
     a config of the third registration; its gates and report are for the tests to run."""
-    from lie.config import load_config
+    from lie.config import load_config, read_config
     from lie.config.layout import Layout
 
     base = pipeline()
@@ -217,8 +220,9 @@ def v3_pipeline() -> SimpleNamespace:
     atexit.register(shutil.rmtree, root, ignore_errors=True)
     shutil.copytree(base.root / "out", root / "out", symlinks=True)
     cfg = write_config(root / "config.yaml", v3_config(root / "out"))
-    config = load_config(cfg)
-    layout = Layout(config)
+    load_config(cfg)  # a valid config
+    config = read_config(cfg)  # as written: the tests read and edit it
+    layout = Layout(Config.of(config))
     for model in BASES:
         _probe(cfg, layout, model, forced=True)
     return SimpleNamespace(root=root, cfg=cfg, config=config, layout=layout)

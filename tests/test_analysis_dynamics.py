@@ -9,6 +9,7 @@ import pytest
 from report_pipeline import RUNS, fresh_copy, pipeline
 
 from lie.analysis.dynamics import ENTROPY, run_dynamics
+from lie.config import Config
 from lie.core.errors import LieError
 from lie.formats.runs import read_metrics, read_rollouts
 
@@ -23,7 +24,7 @@ def built():
 
 @pytest.fixture(scope="module")
 def dynamics(built):
-    return {run: run_dynamics(built.config, run) for run in RUNS}
+    return {run: run_dynamics(Config.of(built.config), run) for run in RUNS}
 
 
 def test_every_step_is_read_and_its_means_match_the_rollouts(built, dynamics):
@@ -68,7 +69,7 @@ def test_flagged_shares_see_what_a_baseline_is_not_penalised_for(dynamics):
 
 
 def test_at_most_max_points_steps_are_read(built):
-    dyn = run_dynamics(built.config, GSPO_LIE, max_points=2)
+    dyn = run_dynamics(Config.of(built.config), GSPO_LIE, max_points=2)
     assert [s.step for s in dyn.steps] == [1, 3] and dyn.notes == ["2 of 3 steps read (evenly spaced)"]
 
 
@@ -77,14 +78,14 @@ def test_runs_without_files_are_errors_that_say_what_to_do(tmp_path):
     rundir = copy.layout.run_dir(GRPO)
     shutil.rmtree(rundir.metrics_dir)
     with pytest.raises(LieError, match=f"{rundir.metrics_dir}: run {GRPO} has no metrics.*lie train {GRPO}"):
-        run_dynamics(copy.config, GRPO)
+        run_dynamics(Config.of(copy.config), GRPO)
     rundir = copy.layout.run_dir(GSPO_LIE)
     shutil.rmtree(rundir.rollouts_dir)
     with pytest.raises(LieError, match=f"{rundir.rollouts_dir}: run {GSPO_LIE} has no rollouts"):
-        run_dynamics(copy.config, GSPO_LIE)
+        run_dynamics(Config.of(copy.config), GSPO_LIE)
     shutil.rmtree(copy.layout.run_dir(LOOP).root)
     with pytest.raises(LieError, match=f"run {LOOP} has no folder"):
-        run_dynamics(copy.config, LOOP)
+        run_dynamics(Config.of(copy.config), LOOP)
 
 
 def test_a_rollout_line_without_a_field_is_named(tmp_path):
@@ -94,7 +95,7 @@ def test_a_rollout_line_without_a_field_is_named(tmp_path):
     del lines[3]["max_ngram_count"]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     with pytest.raises(LieError, match="step-000002.*lacks max_ngram_count"):
-        run_dynamics(copy.config, GRPO)
+        run_dynamics(Config.of(copy.config), GRPO)
 
 
 def test_a_step_without_entropy_is_a_gap(tmp_path):
@@ -105,5 +106,5 @@ def test_a_step_without_entropy_is_a_gap(tmp_path):
     for line in lines:
         line["data"].pop(ENTROPY, None) if line["step"] == 2 else None
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    dyn = run_dynamics(copy.config, GRPO)
+    dyn = run_dynamics(Config.of(copy.config), GRPO)
     assert [s.entropy is None for s in dyn.steps] == [False, True, False]

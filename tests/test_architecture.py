@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "src" / "lie"
@@ -592,14 +593,14 @@ def key_reads(source: str, key: str) -> list[int]:
 
 
 def test_trust_remote_code_is_read_in_one_place():
-    """Issue 37: the switch that lets a model run its own code has one reader (lie.config.sections
-    .trusts_remote_code) and no default written elsewhere; every engine asks it."""
+    """Issue 37: the switch that lets a model run its own code has one reader (``Config.trust_remote_code``,
+    lie.config.typed) and no default written elsewhere; every engine asks it."""
     reads = [
         f"{path.relative_to(REPO)}:{line}"
         for path in sorted((REPO / "src" / "lie").rglob("*.py"))
         for line in key_reads(path.read_text(encoding="utf-8"), "trust_remote_code")
     ]
-    assert [r.split(":")[0] for r in reads] == ["src/lie/config/sections.py"], reads
+    assert [r.split(":")[0] for r in reads] == ["src/lie/config/typed.py"], reads
     assert key_reads("x = config.get('trust_remote_code', False)", "trust_remote_code") == [1]
 
 
@@ -614,25 +615,83 @@ def section_reads(key: str) -> dict[str, list[int]]:
     return out
 
 
-# Outside config/, each of these sections is read through its typed reader but in the files listed, with why.
+TRIAL = "src/lie/stages/preflight_trial.py"  # writes a trial config for its child processes (as written)
+ROWS = {"src/lie/formats/rows.py", "src/lie/stages/data/adapters.py", "src/lie/stages/data/build.py",
+        "src/lie/engines/trl/train.py"}  # fmt: skip
+# Outside config/ no top-level key of the config is read from a mapping, whatever the variable is called,
+# but in the files listed, where the same word names something else (with why).
 SECTION_READERS = {
-    # lie.config.sections.Evaluation; the preflight builds a trial's config (it writes the section for its
-    # child process, it reads no setting from it)
-    "evaluation": {"src/lie/stages/preflight_trial.py"},
-    # each run's RunSettings (the study's limit: study.spec.training_limit); the preflight's trial config, and a
-    # reference-length file's shared prompt limit (it serves every run of its data and model)
-    "training": {"src/lie/stages/preflight_trial.py", "src/lie/stages/reflen.py"},
-    # RewardConfig (lie.config.sections.shared_reward, a run's RunSettings.reward); the two files listed read
-    # a "reward" that is not the YAML's: verl's own config (the reward manager) and rollout records
+    **{key: set() for key in yaml.safe_load((REPO / "src/lie/config/schema.yaml").read_text())["properties"]},
+    # the preflight's trial config: built from Config.as_written and edited for its child process
+    **{key: {TRIAL} for key in ("engines", "models", "datasets", "training", "experiments", "evaluation")},
+    "prompt": {TRIAL, *ROWS},  # a verl row's prompt column
+    "reflen": {"src/lie/stages/reflen.py"},  # the reference-length file's metadata record
+    # verl's own config (the reward manager) and rollout records
     "reward": {"src/lie/engines/verl/reward_manager.py", "src/lie/study/inputs.py"},
+    "runs": {"src/lie/study/spec.py"},  # an arm's runs, in the study section its one reader checks
 }
 
 
 @pytest.mark.parametrize("section", sorted(SECTION_READERS))
-def test_a_typed_section_is_read_only_through_its_reader(section):
-    """Issue 37 (part): `evaluation:`, `training:` and `reward:` are read through their typed readers,
-    whatever the variable holding the config is called (by the syntax tree)."""
+def test_no_section_of_the_config_is_read_as_a_mapping_outside_lie_config(section):
+    """Issue 37: every section is read through the typed ``Config`` (lie.config.typed), whatever the
+    variable holding it is called (by the syntax tree); mypy (make lint) refuses a subscript of a Config."""
     assert set(section_reads(section)) == SECTION_READERS[section]
+
+
+def test_the_config_as_written_is_read_only_in_lie_config_and_the_trial_config():
+    """The untyped ways in (``as_written``, ``read_config``, the frozen mapping ``_written``) are the config
+    package's own, and the preflight's, which writes a trial config from it."""
+    found = {}
+    for path in sorted((REPO / "src" / "lie").rglob("*.py")):
+        if "config" in path.relative_to(REPO / "src" / "lie").parts:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {
+            n.attr
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Attribute) and n.attr in ("as_written", "_written")
+        }
+        names |= {
+            n.attr
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Attribute) and ast.unparse(n.value) == "cfgmod"
+        }
+        names |= {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                  and (n.module or "").startswith("lie.config") for a in n.names}  # fmt: skip
+        if hit := names & {"as_written", "read_config", "_written", "validate_config"}:
+            found[str(path.relative_to(REPO))] = hit
+    assert found == {TRIAL: {"as_written", "validate_config"}}
+
+
+def test_a_config_is_typed_and_frozen_not_a_mapping():
+    """``load_config`` returns the typed Config: no subscript, no ``.get``, no assignment."""
+    import dataclasses
+
+    from lie.config import Config, load_config
+
+    config = load_config(REPO / "workflow" / "configs" / "smoke.yaml")
+    assert isinstance(config, Config)
+    assert not any(hasattr(config, name) for name in ("__getitem__", "get", "keys", "items"))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.outdir = REPO  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        config.models["smoke-tiny"] = None  # type: ignore[index]
+
+
+def test_the_rules_read_the_typed_config():
+    """The Snakefile's rules read ``CFG = Config.of(config)``: Snakemake's own ``config`` mapping is only
+    checked and typed (common.smk), never read key by key."""
+    uses = []
+    for path in sorted([REPO / "Snakefile", *(REPO / "workflow" / "rules").glob("*.smk")]):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if re.search(r"(?<![\w.\"'])config(\s*[\[,)]|\.(get|items|keys|pop)\()", line):
+                uses.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
+    assert [u.split(": ", 1)[1] for u in uses] == [
+        "lie_config.validate_workflow(config, workflow.configfiles)",
+        'validate(config, "../schemas/config.schema.yaml")',
+        'CFG = lie_config.Config.of(config, source=" + ".join(map(str, workflow.configfiles)) or "config")',
+    ], uses
 
 
 def test_the_section_rule_sees_each_form_of_a_read():

@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from lie.cli import main
+from lie.config import Config
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "workflow" / "configs" / "smoke.yaml"
@@ -552,7 +553,9 @@ def test_merge_hands_trust_remote_code_to_verls_merger_only_where_the_config_tur
         shutil.rmtree(rundir, ignore_errors=True)
         _verl_final(rundir, complete=True)
         with pytest.raises(LieError):
-            merge_stage.merge(cfgmod.load_config(config), "smoke_grpo", tmp_path / f"merged-{trust}")
+            merge_stage.merge(
+                Config.of(cfgmod.load_config(config)), "smoke_grpo", tmp_path / f"merged-{trust}"
+            )
     assert [("--trust-remote-code" in cmd) for cmd in commands] == [False, True]
     assert all(cmd[1:4] == ["-m", "verl.model_merger", "merge"] for cmd in commands)
 

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from lie.cli import main
+from lie.config import Config
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "workflow" / "configs" / "smoke.yaml"
@@ -264,7 +265,7 @@ def test_a_runs_settings_are_typed_frozen_and_replaced_not_edited():
         s.nnodes = 2
     wider = s.replace(nnodes=2)
     assert (wider.nnodes, wider.gpus, s.nnodes) == (2, 2, 1)
-    assert config["training"]["nnodes"] == 1  # the loaded config is never edited
+    assert config.run("smoke_gspo_lie_long").nnodes == 1  # the loaded config is never edited
 
 
 @pytest.mark.parametrize(
@@ -288,7 +289,7 @@ def test_a_bad_setting_names_its_key(where, key, value, named):
              "algorithm": config["algorithms"]["grpo"]}[where]  # fmt: skip
     table[key] = value
     with pytest.raises(LieError, match=f"key '{named}'"):
-        RunSettings.of(config, "smoke_grpo")
+        RunSettings.of(Config.of(config), "smoke_grpo")
 
 
 def test_a_missing_required_setting_is_named_not_defaulted():
@@ -298,11 +299,11 @@ def test_a_missing_required_setting_is_named_not_defaulted():
     config = yaml.safe_load(SMOKE.read_text(encoding="utf-8"))
     del config["training"]["eval_step"]
     with pytest.raises(LieError, match="key 'training.eval_step' is missing"):
-        RunSettings.of(config, "smoke_grpo")
+        RunSettings.of(Config.of(config), "smoke_grpo")
     config = yaml.safe_load(SMOKE.read_text(encoding="utf-8"))
     del config["engines"]["train"]  # required: no engine is assumed
     with pytest.raises(LieError, match="key 'engines.train' is missing"):
-        RunSettings.of(config, "smoke_grpo")
+        RunSettings.of(Config.of(config), "smoke_grpo")
 
 
 def test_container_binds_refuse_what_apptainer_cannot_bind(workdir, tmp_path, capsys):

@@ -18,6 +18,7 @@ from conftest import SHARED, data_file, full, shared_file
 from hubcache import repo_config
 
 from lie.cli import main
+from lie.config import Config
 from lie.core.errors import LieError
 from lie.formats.prompts import render_question
 from lie.formats.rows import read_metadata
@@ -72,7 +73,7 @@ def cache(request, tmp_path, monkeypatch):
 
 def build(tmp_path, config, name, **kwargs):
     out = tmp_path / f"{name}{'.bare' if kwargs.get('bare') else ''}.parquet"
-    build_dataset(config, name, out, progress=False, **kwargs)
+    build_dataset(Config.of(config), name, out, progress=False, **kwargs)
     return pq.read_table(out).to_pylist(), read_metadata(out)
 
 
@@ -216,15 +217,17 @@ def test_authors_rows_parse_without_their_instruction():
 
 
 def test_octothinker_keys_read_the_bare_files():
-    from lie.stages.data.spec import bare_questions, eval_data_file
+    from lie.config.datasets import bare_questions, eval_data_file
 
     config = repo_config()
-    root = eval_data_file(config, "qwen3-4b-base", "aime24").parent
-    assert eval_data_file(config, "qwen3-4b-base_dapo_gspo_lie", "aime24") == root / "aime24.parquet"
+    root = eval_data_file(Config.of(config), "qwen3-4b-base", "aime24").parent
+    assert (
+        eval_data_file(Config.of(config), "qwen3-4b-base_dapo_gspo_lie", "aime24") == root / "aime24.parquet"
+    )
     for key in ("octothinker-3b", "octothinker-3b_deepmath-5k_gspo_lie"):
         assert (
-            bare_questions(config, key)
-            and eval_data_file(config, key, "amc") == root / "bare" / "amc.parquet"
+            bare_questions(Config.of(config), key)
+            and eval_data_file(Config.of(config), key, "amc") == root / "bare" / "amc.parquet"
         )
     config["evaluation"]["bare_questions"] = []
-    assert eval_data_file(config, "octothinker-3b", "amc") == root / "amc.parquet"
+    assert eval_data_file(Config.of(config), "octothinker-3b", "amc") == root / "amc.parquet"

@@ -7,10 +7,12 @@ import copy
 import pytest
 from hubcache import repo_config
 
+from lie.config import Config
+from lie.config.datasets import KEYS, parse_spec
 from lie.core.errors import LieError
 from lie.formats.rows import format_choices, make_row
 from lie.stages.data.adapters import FORMATS, Context, last_boxed, normalise_answer, strip_dapo_template
-from lie.stages.data.spec import KEYS, dataset_spec, parse_spec
+from lie.stages.data.build import dataset_spec
 
 CTX = Context("datasets.eval.x", row=0, shuffle_seed=0)
 
@@ -144,7 +146,7 @@ def test_every_config_entry_parses_and_writes_every_key():
         for name, entry in config["datasets"][group].items():
             expected = set(KEYS) - ({"n"} if group == "train" else set())
             assert set(entry) == expected, f"{group}.{name} does not write every key"
-            spec = dataset_spec(config, name)
+            spec = dataset_spec(Config.of(config), name)
             assert spec.kind == FORMATS[spec.format].kind
 
 
@@ -160,8 +162,6 @@ def entry(**changes):
         ({"revison": "main"}, "unknown key\\(s\\) revison"),
         ({"revision": None}, "datasets.eval.aime24.revision is missing"),
         ({"revision": " "}, "revision is empty"),
-        ({"kind": "choice"}, "kind is 'choice' but format 'problem-answer' gives 'math'"),
-        ({"format": "nope"}, "format is 'nope', not one of"),
         ({"sample": 10, "seed": None}, "seed is missing"),
         ({"filter": {"difficulty": "hard"}}, "filter.difficulty must be"),
         ({"hf_id": None}, "no source"),
@@ -179,6 +179,21 @@ def entry(**changes):
 def test_bad_entries_name_the_key(changes, message):
     with pytest.raises(LieError, match=message):
         parse_spec("aime24", "eval", entry(**changes))
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"kind": "choice"}, "kind is 'choice' but format 'problem-answer' gives 'math'"),
+        ({"format": "nope"}, "format is 'nope', not one of"),
+    ],
+)
+def test_a_format_that_cannot_give_the_entry_s_rows_is_named_before_any_row_is_read(changes, message):
+    """The row formats are the data stage's: a config entry names one, lie data checks it fits the kind."""
+    config = repo_config()
+    config["datasets"]["eval"]["aime24-hub"].update(changes)
+    with pytest.raises(LieError, match=message):
+        dataset_spec(Config.of(config), "aime24-hub")
 
 
 def test_gpqa_needs_a_shuffle_seed():
@@ -234,12 +249,14 @@ def test_a_prompt_template_without_its_places_and_a_limit_below_one_are_one_line
     with pytest.raises(
         LieError, match=r"config: prompt.math must be a template with \{question\}, got 'Solve it.'"
     ):
-        template_for({"prompt": {"math": "Solve it."}}, "math")
+        template_for(Config.of({**config, "prompt": {**config["prompt"], "math": "Solve it."}}), "math")
     with pytest.raises(LieError, match=r"config: prompt.choice must place the options with \{choices\}"):
-        template_for({"prompt": {"choice": "{question} Pick one."}}, "choice")
-    assert template_for(config, "math") == config["prompt"]["math"]
+        template_for(
+            Config.of({**config, "prompt": {**config["prompt"], "choice": "{question} Pick one."}}), "choice"
+        )
+    assert template_for(Config.of(config), "math") == config["prompt"]["math"]
     with pytest.raises(LieError, match="--limit must be >= 1, got 0"):
-        build_dataset(config, "aime24", tmp_path / "aime24.parquet", limit=0)
+        build_dataset(Config.of(config), "aime24", tmp_path / "aime24.parquet", limit=0)
     assert not list(tmp_path.iterdir())
 
 
@@ -270,17 +287,17 @@ def test_a_synthetic_set_its_task_cannot_make_is_one_line(tmp_path):
     from lie.stages.data.build import build_dataset
 
     config = yaml.safe_load((REPO / "workflow" / "configs" / "smoke.yaml").read_text(encoding="utf-8"))
-    assert dataset_spec(config, "arith-train").source_kind == "synthetic"
+    assert dataset_spec(Config.of(config), "arith-train").source_kind == "synthetic"
     config["datasets"]["train"]["arith-train"]["synthetic"].update(task="pointer", min_depth=2, max_depth=99)
     with pytest.raises(
         LieError, match=r"datasets.train.arith-train.synthetic: need 1 <= min_depth <= max_depth <"
     ):
-        build_dataset(config, "arith-train", tmp_path / "train.parquet", progress=False)
+        build_dataset(Config.of(config), "arith-train", tmp_path / "train.parquet", progress=False)
     config["datasets"]["eval"]["arith-choice"]["synthetic"]["task"] = "chain"
     with pytest.raises(
         LieError, match="arith-choice: multiple-choice rows are written for the arithmetic task only"
     ):
-        build_dataset(config, "arith-choice", tmp_path / "choice.parquet", progress=False)
+        build_dataset(Config.of(config), "arith-choice", tmp_path / "choice.parquet", progress=False)
     assert not list(tmp_path.iterdir())
     with pytest.raises(LieError, match=r"datasets.eval.aime24.sample must be int, got True"):
         parse_spec("aime24", "eval", entry(sample=True, seed=1))

@@ -20,6 +20,7 @@ import yaml
 from conftest import data_file, full, shared_file
 from hubcache import REPO, add_dataset, readme_configs, repo_config, standin_hub_api
 
+from lie.config import Config
 from lie.core.errors import LieError
 from lie.formats.jsonl import read_jsonl
 from lie.formats.rows import read_metadata
@@ -31,7 +32,7 @@ SUFFIX = " Let's think step by step and output the final answer within \\boxed{}
 
 def build(tmp_path, config, name, **kwargs):
     out = tmp_path / f"{name}.parquet"
-    build_dataset(config, name, out, progress=False, **kwargs)
+    build_dataset(Config.of(config), name, out, progress=False, **kwargs)
     return pq.read_table(out).to_pylist(), read_metadata(out)
 
 

@@ -18,6 +18,7 @@ from conftest import SHARED, data_file, full, shared_file
 from hubcache import repo_config
 
 from lie.cli import main
+from lie.config import Config
 from lie.core.errors import LieError
 from lie.formats.rows import read_metadata, row_schema
 from lie.stages.data.adapters import normalise_answer
@@ -57,7 +58,7 @@ def authors_rows(source: str, where: str = "slice") -> list[dict]:
 
 def build(tmp_path, config, name, **kwargs):
     out = tmp_path / f"{name}.parquet"
-    build_dataset(config, name, out, progress=False, **kwargs)
+    build_dataset(Config.of(config), name, out, progress=False, **kwargs)
     return pq.read_table(out), out
 
 

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from test_bad_input import lie, one_error_line
 
-from lie.config import RunSettings
+from lie.config import Config, RunSettings
 from lie.formats.runs import RunDir
 
 REPO = Path(__file__).resolve().parents[1]
@@ -182,7 +182,7 @@ def test_report_keeps_the_old_tables_when_its_input_is_bad(tmp_path):
     from lie.config.layout import Layout
     from lie.report.build import report_paths
 
-    layout = Layout(loaded)
+    layout = Layout(Config.of(loaded))
     for path in report_paths(layout):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("the previous report\n")
@@ -275,7 +275,10 @@ def test_a_finished_verl_run_with_a_truncated_shard_is_repaired(tmp_path):
     _, config = smoke_config(tmp_path)
     run = "smoke_gspo_lie"
     rundir = RunDir(tmp_path / "results", run)
-    assert verl_overrides.prepare_resume(config, RunSettings.of(config, run), rundir, 1) is False
+    assert (
+        verl_overrides.prepare_resume(Config.of(config), RunSettings.of(Config.of(config), run), rundir, 1)
+        is False
+    )
     for step in (1, 2):
         actor = rundir.checkpoints / f"global_step_{step}" / "actor"
         actor.mkdir(parents=True)
@@ -283,14 +286,16 @@ def test_a_finished_verl_run_with_a_truncated_shard_is_repaired(tmp_path):
         torch.save({"epoch": 0}, actor.parent / "data.pt")
     (rundir.checkpoints / verl_checkpoints.TRACKER).write_text("2")
     rundir.new_metrics_file().write_text("".join(json.dumps({"step": s, "data": {}}) + "\n" for s in (1, 2)))
-    verl_overrides.mark_complete(config, run, rundir)
+    verl_overrides.mark_complete(Config.of(config), run, rundir)
     assert (
-        verl_overrides.prepare_resume(config, RunSettings.of(config, run), rundir, 1) is True
+        verl_overrides.prepare_resume(Config.of(config), RunSettings.of(Config.of(config), run), rundir, 1)
+        is True
     )  # finished: nothing to do
     shard = rundir.checkpoints / "global_step_2" / "actor" / "model_world_size_1_rank_0.pt"
     shard.write_bytes(shard.read_bytes()[:3000])
     assert (
-        verl_overrides.prepare_resume(config, RunSettings.of(config, run), rundir, 1) is False
+        verl_overrides.prepare_resume(Config.of(config), RunSettings.of(Config.of(config), run), rundir, 1)
+        is False
     )  # repaired, then resumed
     assert sorted(verl_checkpoints.steps(rundir.checkpoints)) == [1]
     assert verl_checkpoints.tracked_step(rundir.checkpoints) == 1
@@ -433,7 +438,7 @@ def test_the_effective_config_lie_wrote_before_its_header_is_still_lies(tmp_path
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))  # as lie wrote it before
     config["reward"]["beta"] = 0.5
-    write_effective_config(config, path)
+    write_effective_config(Config.of(config), path)
     assert path.read_text().startswith(EFFECTIVE_HEADER)
     assert yaml.safe_load(path.read_text())["reward"]["beta"] == 0.5
 
@@ -449,20 +454,29 @@ def test_a_verl_checkpoint_whose_step_was_never_logged_is_set_aside(tmp_path):
     _, config = smoke_config(tmp_path)
     run = "smoke_gspo_lie"
     rundir = RunDir(tmp_path / "results", run)
-    assert verl_overrides.prepare_resume(config, RunSettings.of(config, run), rundir, 1) is False
+    assert (
+        verl_overrides.prepare_resume(Config.of(config), RunSettings.of(Config.of(config), run), rundir, 1)
+        is False
+    )
     metrics = rundir.new_metrics_file()
     metrics.write_text(json.dumps({"step": 1, "data": {"critic/score/mean": 0.5}}) + "\n")
     actor = rundir.checkpoints / "global_step_2" / "actor"
     actor.mkdir(parents=True)
     torch.save({"w": torch.zeros(8)}, actor / "model_world_size_1_rank_0.pt")
     torch.save({"epoch": 0}, actor.parent / "data.pt")  # no tracker yet: the kill came before it
-    assert verl_overrides.prepare_resume(config, RunSettings.of(config, run), rundir, 1) is False
+    assert (
+        verl_overrides.prepare_resume(Config.of(config), RunSettings.of(Config.of(config), run), rundir, 1)
+        is False
+    )
     assert verl_checkpoints.steps(rundir.checkpoints) == {}
     assert list((rundir.superseded / "torn").glob("global_step_2-*"))
     metrics.write_text(metrics.read_text() + json.dumps({"step": 2, "data": {}}) + "\n")
     (rundir.superseded / "torn").rename(tmp_path / "torn")
     next((tmp_path / "torn").glob("global_step_2-*")).rename(rundir.checkpoints / "global_step_2")
-    assert verl_overrides.prepare_resume(config, RunSettings.of(config, run), rundir, 1) is False
+    assert (
+        verl_overrides.prepare_resume(Config.of(config), RunSettings.of(Config.of(config), run), rundir, 1)
+        is False
+    )
     assert verl_checkpoints.tracked_step(rundir.checkpoints) == 2  # logged: resumed from
 
 

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from small import REPO
 
-from lie.config import validate_config
+from lie.config import Config, validate_config
 from lie.core.errors import LieError
 from lie.formats.runs import RunDir
 from lie.stages.checkpoint import best_val_step, evaluated_step, validation_average
@@ -81,7 +81,7 @@ def test_best_val_is_a_valid_setting_and_trl_runs_refuse_it(tmp_path):
     config["outdir"] = str(tmp_path)
     validate_config(config)
     with pytest.raises(LieError, match="run smoke_grpo: training.eval_step best_val .* only verl runs have"):
-        train(config, TrainRequest("smoke_grpo", engine="trl"))
+        train(Config.of(config), TrainRequest("smoke_grpo", engine="trl"))
 
 
 def planned_generate_commands(tmp_path: Path, thinking: dict) -> list[str]:
@@ -132,15 +132,15 @@ def test_a_folder_gets_the_thinking_flag_the_dag_gives_its_model_for_every_famil
     assert {"qwen3-4b-base", "qwen3-4b", "octothinker-3b"} <= families and False in planned.values()
     moved = tmp_path / "moved"
     for folder, flag in planned.items():
-        assert evaluation_thinking(config, folder) == flag, folder
+        assert evaluation_thinking(Config.of(config), folder) == flag, folder
         if "/models/" in folder:  # a run's merged model, copied out of the outdir with its record
             run = Path(folder).name
             copy = moved / run
             copy.mkdir(parents=True)
             record = {"command": "merge", "run": run, "model": config["experiments"][run]["model"]}
             (copy / OWNER).write_text(json.dumps(record), encoding="utf-8")
-            assert evaluation_thinking(config, str(copy)) == flag, run
+            assert evaluation_thinking(Config.of(config), str(copy)) == flag, run
     from lie.stages.generate import config_model_of
 
-    assert config_model_of(config, "qwen3-4b") == "qwen3-4b"  # --model by its config name
-    assert config_model_of(config, str(tmp_path / "elsewhere")) is None  # no model of this config
+    assert config_model_of(Config.of(config), "qwen3-4b") == "qwen3-4b"  # --model by its config name
+    assert config_model_of(Config.of(config), str(tmp_path / "elsewhere")) is None  # no model of this config

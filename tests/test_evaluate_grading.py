@@ -17,6 +17,7 @@ import yaml
 from conftest import REPO
 
 from lie.cli import main
+from lie.config import Config
 from lie.core.errors import LieError
 from lie.grading import grade_many
 from lie.stages.evaluate import evaluate
@@ -82,7 +83,7 @@ class Recorder:
 def test_mode_and_option_texts_reach_every_choice_item(tmp_path, mode):
     grader = Recorder()
     scores, summary = evaluate(
-        config(mode), [generations(tmp_path / "g.jsonl")], Cut(), progress=False, grader=grader,
+        Config.of(config(mode)), [generations(tmp_path / "g.jsonl")], Cut(), progress=False, grader=grader,
         data_paths=[data_file(tmp_path / "arc-c.parquet")],
     )  # fmt: skip
     choice = [i for i in grader.items if i["kind"] == "choice"]
@@ -111,21 +112,23 @@ def test_mode_and_option_texts_reach_every_choice_item(tmp_path, mode):
 
 def test_the_mode_defaults_to_robust_and_a_bad_one_is_refused(tmp_path):
     gen = generations(tmp_path / "g.jsonl")
-    _, summary = evaluate(config(None), [gen], Cut(), progress=False)
+    _, summary = evaluate(Config.of(config(None)), [gen], Cut(), progress=False)
     assert summary["grading"]["choice_grading"] == "robust"
     assert summary["grading"]["choice_samples_with_options"] == 0  # no data file: letters only
     with pytest.raises(LieError, match="evaluation.choice_grading must be one of .*got 'lenient'"):
-        evaluate(config("lenient"), [gen], Cut(), progress=False)
+        evaluate(Config.of(config("lenient")), [gen], Cut(), progress=False)
 
 
 def test_options_that_do_not_fit_the_letters_are_refused(tmp_path):
     bad = data_file(tmp_path / "arc-c.parquet", {0: ["a", "b", "c"], 1: OPTIONS[1]})
     with pytest.raises(LieError, match="line 1: 3 option texts for the 4 letters"):
-        evaluate(config(), [generations(tmp_path / "g.jsonl")], Cut(), progress=False, data_paths=[bad])
+        evaluate(
+            Config.of(config()), [generations(tmp_path / "g.jsonl")], Cut(), progress=False, data_paths=[bad]
+        )
 
 
 def test_mean_response_length_per_benchmark_and_budget(tmp_path):
-    _, summary = evaluate(config(), [generations(tmp_path / "g.jsonl")], Cut(), progress=False)
+    _, summary = evaluate(Config.of(config()), [generations(tmp_path / "g.jsonl")], Cut(), progress=False)
     assert summary["benchmarks"]["arc-c"]["mean_tokens"] == {"2": 2.0, "1000": 3.5}  # 3 and 4 tokens
     assert summary["benchmarks"]["aime24"]["mean_tokens"] == {"2": 2.0, "1000": 5.0}
 

@@ -20,7 +20,7 @@ import yaml
 from conftest import REPO, data_file
 
 from lie.cli import main
-from lie.config import load_config
+from lie.config import Config, load_config
 from lie.core.errors import LieError
 from lie.engines.generation import (
     SEED_RULE,
@@ -165,7 +165,15 @@ def test_samples_of_one_prompt_share_no_noise_across_problems(setup, tmp_path):
     data = write_parquet(tmp_path / "same.parquet", [verl_row("aime24", i, question, "1") for i in range(3)])
     out = tmp_path / "same.jsonl"
     run_generate(
-        setup.config, setup.tiny, "aime24", data, out, engine="hf", n=3, max_tokens=8, progress=False
+        Config.of(setup.config),
+        setup.tiny,
+        "aime24",
+        data,
+        out,
+        engine="hf",
+        n=3,
+        max_tokens=8,
+        progress=False,
     )
     lines = read_lines(out)
     assert len(lines) == 9 and len({x["prompt_tokens"] for x in lines}) == 1
@@ -183,7 +191,7 @@ def test_a_small_set_with_many_samples_has_resume_points(setup, tmp_path, monkey
     monkeypatch.setattr(HFEngine, "generate", counting)
     out = tmp_path / "gen.jsonl"
     summary = run_generate(
-        setup.config,
+        Config.of(setup.config),
         setup.tiny,
         "aime24",
         setup.math,
@@ -206,7 +214,7 @@ def test_budget_is_capped_at_the_context_minus_the_prompt(setup, tmp_path):
     context = prompts[-1] + 3  # the longest prompt leaves 3 tokens, shorter ones more
     out = tmp_path / "capped.jsonl"
     summary = run_generate(
-        setup.config,
+        Config.of(setup.config),
         setup.tiny,
         "aime24",
         setup.math,
@@ -225,7 +233,7 @@ def test_budget_is_capped_at_the_context_minus_the_prompt(setup, tmp_path):
     assert summary["budget_capped"] == sum(x["max_tokens"] < 50 for x in lines) >= 2
     with pytest.raises(LieError, match=f"aime24 problem \\d has {prompts[-1]} tokens, which fills"):
         run_generate(
-            setup.config,
+            Config.of(setup.config),
             setup.tiny,
             "aime24",
             setup.math,
@@ -258,7 +266,12 @@ def test_sampling_vllm_refuses_is_refused_before_a_model_loads(
     assert not (tmp_path / "o.jsonl.shards").exists()
     with pytest.raises(LieError, match=message):
         run_generate(
-            config, str(tmp_path / "no-model"), "aime24", setup.math, tmp_path / "o.jsonl", progress=False
+            Config.of(config),
+            str(tmp_path / "no-model"),
+            "aime24",
+            setup.math,
+            tmp_path / "o.jsonl",
+            progress=False,
         )
 
 
@@ -312,7 +325,13 @@ def test_a_killed_generation_resumes_where_it_stopped(setup, tmp_path, monkeypat
     out = tmp_path / "gen.jsonl"
     with pytest.raises(KeyboardInterrupt):  # as the CLI runs it, without its handler
         run_generate(
-            load_config(setup.cfg), setup.tiny, "aime24", setup.math, out, engine="hf", progress=False
+            Config.of(load_config(setup.cfg)),
+            setup.tiny,
+            "aime24",
+            setup.math,
+            out,
+            engine="hf",
+            progress=False,
         )
     assert not out.exists()
     assert sorted(p.name for p in (tmp_path / "gen.jsonl.shards").iterdir()) == [
@@ -339,7 +358,7 @@ def test_a_killed_generation_resumes_where_it_stopped(setup, tmp_path, monkeypat
 def test_choice_benchmark_and_limit(setup, tmp_path):
     out = tmp_path / "arc.jsonl"
     summary = run_generate(
-        setup.config, setup.tiny, "arc-c", setup.choice, out, engine="hf", limit=1, progress=False
+        Config.of(setup.config), setup.tiny, "arc-c", setup.choice, out, engine="hf", limit=1, progress=False
     )
     assert (summary["n"], summary["problems"], summary["samples"], summary["temperature"]) == (1, 1, 1, 0.6)
     (line,) = read_lines(out)
@@ -355,11 +374,11 @@ def test_a_run_folder_is_generated_with_its_models_thinking_switch(setup, tmp_pa
     shutil.copytree(setup.tiny, run)
     record = {"command": "merge", "run": run.name, "model": "qwen3-4b", "checkpoint": "x"}
     (run / OWNER).write_text(json.dumps(record), encoding="utf-8")
-    summary = run_generate(setup.config, str(run), "arc-c", setup.choice, tmp_path / "a.jsonl", engine="hf",
+    summary = run_generate(Config.of(setup.config), str(run), "arc-c", setup.choice, tmp_path / "a.jsonl", engine="hf",
                            limit=1, progress=False)  # fmt: skip
     assert summary["enable_thinking"] is False
     assert json.loads((tmp_path / "a.manifest.json").read_text(encoding="utf-8"))["enable_thinking"] is False
-    bare = run_generate(setup.config, setup.tiny, "arc-c", setup.choice, tmp_path / "b.jsonl", engine="hf",
+    bare = run_generate(Config.of(setup.config), setup.tiny, "arc-c", setup.choice, tmp_path / "b.jsonl", engine="hf",
                         limit=1, progress=False)  # fmt: skip
     assert bare["enable_thinking"] is None and "no model of the config behind it" in caplog.text
 
@@ -543,7 +562,7 @@ def test_each_distinct_text_is_graded_once(setup, tmp_path):
         return grade_many(items, **kwargs)
 
     config = dict(setup.config, evaluation=dict(setup.config["evaluation"], budgets=[8, 9, 100_000, 200_000]))
-    scores, _ = evaluate(config, [str(gen)], _tok(setup), progress=False, grader=counting)
+    scores, _ = evaluate(Config.of(config), [str(gen)], _tok(setup), progress=False, grader=counting)
     texts = budget_texts(read_generations([str(gen)]), [8, 9, 100_000], _tok(setup))
     assert len(seen) == len({t for row in texts for t in row})  # 100k and 200k: one grade each
     assert all(x["grades"]["100000"] == x["grades"]["200000"] for x in scores)
@@ -569,10 +588,10 @@ def test_bad_generations_and_a_missing_tokenizer(setup, tmp_path):
     for bad, message in cases:
         gen.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
         with pytest.raises(LieError, match=message):
-            evaluate(setup.config, [str(gen)], _tok(setup), progress=False)
+            evaluate(Config.of(setup.config), [str(gen)], _tok(setup), progress=False)
     write_generations(setup, gen)
     with pytest.raises(LieError, match="longer than the 8-token budget: pass --tokenizer"):
-        evaluate(setup.config, [str(gen)], None, progress=False)
+        evaluate(Config.of(setup.config), [str(gen)], None, progress=False)
 
 
 def test_each_bad_input_of_the_generation_engine_is_one_line(monkeypatch, tmp_path, hub):
@@ -625,7 +644,7 @@ def test_an_empty_benchmark_file_and_a_training_set_as_benchmark_are_one_line(tm
         read_problems(empty, "aime24")
     config = load_config(REPO / "config.yaml")
     with pytest.raises(LieError, match="'dapo' is a training set; --bench takes a name of datasets.eval"):
-        run_generate(config, str(tmp_path / "model"), "dapo", write_parquet(tmp_path / "d.parquet", rows),
+        run_generate(Config.of(config), str(tmp_path / "model"), "dapo", write_parquet(tmp_path / "d.parquet", rows),
                      tmp_path / "g.jsonl")  # fmt: skip
     assert not (tmp_path / "g.jsonl").exists()
 

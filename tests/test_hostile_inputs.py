@@ -42,6 +42,7 @@ import pytest
 import yaml
 
 from lie.cli import main
+from lie.config import Config
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "workflow" / "configs" / "smoke.yaml"
@@ -432,7 +433,7 @@ def model_inputs(request, tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("model-inputs")
     config = yaml.safe_load(SMOKE.read_text(encoding="utf-8"))
     for name in ("test", "train"):
-        build_dataset(config, f"arith-{name}", folder / f"{name}.parquet", progress=False)
+        build_dataset(Config.of(config), f"arith-{name}", folder / f"{name}.parquet", progress=False)
     generate = MODEL_COMMANDS["generate"].replace("{smoke}", str(SMOKE)).replace("{tmp}/m", str(tiny))
     assert (
         main(

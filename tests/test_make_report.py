@@ -20,6 +20,7 @@ import yaml
 from report_page import BROWSER, NO_BROWSER, browse, embedded
 from small import REPO
 
+from lie.config import Config
 from lie.config.layout import Layout
 from lie.report.build import report_paths
 from lie.report.groups import TABLES
@@ -60,7 +61,7 @@ def linked(smoke: SimpleNamespace, root: Path) -> SimpleNamespace:
     config = root / "smoke.yaml"
     config.write_text(yaml.safe_dump({**smoke.config, "outdir": str(out)}, sort_keys=False), encoding="utf-8")
     return SimpleNamespace(out=out, config=config, name=smoke.config["name"],
-                           layout=Layout({**smoke.config, "outdir": str(out)}))  # fmt: skip
+                           layout=Layout(Config.of({**smoke.config, "outdir": str(out)})))  # fmt: skip
 
 
 def make_report(config: Path) -> subprocess.CompletedProcess:

@@ -18,6 +18,8 @@ import pytest
 from hubcache import add_dataset, pinned_revision, standin_hub_api
 from small import REPO, arithmetic_rows, write_parquet
 
+from lie.config import Config
+
 pytestmark = pytest.mark.slow
 
 
@@ -144,7 +146,7 @@ def test_what_the_hub_answers_for_a_model_is_one_line(tmp_path, monkeypatch, cod
     with standin_hub_api(monkeypatch) as answer:
         answer.update(status=403 if code == "GatedRepo" else 404, code=code)
         with pytest.raises(LieError, match=message) as info:
-            make_base_model(config, "qwen3-4b-base", tmp_path / "base")
+            make_base_model(Config.of(config), "qwen3-4b-base", tmp_path / "base")
     assert "\n" not in str(info.value) and "hf_standin" not in str(info.value)
     assert not (tmp_path / "base").exists()
 
@@ -183,7 +185,7 @@ def smoke_data(tmp_path_factory):
     folder = tmp_path_factory.mktemp("smoke-data")
     config = yaml.safe_load(SMOKE.read_text(encoding="utf-8"))
     for name in ("arith-train", "arith-test"):
-        build_dataset(config, name, folder / f"{name}.parquet", progress=False)
+        build_dataset(Config.of(config), name, folder / f"{name}.parquet", progress=False)
     return folder
 
 
@@ -268,43 +270,43 @@ def test_a_model_name_resolves_to_its_path_else_the_folder_lie_built(tmp_path):
     """``--model NAME`` (lie generate, reflen, study-probe): ``models.NAME.path`` wins, else the folder
     ``lie base-model NAME`` built under the outdir; a tiny model not built yet, or a hub model without
     a pinned revision, is one line saying what to run or set."""
-    from lie.config import load_config
+    from lie.config import read_config
     from lie.config.layout import Layout
     from lie.core.errors import LieError
     from lie.stages.base_model import resolve_model
 
-    config = dict(load_config(REPO / "workflow" / "configs" / "smoke.yaml"))
+    config = read_config(REPO / "workflow" / "configs" / "smoke.yaml")
     config["outdir"] = str(tmp_path / "out")
     with pytest.raises(
         LieError, match=r"models.tiny is a tiny model not built yet: run `lie base-model tiny`"
     ):
-        resolve_model(config, "tiny")
-    built = Layout(config).base_model("tiny")
+        resolve_model(Config.of(config), "tiny")
+    built = Layout(Config.of(config)).base_model("tiny")
     built.mkdir(parents=True)
-    assert resolve_model(config, "tiny")[0] == str(built)
+    assert resolve_model(Config.of(config), "tiny")[0] == str(built)
     config["models"] = {
         **config["models"],
         "tiny": {**config["models"]["tiny"], "path": str(tmp_path / "mine")},
     }
-    assert resolve_model(config, "tiny")[0] == str(tmp_path / "mine")
+    assert resolve_model(Config.of(config), "tiny")[0] == str(tmp_path / "mine")
     config["models"]["hub"] = {"hf_id": "Qwen/Qwen3-4B-Base", "revision": None, "path": None}
     with pytest.raises(
         LieError, match=r"models.hub: set hf_id and revision \(a commit SHA, tag or branch\), or path"
     ):
-        resolve_model(config, "hub")
+        resolve_model(Config.of(config), "hub")
 
 
 def test_lie_base_model_refuses_what_it_cannot_build_before_it_builds(tmp_path):
-    """``lie base-model``: a tiny model with a key it does not know, a supervised stage without the
-    config's math prompt, and a model that is a local folder (nothing to fetch) are one line each, and
+    """``lie base-model``: a tiny model with a key it does not know, a config without its math prompt
+    (the typed config refuses it as it loads), and a model that is a local folder (nothing to fetch) are one line each, and
     no output folder is made."""
     import copy
 
-    from lie.config import load_config
+    from lie.config import read_config
     from lie.core.errors import LieError
     from lie.stages.base_model import make_base_model
 
-    smoke = dict(load_config(REPO / "workflow" / "configs" / "smoke.yaml"))
+    smoke = read_config(REPO / "workflow" / "configs" / "smoke.yaml")
     smoke["outdir"] = str(tmp_path / "out")
     sft = {"task": "arithmetic", "seed": 0, "problems": 8, "min_depth": 1, "max_depth": 2, "stop_prob": 0.5,
            "pad_prob": 0.0, "pad_repeats": 0, "steps": 2, "full_steps": 1, "batch_size": 2, "lr": 1e-3,
@@ -315,7 +317,7 @@ def test_lie_base_model_refuses_what_it_cannot_build_before_it_builds(tmp_path):
             None,
             r"models.tiny.tiny: unknown key\(s\) width",
         ),
-        ({"sft": sft}, {}, "models.tiny.sft needs the config's prompt.math template"),
+        ({"sft": sft}, {}, "key 'prompt.math' is missing"),
         (
             {"tiny": None, "path": str(tmp_path / "mine")},
             None,
@@ -328,5 +330,5 @@ def test_lie_base_model_refuses_what_it_cannot_build_before_it_builds(tmp_path):
         if prompt is not None:
             config["prompt"] = prompt
         with pytest.raises(LieError, match=message):
-            make_base_model(config, "tiny", out=tmp_path / "built")
+            make_base_model(Config.of(config), "tiny", out=tmp_path / "built")
         assert not (tmp_path / "built").exists() and not list(tmp_path.glob(".built.*"))

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from small import paper_config
 
-from lie.config import load_config, selected_runs, validate_config
+from lie.config import Config, load_config, read_config, selected_runs, validate_config
 from lie.core.errors import LieError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -59,7 +59,9 @@ def test_dry_run_lists_the_papers_whole_matrix(workdir):
     assert proc.returncode == 0, proc.stderr[-3000:]
     counts = job_counts(proc.stdout)
     config = paper_config()
-    runs = len(selected_runs(config))  # the optional sensitivity group is not in the default target
+    runs = len(
+        selected_runs(Config.of(config))
+    )  # the optional sensitivity group is not in the default target
     benchmarks = len(config["evaluation"]["benchmarks"])
     evaluated = runs + len(config["evaluation"]["base_models"])
     pairs = {(e["data"], e["model"]) for e in config["experiments"].values()}
@@ -78,7 +80,7 @@ def test_selecting_runs_brings_their_parents(workdir):
     counts = job_counts(proc.stdout)
     assert counts["train"] == 2 and counts["merge"] == 2
     assert counts["evaluate"] == 3  # two runs and the base model
-    assert selected_runs({**paper_config(), "runs": ["qwen3-4b-base_dapo_gspo_lie_12k"]}) == [
+    assert selected_runs(Config.of({**paper_config(), "runs": ["qwen3-4b-base_dapo_gspo_lie_12k"]})) == [
         "qwen3-4b-base_dapo_gspo_lie",
         "qwen3-4b-base_dapo_gspo_lie_12k",
     ]
@@ -105,7 +107,8 @@ def test_a_wrong_key_or_value_is_named(workdir):
 
 
 def test_smoke_config_is_valid_and_small():
-    config = load_config(REPO / "workflow" / "configs" / "smoke.yaml")
+    load_config(REPO / "workflow" / "configs" / "smoke.yaml")  # valid
+    config = read_config(REPO / "workflow" / "configs" / "smoke.yaml")
     engines = config["engines"]
     assert (engines["generate"], engines["train"]) == ("hf", "trl")
     assert engines["generate_by"] == {"smoke_grpo": "vllm"}  # one run sampled by vLLM itself (its CPU build)
@@ -174,7 +177,7 @@ def test_plan_counts_steps_from_the_data(tmp_path):
     config = paper_config()
     config["outdir"] = str(tmp_path)
     config["runs"] = ["qwen3-4b-base_dapo_gspo", "qwen3-4b-base_dapo_gspo_lie"]
-    plans = plan(config)
+    plans = plan(Config.of(config))
     assert [p.steps for p in plans] == [10 * (17398 // 128), 15 * (17398 // 128)]
     assert plans[1].gpu_hours == pytest.approx(plans[0].gpu_hours * 1.5)
     assert all(p.gpus == 4 and p.rollout_tokens == p.steps * 128 * 8 * 4096 for p in plans)
@@ -182,7 +185,7 @@ def test_plan_counts_steps_from_the_data(tmp_path):
     assert all(p.disk_gb == pytest.approx(10 * 12 * 4) for p in plans)
     assert [p.jobs for p in plans] == [math.ceil(p.gpu_hours / 4 / 48) for p in plans]
     config["training"]["walltime_min"] = 600
-    assert "!" in render(plan(config), 8000, 0.35)  # more jobs than retries + 1
+    assert "!" in render(plan(Config.of(config)), 8000, 0.35)  # more jobs than retries + 1
 
 
 def test_plan_counts_every_run_of_the_matrix_and_each_fits_its_jobs(tmp_path):
@@ -192,7 +195,7 @@ def test_plan_counts_every_run_of_the_matrix_and_each_fits_its_jobs(tmp_path):
 
     config = paper_config()
     config["outdir"] = str(tmp_path)  # no data built: counts come from the config alone
-    plans = plan(config)
+    plans = plan(Config.of(config))
     assert [p.run for p in plans if not p.prompts] == []
     assert [p.run for p in plans if p.jobs > p.attempts] == []
     polaris = [p for p in plans if "polaris" in p.run]
@@ -210,7 +213,7 @@ def test_plan_says_which_runs_its_total_leaves_out(tmp_path):
     config = paper_config()
     config["outdir"] = str(tmp_path)
     config["datasets"]["train"]["polaris"]["expected_rows"] = None
-    table = render(plan(config), 8000, 0.35)
+    table = render(plan(Config.of(config)), 8000, 0.35)
     assert "left out of the total: qwen3-4b_polaris_gspo, qwen3-4b_polaris_gspo_lie" in table
 
 
@@ -229,31 +232,32 @@ def test_plan_reads_sizes_and_counts_where_it_can_and_says_what_to_pass(tmp_path
     with pytest.raises(
         LieError, match=r"models.mine: cannot read the model size from its id; pass --params mine="
     ):
-        params_billions(config, "mine")
+        params_billions(Config.of(config), "mine")
     assert (
-        params_billions(yaml.safe_load((REPO / "workflow/configs/smoke.yaml").read_text()), "tiny") == 0.001
+        params_billions(Config.of(yaml.safe_load((REPO / "workflow/configs/smoke.yaml").read_text())), "tiny")
+        == 0.001
     )
     for value in (0, "4B", True):
         with pytest.raises(LieError, match=rf"--params mine={value!r}: expected a model size in billions"):
-            plan_selected(config, "config.yaml", params=[("mine", value)])
+            plan_selected(Config.of(config), "config.yaml", params=[("mine", value)])
     for mfu, tps in ((0.0, 8000), (1.5, 8000), (0.35, 0)):
         with pytest.raises(LieError, match=r"--mfu must be in \(0, 1\] and --gen-tps > 0"):
-            plan_selected(config, "config.yaml", mfu=mfu, gen_tps_4b=tps)
+            plan_selected(Config.of(config), "config.yaml", mfu=mfu, gen_tps_4b=tps)
     config["experiments"]["mine_dapo_grpo"] = {
         **config["experiments"]["qwen3-4b-base_dapo_grpo"],
         "model": "mine",
     }
-    table = plan_selected(config, "config.yaml", runs=["mine_dapo_grpo"], params=[("mine", 8)])
+    table = plan_selected(Config.of(config), "config.yaml", runs=["mine_dapo_grpo"], params=[("mine", 8)])
     assert "mine_dapo_grpo" in table  # --params gives the size the id does not state
     del config["experiments"]["mine_dapo_grpo"]
     run = "qwen3-4b-base_dapo_gspo"
     from lie.config.layout import Layout
 
-    data = Layout(config).dataset_file(config["experiments"][run]["data"])
+    data = Layout(Config.of(config)).dataset_file(config["experiments"][run]["data"])
     data.parent.mkdir(parents=True)
     write_parquet(data, arithmetic_rows(300))
     config["runs"] = [run]
-    (only,) = plan(config)
+    (only,) = plan(Config.of(config))
     assert only.steps == config["experiments"][run]["epochs"] * (
         300 // config["training"]["train_batch_size"]
     )

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from lie.config import Config
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -107,7 +109,7 @@ def test_a_trial_folder_the_user_made_is_refused_and_kept(tmp_path):
     mine.mkdir()
     (mine / "notes.txt").write_text("keep me")
     with pytest.raises(LieError, match="lie did not make"):
-        Trial({}, None, mine, gpu=False)  # the check comes before anything reads the config
+        Trial(Config.of({}), None, mine, gpu=False)  # the check comes before anything reads the config
     assert (mine / "notes.txt").read_text() == "keep me"
 
 
@@ -124,8 +126,8 @@ def _gpu_trial(tmp_path):
     model = tmp_path / "out" / "base" / "qwen3-4b-base"
     model.mkdir(parents=True)
     (model / "config.json").write_text("{}")
-    shape = shapes(config, ["qwen3-4b-base_dapo_gspo_lie"])[0]
-    return lambda root: Trial(config, shape, root, gpu=True)
+    shape = shapes(Config.of(config), ["qwen3-4b-base_dapo_gspo_lie"])[0]
+    return lambda root: Trial(Config.of(config), shape, root, gpu=True)
 
 
 def test_a_file_the_user_put_in_a_trial_folder_stops_the_rerun_and_is_kept(tmp_path):
@@ -308,12 +310,12 @@ def test_the_throughput_row_fails_on_a_step_with_a_save_or_short_responses():
     from lie.stages.preflight_trial import projection
 
     config = paper_config()
-    shape = shapes(config, ["qwen3-4b-base_dapo_gspo_lie"])[0]
+    shape = shapes(Config.of(config), ["qwen3-4b-base_dapo_gspo_lie"])[0]
     trial = SimpleNamespace(gpu=True, params_b=8.0)
-    assert projection(config, shape, trial, _timed_step()).status == "pass"
-    saved = projection(config, shape, trial, _timed_step(**{"timing_s/save_checkpoint": 4.5}))
+    assert projection(Config.of(config), shape, trial, _timed_step()).status == "pass"
+    saved = projection(Config.of(config), shape, trial, _timed_step(**{"timing_s/save_checkpoint": 4.5}))
     assert saved.status == "fail" and "includes a checkpoint save (4.5 s)" in saved.detail
-    short = projection(config, shape, trial, _timed_step(**{"response_length/clip_ratio": 0.25}))
+    short = projection(Config.of(config), shape, trial, _timed_step(**{"response_length/clip_ratio": 0.25}))
     assert short.status == "fail" and "only 25% of step 3's responses" in short.detail
 
 
@@ -328,9 +330,11 @@ def test_the_trial_loads_the_shape_with_the_largest_model_and_saves_outside_its_
 
     config = paper_config()
     runs = ["qwen3-1.7b-base_dapo_gspo", "qwen3-4b-base_dapo_gspo_lie", "qwen3-8b-base_dapo_gspo_lie"]
-    assert len(shapes(config, runs)) == 1 and trial_models(config, runs) == ["qwen3-8b-base"]
-    trial = trial_config(config, shapes(config, runs)[0], tmp_path, "m", None, gpu=True)
-    s = RunSettings.of(trial, RUN)
+    assert len(shapes(Config.of(config), runs)) == 1 and trial_models(Config.of(config), runs) == [
+        "qwen3-8b-base"
+    ]
+    trial = trial_config(Config.of(config), shapes(Config.of(config), runs)[0], tmp_path, "m", None, gpu=True)
+    s = RunSettings.of(Config.of(trial), RUN)
     assert s.rollout_ignore_eos and s.max_steps == TRIAL_STEPS and s.save_freq == TRIAL_SAVE_FREQ
     saves = [step for step in range(1, TRIAL_STEPS + 1) if step % s.save_freq == 0 or step == TRIAL_STEPS]
     assert TIMED_STEP not in saves and TIMED_STEP > 1 and saves[-2] < TRIAL_STEPS  # a save to resume from
@@ -344,8 +348,8 @@ def test_each_shape_trials_the_largest_model_its_own_runs_train():
 
     config = paper_config()
     models = {
-        (s.family, s.response_len): trial_model(config, s)
-        for s in shapes(config, list(config["experiments"]))
+        (s.family, s.response_len): trial_model(Config.of(config), s)
+        for s in shapes(Config.of(config), list(config["experiments"]))
     }
     assert models[("Qwen/Qwen3-*-Base", 8192)] == "qwen3-8b-base"
     assert models[("Qwen/Qwen3-*-Base", 12288)] == "qwen3-4b-base"
@@ -395,7 +399,7 @@ def test_a_gpu_preflight_names_the_models_not_fetched_and_fails_their_trials(tmp
     config["outdir"] = str(tmp_path / "out")
     runs = ["qwen3-4b-base_dapo_gspo_lie", "octothinker-3b_deepmath-5k_gspo_lie"]
     with caplog.at_level("INFO", logger="lie.stages.preflight"):
-        checks = preflight(config, runs, tmp_path / "work", gpu=True)
+        checks = preflight(Config.of(config), runs, tmp_path / "work", gpu=True)
     assert "trials with qwen3-4b-base, octothinker-3b" in caplog.text
     assert "not downloaded: qwen3-4b-base, octothinker-3b; run `lie preflight --fetch`" in caplog.text
     trials = [c for c in checks if c.name.startswith("4-step verl run")]
@@ -423,7 +427,7 @@ def test_a_check_that_raises_is_its_rows_one_line_and_no_run_is_no_preflight(tmp
     )
     assert check_driver(gpu=False).status == NO_GPU
     with pytest.raises(LieError, match=r"preflight: no runs selected \(config runs, or --runs\)"):
-        next(iter_preflight(load_config("config.yaml"), [], tmp_path, gpu=False))
+        next(iter_preflight(Config.of(load_config("config.yaml")), [], tmp_path, gpu=False))
 
 
 class _StandInTrial:
@@ -432,9 +436,12 @@ class _StandInTrial:
     the real trial)."""
 
     def __init__(self, root: Path, gpu: bool = False, config: dict | None = None):
+        from lie.config import read_config
         from lie.formats.runs import RunDir
 
-        self.root, self.gpu, self.config = root, gpu, config or {}
+        written = read_config(REPO / "workflow" / "configs" / "smoke.yaml")
+        written["engines"].update((config or {}).get("engines") or {"vllm_cpu": None})
+        self.root, self.gpu, self.config = root, gpu, Config.of(written)
         self.rundir, self.logs = RunDir(root / "out", "preflight"), root / "logs"
         self.config_file, self.val_file = root / "config.yaml", str(root / "val.parquet")
         self.trained, self.commands = None, []
@@ -530,7 +537,7 @@ def test_the_projection_and_reward_rows_fail_without_their_metrics_and_judge_the
     from lie.stages.preflight_trial import projection, reward_share, share_check
 
     trial = _StandInTrial(tmp_path)
-    row = projection({}, None, trial, {})
+    row = projection(Config.of({}), None, trial, {})
     assert (row.status, row.detail) == ("fail", "verl logged no perf/throughput")
     row = reward_share(trial, {"timing_s/step": 0})
     assert (row.status, row.detail) == ("fail", "no step time or no rollouts logged")

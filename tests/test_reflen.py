@@ -14,6 +14,7 @@ from conftest import data_file, full
 from hubcache import repo_config
 
 from lie.cli import main
+from lie.config import Config
 from lie.core.errors import LieError
 from lie.engines.generation import Completion, HFEngine, SamplingSettings, sample_seed
 from lie.formats.prompts import prompt_token_ids
@@ -35,7 +36,7 @@ from lie.stages.sample_shards import Draw, Prompt, shard_plan
 )
 def test_formula_reproduces_every_authors_row(which, request):
     table = pq.read_table(request.getfixturevalue(which))
-    settings = settings_from_config(repo_config())
+    settings = settings_from_config(Config.of(repo_config()))
     assert (settings.k, settings.offset, settings.cap) == (1, 1000, 9192)
     rows = table.to_pylist()
     for i, row in enumerate(rows):
@@ -70,13 +71,13 @@ def test_settings_reject_unknown_and_bad_keys():
     config = repo_config()
     config["reflen"]["samples"] = 2
     with pytest.raises(LieError, match="unknown key\\(s\\) reflen.samples"):
-        settings_from_config(config)
+        settings_from_config(Config.of(config))
     with pytest.raises(LieError, match="reflen.k must be an integer >= 1"):
-        settings_from_config(repo_config(), k=0)
+        settings_from_config(Config.of(repo_config()), k=0)
     with pytest.raises(LieError, match="reflen.offset must be an integer >= 0, got -1"):
-        settings_from_config(repo_config(), offset=-1)
+        settings_from_config(Config.of(repo_config()), offset=-1)
     with pytest.raises(LieError, match=r"reflen.temperature is 3.0, outside vLLM's range \[0, 2\]"):
-        settings_from_config(repo_config(), temperature=3.0)
+        settings_from_config(Config.of(repo_config()), temperature=3.0)
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +112,7 @@ def train_set(tmp_path_factory):
     config["evaluation"]["grade_workers"] = 1
     cfg = folder / "config.yaml"
     cfg.write_text(yaml.safe_dump(config), encoding="utf-8")
-    build_dataset(config, "dapo", folder / "dapo.parquet", progress=False)
+    build_dataset(Config.of(config), "dapo", folder / "dapo.parquet", progress=False)
     return SimpleNamespace(config=config, cfg=cfg, data=folder / "dapo.parquet")
 
 
@@ -136,7 +137,13 @@ def test_resume_generates_only_the_missing_shards(tmp_path, tiny, train_set, mon
     monkeypatch.setattr(HFEngine, "generate", counting)
     config, data = train_set.config, train_set.data
     full = run_reflen(
-        config, tiny, data, tmp_path / "full.parquet", engine="hf", progress=False, grader=fake_grader([])
+        Config.of(config),
+        tiny,
+        data,
+        tmp_path / "full.parquet",
+        engine="hf",
+        progress=False,
+        grader=fake_grader([]),
     )
     # 6 prompts x k=2 samples in shards of 2 samples' expected tokens on average (prompt lengths)
     rows = pq.read_table(data).to_pylist()
@@ -148,7 +155,9 @@ def test_resume_generates_only_the_missing_shards(tmp_path, tiny, train_set, mon
     generated.clear()
     out = tmp_path / "resumed.parquet"
     with pytest.raises(KeyboardInterrupt):
-        run_reflen(config, tiny, data, out, engine="hf", progress=False, grader=fake_grader([], fail_at=2))
+        run_reflen(
+            Config.of(config), tiny, data, out, engine="hf", progress=False, grader=fake_grader([], fail_at=2)
+        )
     assert not out.exists()
     assert sorted(p.name for p in (tmp_path / "resumed.parquet.shards").iterdir()) == [
         "lie.lock",  # held while shards are written: one command per output
@@ -159,9 +168,13 @@ def test_resume_generates_only_the_missing_shards(tmp_path, tiny, train_set, mon
 
     generated.clear()
     with pytest.raises(LieError, match="other settings \\(seed differ"):
-        run_reflen(config, tiny, data, out, engine="hf", progress=False, grader=fake_grader([]), seed=1)
+        run_reflen(
+            Config.of(config), tiny, data, out, engine="hf", progress=False, grader=fake_grader([]), seed=1
+        )
     assert generated == []
-    resumed = run_reflen(config, tiny, data, out, engine="hf", progress=False, grader=fake_grader([]))
+    resumed = run_reflen(
+        Config.of(config), tiny, data, out, engine="hf", progress=False, grader=fake_grader([])
+    )
     assert generated == [len(shard) for shard in plan[1:]]  # all shards but the first only
     assert pq.read_table(out).to_pylist() == pq.read_table(tmp_path / "full.parquet").to_pylist()
     assert resumed["reflen"] == full["reflen"]
@@ -196,7 +209,7 @@ def test_accuracy_and_lengths_with_the_real_grader(tmp_path, tiny, train_set):
     rows = pq.read_table(train_set.data).to_pylist()
     golds = [r["reward_model"]["ground_truth"] for r in rows]
     engine = ScriptedEngine(AutoTokenizer.from_pretrained(tiny), golds)
-    settings = replace(settings_from_config(train_set.config), grade_workers=1)
+    settings = replace(settings_from_config(Config.of(train_set.config)), grade_workers=1)
     stats = sample_lengths(rows, lambda: engine, settings, tmp_path / "w", {"test": 1}, progress=False)
     assert [s["correct"] for s in stats] == [[True, False]] * 6
     assert [s["lengths"] for s in stats] == [[6, 8]] * 6
@@ -214,17 +227,17 @@ def test_accuracy_and_lengths_with_the_real_grader(tmp_path, tiny, train_set):
 
 def test_sampling_settings_vllm_refuses_are_refused_with_the_key():
     with pytest.raises(LieError, match="reflen.temperature is 3.0, outside vLLM's range"):
-        settings_from_config(repo_config(), temperature=3.0)
+        settings_from_config(Config.of(repo_config()), temperature=3.0)
     with pytest.raises(LieError, match="reflen.temperature is 0.0 \\(greedy\\) with reflen.k = 4"):
-        settings_from_config(repo_config(), temperature=0.0, k=4)
-    assert settings_from_config(repo_config(), temperature=0.0, k=1).sampling().n == 1
+        settings_from_config(Config.of(repo_config()), temperature=0.0, k=4)
+    assert settings_from_config(Config.of(repo_config()), temperature=0.0, k=1).sampling().n == 1
 
 
 def test_budget_and_context_through_the_real_engine(tmp_path, tiny, train_set):
     from lie.engines.generation import load_engine
 
     rows = pq.read_table(train_set.data).to_pylist()[:2]
-    settings = replace(settings_from_config(train_set.config), k=1, max_tokens=20, grade_workers=1)
+    settings = replace(settings_from_config(Config.of(train_set.config)), k=1, max_tokens=20, grade_workers=1)
     engine = load_engine("hf", tiny)
     longest = max(
         len(prompt_token_ids(engine.tokenizer, r["prompt"], None, settings.max_prompt_tokens)) for r in rows
@@ -338,7 +351,7 @@ def test_a_grader_that_drops_results_stops_and_rows_without_extra_info_get_it(ti
     engine = ScriptedEngine(
         AutoTokenizer.from_pretrained(tiny), [r["reward_model"]["ground_truth"] for r in rows]
     )
-    settings = replace(settings_from_config(train_set.config), grade_workers=1)
+    settings = replace(settings_from_config(Config.of(train_set.config)), grade_workers=1)
     with pytest.raises(LieError, match=r"the grader returned 0 results for 2 responses"):
         sample_lengths(rows, lambda: engine, settings, tmp_path / "w", {"test": 1},
                        grader=lambda items, **kwargs: [], progress=False)  # fmt: skip
@@ -366,11 +379,11 @@ def test_a_models_thinking_switch_reaches_reflen_and_shards_that_miss_rows_stop(
         "revision": None,
         "enable_thinking": False,
     }
-    meta = run_reflen(config, "tiny-think", train_set.data, tmp_path / "think.parquet", engine="hf",
+    meta = run_reflen(Config.of(config), "tiny-think", train_set.data, tmp_path / "think.parquet", engine="hf",
                       progress=False, grader=fake_grader([]))  # fmt: skip
     assert meta["reflen"]["enable_thinking"] is False
     shards = sample_shards.sample_in_shards
     monkeypatch.setattr(sample_shards, "sample_in_shards", lambda *a, **k: list(shards(*a, **k))[:-1])
     with pytest.raises(LieError, match=r"the shards do not cover rows 0..5; delete that folder and rerun"):
-        run_reflen(config, "tiny-think", train_set.data, tmp_path / "lost.parquet", engine="hf",
+        run_reflen(Config.of(config), "tiny-think", train_set.data, tmp_path / "lost.parquet", engine="hf",
                    progress=False, grader=fake_grader([]))  # fmt: skip

@@ -14,6 +14,7 @@ from small import REPO
 
 from lie.analysis.behaviours import load_classifier
 from lie.cli import main
+from lie.config import Config
 from lie.core.errors import LieError
 from lie.report import build
 from lie.report.build import build_report, report_paths
@@ -258,7 +259,7 @@ def test_dynamics_csv_has_a_row_per_run_and_step(report):
 def test_a_failure_leaves_no_output_that_looks_complete(tmp_path, monkeypatch):
     """A failure while rendering leaves the previous report whole (issue 21): nothing half-new, nothing lost."""
     copy = fresh_copy(tmp_path)
-    build_report(copy.config)
+    build_report(Config.of(copy.config))
     paths = report_paths(copy.layout)
     assert all(p.exists() for p in paths)
     before = {p: p.read_bytes() for p in paths}
@@ -269,7 +270,7 @@ def test_a_failure_leaves_no_output_that_looks_complete(tmp_path, monkeypatch):
 
     monkeypatch.setattr(build.figures, "dynamics_figure", broken)
     with pytest.raises(RuntimeError, match="disk full"):
-        build_report(copy.config)
+        build_report(Config.of(copy.config))
     assert {p: p.read_bytes() for p in paths} == before  # the previous report, not a half-new one
     assert not list(copy.layout.root.glob(".report-*"))
 
@@ -279,7 +280,7 @@ def test_a_move_that_fails_midway_puts_the_previous_report_back(tmp_path, monkey
     """Issue 33 item 1: the new files go in one by one; a move that fails (another file system) or a
     Ctrl-C after some of them leaves every file of the previous report as it was, none deleted."""
     copy = fresh_copy(tmp_path)
-    build_report(copy.config)
+    build_report(Config.of(copy.config))
     paths = report_paths(copy.layout)
     before = {p: p.read_bytes() for p in paths}
     for p in paths:  # so that a half-new report would show
@@ -295,7 +296,7 @@ def test_a_move_that_fails_midway_puts_the_previous_report_back(tmp_path, monkey
 
     monkeypatch.setattr(build.os, "replace", replace)
     with pytest.raises(type(fault)):
-        build_report(copy.config)
+        build_report(Config.of(copy.config))
     monkeypatch.setattr(build.os, "replace", real)
     assert {p: p.read_bytes() for p in paths if p.exists()} == before
     assert all(p.exists() for p in paths)
@@ -305,7 +306,7 @@ def test_a_move_that_fails_midway_puts_the_previous_report_back(tmp_path, monkey
 
 def test_a_report_file_that_became_a_folder_is_one_line_and_nothing_moves(tmp_path, capsys):
     copy = fresh_copy(tmp_path)
-    build_report(copy.config)
+    build_report(Config.of(copy.config))
     paths = report_paths(copy.layout)
     before = {p: p.read_bytes() for p in paths}
     folder = paths[3]
@@ -313,7 +314,7 @@ def test_a_report_file_that_became_a_folder_is_one_line_and_nothing_moves(tmp_pa
     folder.mkdir()
     (folder / "mine.txt").write_text("the user's")
     with pytest.raises(LieError, match=f"{folder} is a folder"):
-        build_report(copy.config)
+        build_report(Config.of(copy.config))
     assert (folder / "mine.txt").read_text() == "the user's"
     assert {p: p.read_bytes() for p in paths if p != folder} == {
         p: b for p, b in before.items() if p != folder
@@ -322,7 +323,7 @@ def test_a_report_file_that_became_a_folder_is_one_line_and_nothing_moves(tmp_pa
 
 def test_a_report_file_the_user_linked_elsewhere_stays_a_link_and_its_target_gets_the_new_report(tmp_path):
     copy = fresh_copy(tmp_path)
-    build_report(copy.config)
+    build_report(Config.of(copy.config))
     main = copy.layout.tables / "main.md"
     fresh = main.read_bytes()
     shared = tmp_path / "shared-drive" / "main.md"  # e.g. the table kept on a shared drive, linked in
@@ -330,7 +331,7 @@ def test_a_report_file_the_user_linked_elsewhere_stays_a_link_and_its_target_get
     shared.write_bytes(b"an older report")
     main.unlink()
     main.symlink_to(shared)
-    build_report(copy.config)
+    build_report(Config.of(copy.config))
     assert main.is_symlink() and main.resolve() == shared.resolve()
     assert shared.read_bytes() == fresh
     assert not [q.name for q in shared.parent.iterdir() if q.name.startswith(".")]
@@ -343,9 +344,9 @@ def test_a_benchmark_missing_from_a_summary_is_a_marked_gap(tmp_path):
 
     copy = fresh_copy(tmp_path)
     gens = [str(copy.layout.generations(BASE, "math500"))]  # as if arc-c had not been evaluated
-    _, partial = evaluate(copy.config, gens, load_tokenizer(str(copy.tiny)), progress=False)
+    _, partial = evaluate(Config.of(copy.config), gens, load_tokenizer(str(copy.tiny)), progress=False)
     write_summary(partial, str(copy.layout.summary(BASE)))
-    build_report(copy.config)
+    build_report(Config.of(copy.config))
     rows = {(r["key"], r["bench"]): r for r in read_csv(copy.layout.tables / "main.csv")}
     rows = {(r["key"], r["bench"], r["reader"]): r for r in read_csv(copy.layout.tables / "main.csv")}
     arc, ood = rows[(BASE, "arc-c", "authors")], rows[(BASE, "out_of_domain", "authors")]
@@ -454,4 +455,4 @@ def test_a_summary_of_other_budgets_is_stale(tmp_path):
     copy = fresh_copy(tmp_path)
     copy.config["evaluation"]["budgets"] = [6, 32]
     with pytest.raises(LieError, match="graded at budgets \\[6, 48\\], not at 32 .*run `lie evaluate`"):
-        build_report(copy.config)
+        build_report(Config.of(copy.config))

@@ -12,7 +12,7 @@ from small import REPO, paper_config
 from test_report_tables import report_data
 
 from lie.cli import main
-from lie.config import reward_settings, selected_runs, validate_config
+from lie.config import Config, reward_settings, selected_runs, validate_config
 from lie.config.layout import Layout
 from lie.report import tables
 from lie.report.build import report_paths
@@ -33,8 +33,10 @@ def selected(runs: list[str]) -> dict:
 def test_the_group_is_optional_and_selectable():
     config = paper_config()
     assert [n for n, e in config["experiments"].items() if e.get("group") == "sensitivity"] == GROUP
-    assert not set(GROUP) & set(selected_runs(config)) and len(selected_runs(config)) == 16
-    assert selected_runs(selected(GROUP[:2])) == GROUP[:2]
+    assert (
+        not set(GROUP) & set(selected_runs(Config.of(config))) and len(selected_runs(Config.of(config))) == 16
+    )
+    assert selected_runs(Config.of(selected(GROUP[:2]))) == GROUP[:2]
 
 
 @pytest.mark.parametrize(
@@ -42,7 +44,7 @@ def test_the_group_is_optional_and_selectable():
     [(GROUP[0], (5, 10, 500)), (GROUP[3], (10, 20, 500)), (GROUP[5], (10, 10, 1000)), (LIE, (10, 10, 500))],
 )
 def test_each_run_trains_with_its_own_knob(run, knobs):
-    reward = reward_settings(paper_config(), run)
+    reward = reward_settings(Config.of(paper_config()), run)
     assert (reward["theta"], reward["n"], reward["extra_tokens"]) == knobs
     assert reward["length_term"] and reward["redundancy_term"]
 
@@ -61,10 +63,10 @@ def test_lie_plan_prices_the_group(capsys):
 def test_the_report_tabulates_the_group_beside_the_run_it_varies():
     config = selected([LIE, *GROUP])
     data = report_data(config)
-    groups = table_keys(config, data.keys)
+    groups = table_keys(Config.of(config), data.keys)
     assert groups["sensitivity"] == [LIE, *GROUP] and groups["main"] == ["qwen3-4b-base", LIE]
     assert {"sensitivity.md", "sensitivity.csv", "sensitivity.tex"} <= {
-        p.name for p in report_paths(Layout(config))
+        p.name for p in report_paths(Layout(Config.of(config)))
     }
     rows = tables.sensitivity_rows(data, groups["sensitivity"])
     assert [(r["theta"], r["n"], r["e"]) for r in rows] == [
@@ -76,4 +78,4 @@ def test_the_report_tabulates_the_group_beside_the_run_it_varies():
     md = markdown(tables.sensitivity_table(data, rows))
     assert "| model | θ | n | e (ΔL) | ID avg | OOD avg | ID mean tokens |" in md
     assert f"| {GROUP[0]} | 5 | 10 | 500 |" in md
-    assert "sensitivity.md" not in {p.name for p in report_paths(Layout(paper_config()))}
+    assert "sensitivity.md" not in {p.name for p in report_paths(Layout(Config.of(paper_config())))}

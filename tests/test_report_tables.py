@@ -14,6 +14,7 @@ import pytest
 from small import paper_config
 
 from lie.analysis.behaviours import load_classifier
+from lie.config import Config
 from lie.config.layout import Layout
 from lie.report import tables
 from lie.report.build import report_paths
@@ -28,21 +29,21 @@ B = "qwen3-4b-base"
 R = "qwen3-4b-base_dapo_"
 
 
-def scores(config: dict, key: str) -> list[dict]:
+def scores(config: Config, key: str) -> list[dict]:
     """Two problems a benchmark, n samples each; the key's name decides which samples are right."""
     lines = []
     salt = sum(map(ord, key))
-    for bench in config["evaluation"]["benchmarks"]:
-        entry = config["datasets"]["eval"][bench]
+    for bench in config.evaluation.benchmarks:
+        entry = config.dataset(bench)
         for index in range(2):
-            for sample in range(entry["n"]):
+            for sample in range(entry.n or 1):
                 correct = (salt + index + sample) % 3 == 0
                 length = 1000 * (1 + (salt + sample) % 40)
                 grades = {str(b): {"correct": correct and length <= b, "pred": "", "status": "ok"}
-                          for b in config["evaluation"]["budgets"]}  # fmt: skip
-                line = dict(bench=bench, index=index, sample=sample, kind=entry["kind"], gold="1",
+                          for b in config.evaluation.budgets}  # fmt: skip
+                line = dict(bench=bench, index=index, sample=sample, kind=entry.kind, gold="1",
                             num_tokens=length, finish_reason="stop", grades=grades)  # fmt: skip
-                if entry["kind"] == "choice":  # the authors' reader misses the first problem's answers
+                if entry.kind == "choice":  # the authors' reader misses the first problem's answers
                     missed = {b: {**g, "correct": g["correct"] and index != 0} for b, g in grades.items()}
                     line["grades_by_reader"] = {"robust": grades, "authors": missed}
                 lines.append(line)
@@ -50,17 +51,17 @@ def scores(config: dict, key: str) -> list[dict]:
 
 
 def report_data(config: dict, mode: str = "robust") -> ReportData:
-    keys = evaluated_keys(config)
+    keys = evaluated_keys(Config.of(config))
     summaries, per_problem = {}, {}
     budgets = config["evaluation"]["budgets"]
     for key in keys:
-        lines = scores(config, key)
-        summary = summarize_scores(lines, budgets, config)
-        add_readers(summary, lines, budgets, config, [mode, *(m for m in READERS if m != mode)])
+        lines = scores(Config.of(config), key)
+        summary = summarize_scores(lines, budgets, Config.of(config))
+        add_readers(summary, lines, budgets, Config.of(config), [mode, *(m for m in READERS if m != mode)])
         summary["grading"] = {"choice_grading": mode}
         summaries[key] = summary
         per_problem[key] = problem_scores(lines, 32768, READERS)
-    return ReportData(config=config, layout=Layout(config), paper=load_paper(), keys=keys,
+    return ReportData(config=Config.of(config), layout=Layout(Config.of(config)), paper=load_paper(), keys=keys,
                       runs=[k for k in keys if k in config["experiments"]],
                       benchmarks=list(config["evaluation"]["benchmarks"]), budget=32768, summaries=summaries,
                       dynamics={}, evals={}, classifier=load_classifier(), n=10, unit="word",
@@ -73,12 +74,12 @@ def paper():
 
 
 def rendered(data: ReportData, name: str) -> str:
-    keys = table_keys(data.config, data.keys)[name]
+    keys = table_keys(Config.of(data.config), data.keys)[name]
     return markdown(tables.result_table(data, keys, tables.result_rows(data, keys, name)))
 
 
 def test_every_run_is_in_the_table_the_paper_puts_it_in(paper):
-    groups = table_keys(paper.config, paper.keys)
+    groups = table_keys(Config.of(paper.config), paper.keys)
     assert groups == {
         "main": [B] + [R + s for s in ("grpo", "grpo_lie", "grpo-clip-higher", "grpo-clip-higher_lie", "gspo",
                                        "gspo_lie", "gspo_lie_12k")],  # Base first, as the paper's Table 1
@@ -88,7 +89,7 @@ def test_every_run_is_in_the_table_the_paper_puts_it_in(paper):
                   "qwen3-8b-base_dapo_gspo_lie"],
         "ablation": [R + "gspo_lie", R + "gspo_len-only"],
     }  # fmt: skip
-    names = {p.name for p in report_paths(Layout(paper.config))}
+    names = {p.name for p in report_paths(Layout(Config.of(paper.config)))}
     assert {f"{t}.{e}" for t in groups for e in ("md", "csv", "tex")} <= names
     assert "sensitivity.md" not in names and {"lengths.md", "lengths.csv", "lengths.png"} <= names
 
@@ -193,7 +194,7 @@ def csv_row(rows: list[dict], key: str, bench: str, reader: str = "", versus: st
 
 
 def test_out_of_domain_columns_under_both_readers(paper):
-    keys = table_keys(paper.config, paper.keys)["main"]
+    keys = table_keys(Config.of(paper.config), paper.keys)["main"]
     rows = tables.result_rows(paper, keys)
     for key in keys:  # the authors' reader misses the first problem's answers (scores() above)
         authors, robust = (csv_row(rows, key, "arc-c", r) for r in ("authors", "robust"))
@@ -209,7 +210,7 @@ def test_out_of_domain_columns_under_both_readers(paper):
 OOD = ("arc-c", "gpqa-diamond", "mmlu-pro")
 
 
-def first_sample_correct(config: dict, key: str, bench: str) -> list[tuple[int, bool]]:
+def first_sample_correct(config: Config, key: str, bench: str) -> list[tuple[int, bool]]:
     return [(x["index"], x["grades"]["32768"]["correct"]) for x in scores(config, key) if x["bench"] == bench]
 
 
@@ -235,7 +236,7 @@ def sd_over_root(values: list[float]) -> float:
 
 
 def test_every_difference_carries_its_interval_from_the_per_problem_scores(paper):
-    keys = table_keys(paper.config, paper.keys)["main"]
+    keys = table_keys(Config.of(paper.config), paper.keys)["main"]
     rows = tables.result_rows(paper, keys)
     lie, base = R + "grpo_lie", R + "grpo"
     for bench in ("aime24", "math500"):
@@ -321,7 +322,7 @@ def test_a_difference_without_spread_gets_no_interval_and_the_epochs_note_parts_
     from lie.report.notes import epochs
 
     data = report_data(paper_config())
-    (note,) = epochs(data, table_keys(data.config, data.keys)["main"])
+    (note,) = epochs(data, table_keys(Config.of(data.config), data.keys)["main"])
     assert "5: GSPO+LIE, continual stage 8k -> 12k; 10: GRPO / GRPO w/ higher clip / GSPO; 15: " in note.text
 
 
@@ -350,12 +351,14 @@ def test_a_table_of_tiny_models_says_first_that_its_numbers_mean_nothing(paper):
 
 
 def test_the_caption_explains_only_the_columns_and_rows_the_table_has(paper):
-    keys = table_keys(paper.config, paper.keys)["main"]
+    keys = table_keys(Config.of(paper.config), paper.keys)["main"]
     full = tables._caption(paper, keys, paper=True, gains=True, readers=True)
     assert "Δ = ours − paper" in full and "beside the paper's gain" in full and "re-sampling SE" in full
     bare = tables._caption(paper, keys, paper=False, gains=False, readers=False)
     assert "No paper column" in bare and "Δ" not in bare and "A − B" not in bare and "(A-J)" not in bare
-    assert "main" in table_keys(paper.config, paper.keys) and "Δ = ours − paper" in rendered(paper, "main")
+    assert "main" in table_keys(Config.of(paper.config), paper.keys) and "Δ = ours − paper" in rendered(
+        paper, "main"
+    )
 
 
 def test_the_tables_of_one_reader_say_which(paper):

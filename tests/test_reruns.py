@@ -28,7 +28,7 @@ from small import (
     write_parquet,
 )
 
-from lie.config import RunSettings
+from lie.config import Config, RunSettings
 from lie.formats.runs import RunDir
 
 REPO = Path(__file__).resolve().parents[1]
@@ -266,9 +266,9 @@ def test_a_relaunch_keeps_every_validated_checkpoint_of_a_best_val_run(tmp_path,
     from lie.stages.checkpoint import best_val_step
 
     config = small_config(tmp_path / "out", tiny, keep_checkpoints=2, eval_step=eval_step)
-    settings = RunSettings.of(config, "tiny_gspo_lie")
+    settings = RunSettings.of(Config.of(config), "tiny_gspo_lie")
     rundir = RunDir(tmp_path / "out", "tiny_gspo_lie")
-    assert verl_overrides.prepare_resume(config, settings, rundir, 1) is False  # claims the folder
+    assert verl_overrides.prepare_resume(Config.of(config), settings, rundir, 1) is False  # claims the folder
     steps = range(50, 850, 50)
     lines = []
     for step in steps:
@@ -279,7 +279,7 @@ def test_a_relaunch_keeps_every_validated_checkpoint_of_a_best_val_run(tmp_path,
         lines.append(json.dumps({"step": step, "data": data}))
     (rundir.checkpoints / "latest_checkpointed_iteration.txt").write_text("800")
     rundir.new_metrics_file().write_text("\n".join(lines) + "\n")
-    assert verl_overrides.prepare_resume(config, settings, rundir, 1) is False
+    assert verl_overrides.prepare_resume(Config.of(config), settings, rundir, 1) is False
     kept = sorted(int(p.name.split("_")[-1]) for p in rundir.checkpoints.glob("global_step_*"))
     if eval_step == "best_val":
         assert kept == [100, 200, 300, 400, 500, 600, 700, 750, 800]
@@ -293,7 +293,12 @@ def test_a_verl_run_with_other_settings_starts_afresh_and_keeps_the_old_one(tmp_
 
     config = small_config(tmp_path / "out", tiny)
     rundir = RunDir(tmp_path / "out", "tiny_gspo_lie")
-    assert verl_overrides.prepare_resume(config, RunSettings.of(config, "tiny_gspo_lie"), rundir, 1) is False
+    assert (
+        verl_overrides.prepare_resume(
+            Config.of(config), RunSettings.of(Config.of(config), "tiny_gspo_lie"), rundir, 1
+        )
+        is False
+    )
     verl_checkpoint(rundir.checkpoints, 1)
     (rundir.checkpoints / "latest_checkpointed_iteration.txt").write_text("1")
     rundir.new_metrics_file().write_text('{"step": 1, "data": {}}\n')  # verl logs a step after its save
@@ -302,13 +307,23 @@ def test_a_verl_run_with_other_settings_starts_afresh_and_keeps_the_old_one(tmp_
     (rundir.rollouts_dir / "step-000002.h-1.jsonl").write_text("{}\n")  # killed during step 2
     same = copy.deepcopy(config)
     same["training"]["nnodes"] = 4
-    assert verl_overrides.prepare_resume(same, RunSettings.of(same, "tiny_gspo_lie"), rundir, 1) is False
+    assert (
+        verl_overrides.prepare_resume(
+            Config.of(same), RunSettings.of(Config.of(same), "tiny_gspo_lie"), rundir, 1
+        )
+        is False
+    )
     assert sorted(p.name for p in rundir.rollouts_dir.iterdir()) == ["step-000001.h-1.jsonl"]
     assert not rundir.superseded.exists()
     other = copy.deepcopy(config)
     other["reward"]["beta"] = 0.3
     time.sleep(1)  # superseded/<time> is per second
-    assert verl_overrides.prepare_resume(other, RunSettings.of(other, "tiny_gspo_lie"), rundir, 1) is False
+    assert (
+        verl_overrides.prepare_resume(
+            Config.of(other), RunSettings.of(Config.of(other), "tiny_gspo_lie"), rundir, 1
+        )
+        is False
+    )
     (moved,) = rundir.superseded.iterdir()
     assert (moved / "checkpoints" / "global_step_1" / "data.pt").exists()
     assert not rundir.checkpoints.exists() and not rundir.rollouts_dir.exists()

@@ -18,7 +18,7 @@ from small import REPO, paper_config
 pytest.importorskip("verl")
 pytest.importorskip("trl")
 
-from lie.config import RunSettings, grading_limits  # noqa: E402
+from lie.config import Config, RunSettings, grading_limits  # noqa: E402
 from lie.core.reward import BREAKDOWN_KEYS  # noqa: E402
 from lie.engines.rewarding import Rewarder  # noqa: E402
 from lie.engines.verl import overrides as verl_overrides  # noqa: E402
@@ -110,7 +110,9 @@ def _verl(setup) -> list[dict]:
 
     path, model_dir, tokenizer, responses, root = setup
     inputs = verl_overrides.VerlInputs(str(path), (str(path),), str(model_dir))
-    overrides = verl_overrides.overrides(CONFIG, RunSettings.of(CONFIG, RUN), inputs, device="cpu")
+    overrides = verl_overrides.overrides(
+        Config.of(CONFIG), RunSettings.of(Config.of(CONFIG), RUN), inputs, device="cpu"
+    )
     overrides = [o for o in overrides if not o.startswith("+reward.reward_kwargs.log_dir=")]
     cfg = verl_overrides.compose(
         [*overrides, f"+reward.reward_kwargs.log_dir='{root / 'verl' / 'rollouts'}'"]
@@ -163,8 +165,8 @@ def _trl(setup) -> list[dict]:
     inputs = list(Dataset.from_list(rows))
     columns = {key: [row[key] for row in inputs] for key in inputs[0] if key != "prompt"}
     rundir = RunDir(root / "trl", RUN)
-    knobs = RunSettings.of(CONFIG, RUN).reward  # the knobs trl_train.train hands the reward
-    with Rewarder(*grading_limits(CONFIG)) as rewarder:  # as trl_train.train sizes it
+    knobs = RunSettings.of(Config.of(CONFIG), RUN).reward  # the knobs trl_train.train hands the reward
+    with Rewarder(*grading_limits(Config.of(CONFIG))) as rewarder:  # as trl_train.train sizes it
         reward = trl_train.LIEReward(knobs, tokenizer, rundir, trl_train.Schedule(1, 1, 1), rewarder)
         rewards = reward(
             prompts=[row["prompt"] for row in inputs],
@@ -210,10 +212,12 @@ def test_verl_managers_share_a_nodes_cores_when_grade_workers_is_zero(setup, nno
     from lie.grading.executor import default_workers
 
     path, model_dir, _, _, root = setup
-    assert grading_limits(CONFIG)[1] == 0
-    settings = dataclasses.replace(RunSettings.of(CONFIG, RUN), nnodes=nnodes)
+    assert grading_limits(Config.of(CONFIG))[1] == 0
+    settings = dataclasses.replace(RunSettings.of(Config.of(CONFIG), RUN), nnodes=nnodes)
     inputs = verl_overrides.VerlInputs(str(path), (str(path),), str(model_dir))
-    overrides = verl_overrides.overrides(CONFIG, settings, inputs)  # the GPU composition: verl's 8 managers
+    overrides = verl_overrides.overrides(
+        Config.of(CONFIG), settings, inputs
+    )  # the GPU composition: verl's 8 managers
     cfg = verl_overrides.compose(overrides)
     assert (cfg.reward.num_workers, cfg.trainer.nnodes) == (8, nnodes)
     worker = RewardLoopWorker(cfg)

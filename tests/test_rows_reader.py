@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from small import paper_config, write_config
 
+from lie.config import Config
 from lie.core.errors import LieError
 from lie.formats.rows import Item, make_row
 
@@ -246,11 +247,11 @@ def test_lie_plan_reads_the_reference_lengths_through_the_same_reader(tmp_path):
     path = tmp_path / "data" / "dapo.qwen3-4b-base.reflen.parquet"
     path.parent.mkdir()
     pq.write_table(pa.Table.from_pylist(rows), path)
-    (run,) = plan(config)
+    (run,) = plan(Config.of(config))
     assert (run.prompts, run.mean_response, run.steps) == (256, 1000.0, 10 * (256 // 128))
     rows[7]["extra_info"]["kind"] = "essay"
     pq.write_table(pa.Table.from_pylist(rows), path)
     with pytest.raises(
         LieError, match=re.escape(f"{path} row 7: field 'extra_info.kind' must be math or choice")
     ):
-        plan(config)
+        plan(Config.of(config))

@@ -24,6 +24,8 @@ import yaml
 from small import paper_config
 from standins import APPTAINER_EXEC, finish, start, write_tools
 
+from lie.config import Config
+
 REPO = Path(__file__).resolve().parents[1]
 RUN = "qwen3-4b-base_dapo_gspo_lie"
 NODES = ["gpu-a01", "gpu-a02"]
@@ -266,7 +268,11 @@ def test_the_save_ahead_margin_is_verls_esi_redundant_time():
     config = paper_config()
     config["cluster"]["esi_redundant_time_s"] = 1200
     composed = compose(
-        overrides(config, RunSettings.of(config, RUN), VerlInputs("train.parquet", (), "model"))
+        overrides(
+            Config.of(config),
+            RunSettings.of(Config.of(config), RUN),
+            VerlInputs("train.parquet", (), "model"),
+        )
     )
     assert composed.trainer.esi_redundant_time == 1200
 

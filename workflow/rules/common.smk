@@ -10,7 +10,6 @@ from lie import config as lie_config
 from lie.config import identity
 from lie.config import binds as container_binds
 from lie.config.layout import Layout
-from lie.config.settings import RunSettings
 
 if not workflow.overwrite_configfiles:  # no --configfile: the paper's matrix (--config still applies)
 
@@ -23,19 +22,24 @@ try:  # lie's one-line message first: Snakemake's own check prints the whole sch
 except lie_config.LieError as exc:
     sys.exit(f"lie: {exc}")
 validate(config, "../schemas/config.schema.yaml")
+# The config typed and frozen (lie.config.typed): every rule and input function reads it by attribute.
+try:
+    CFG = lie_config.Config.of(config, source=" + ".join(map(str, workflow.configfiles)) or "config")
+except lie_config.LieError as exc:
+    sys.exit(f"lie: {exc}")
 
-LAYOUT = Layout(config)
+LAYOUT = Layout(CFG)
 OUT = str(LAYOUT.root)
-RUNS = lie_config.selected_runs(config)
-BASE_MODELS = list(config["evaluation"]["base_models"])
-BENCHMARKS = list(config["evaluation"]["benchmarks"])
+RUNS = lie_config.selected_runs(CFG)
+BASE_MODELS = list(CFG.evaluation.base_models)
+BENCHMARKS = list(CFG.evaluation.benchmarks)
 EVALUATED = RUNS + BASE_MODELS
-IMAGE = config.get("image") or ""
+IMAGE = CFG.image or ""
 # What every container binds besides the checkout and the hub cache (the profiles' apptainer-args and
 # workflow/scripts/launch_lib.sh read it): the outdir, its real path and cluster.binds.
 if IMAGE:
     try:
-        container_binds.export(config)
+        container_binds.export(CFG)
     except lie_config.LieError as exc:
         sys.exit(f"lie: {exc}")
 
@@ -51,7 +55,7 @@ CONFIG = str(Path(OUT) / "config.yaml")
 
 
 onstart:
-    lie_config.write_effective_config(config, CONFIG)
+    lie_config.write_effective_config(CFG, CONFIG)
 
 
 def _alternatives(names) -> str:
@@ -61,11 +65,11 @@ def _alternatives(names) -> str:
 
 
 wildcard_constraints:
-    dataset=_alternatives([*config["datasets"]["train"], *config["datasets"]["eval"]]),
+    dataset=_alternatives(CFG.datasets),
     bench=_alternatives(BENCHMARKS),
-    model=_alternatives(config["models"]),
-    run=_alternatives(config["experiments"]),
-    key=_alternatives([*config["experiments"], *config["models"]]),
+    model=_alternatives(CFG.models),
+    run=_alternatives(CFG.experiments),
+    key=_alternatives([*CFG.experiments, *CFG.models]),
 
 
 def get_model_dir(name: str) -> str:
@@ -74,8 +78,8 @@ def get_model_dir(name: str) -> str:
 
 
 def get_tiny_corpus(wildcards) -> list[str]:
-    tiny = config["models"][wildcards.model].get("tiny") or {}
-    return [str(LAYOUT.dataset_file(name)) for name in tiny.get("corpus", [])]
+    tiny = CFG.model(wildcards.model).tiny
+    return [str(LAYOUT.dataset_file(name)) for name in (tiny.corpus if tiny else ())]
 
 
 def get_reflen_model(wildcards) -> str:
@@ -83,7 +87,7 @@ def get_reflen_model(wildcards) -> str:
 
 
 def get_train_inputs(wildcards) -> dict[str, str]:
-    settings = RunSettings.of(config, wildcards.run)
+    settings = CFG.run(wildcards.run)
     inputs = {
         "data": str(LAYOUT.reflen_file(settings.data, settings.model)),
         "model": str(LAYOUT.init_model(wildcards.run)),
@@ -100,17 +104,13 @@ def get_val_args(wildcards, input) -> str:
 
 def thinking_flag(key: str) -> str:
     """`--enable-thinking` for a base model or a run's model when its entry sets it (Qwen3-4B: off)."""
-    model = config["experiments"][key]["model"] if key in config["experiments"] else key
-    value = config["models"][model].get("enable_thinking")
+    value = CFG.enable_thinking(CFG.model_of(key))
     return "" if value is None else f"--enable-thinking {str(value).lower()}"
 
 
 def eval_thinking_flag(key: str) -> str:
     """`--enable-thinking` at evaluation (evaluation.enable_thinking, else the model's entry); none: the template's default."""
-    from lie.config.sections import thinking_at_evaluation
-
-    model = config["experiments"][key]["model"] if key in config["experiments"] else key
-    value = thinking_at_evaluation(config, model)
+    value = CFG.thinking_at_evaluation(CFG.model_of(key))
     return "" if value is None else f"--enable-thinking {str(value).lower()}"
 
 
@@ -125,30 +125,30 @@ def get_generations(wildcards) -> list[str]:
 def get_run_settings(wildcards) -> str:
     """What a run learns (lie.config.identity: no execution settings, only the reward knobs it uses) and the
     checkpoint it names for evaluation: a change retrains (or, for eval_step, rewrites final.json)."""
-    settings = identity.learning_settings(config, wildcards.run)
-    eval_step = RunSettings.of(config, wildcards.run).eval_step
+    settings = identity.learning_settings(CFG, wildcards.run)
+    eval_step = CFG.run(wildcards.run).eval_step
     return json.dumps({"learning": settings, "eval_step": eval_step}, sort_keys=True)
 
 
 def train_engine(wildcards) -> str:
-    return RunSettings.of(config, wildcards.run).engine
+    return CFG.run(wildcards.run).engine
 
 
 def train_resources(run: str) -> dict:
     """Slurm: nodes, GPUs per node (gres), CPUs per task (one task a node) and memory per node;
     `gpus` is the total, for a local GPU box."""
-    settings = RunSettings.of(config, run)
+    settings = CFG.run(run)
     if settings.engine == "trl":
         return {"nodes": 1, "gres": "", "cpus": 2, "gpus": 0, "per_node": 0, "mem_mb": 2000}
     per_node = settings.n_gpus_per_node
-    site = config["cluster"]
+    site = CFG.cluster
     return {
         "nodes": settings.nnodes,
         "gres": f"gpu:{per_node}",
-        "cpus": site["cpus_per_gpu"] * per_node,  # Ray, the FSDP workers, vLLM and the graders
+        "cpus": site.cpus_per_gpu * per_node,  # Ray, the FSDP workers, vLLM and the graders
         "gpus": settings.gpus,
         "per_node": per_node,
-        "mem_mb": site["mem_mb_per_node"],
+        "mem_mb": site.mem_mb_per_node,
     }
 
 
@@ -159,14 +159,15 @@ def site_resources(kind: str) -> dict:
     constraint or QOS would reach sbatch as an empty flag)."""
     import os
 
-    site = config["cluster"]
+    site = CFG.cluster
+    partition = site.gpu_partition if kind == "gpu" else site.cpu_partition
     values = {
-        "slurm_account": site["account"] or os.environ.get("LIE_SLURM_ACCOUNT"),
-        "slurm_partition": site[f"{kind}_partition"] or os.environ.get(f"LIE_SLURM_{kind.upper()}_PARTITION"),
-        "qos": site["qos"],
+        "slurm_account": site.account or os.environ.get("LIE_SLURM_ACCOUNT"),
+        "slurm_partition": partition or os.environ.get(f"LIE_SLURM_{kind.upper()}_PARTITION"),
+        "qos": site.qos,
     }
     if kind == "gpu":
-        values.update(constraint=site["constraint"], slurm_extra=site["sbatch_extra"])
+        values.update(constraint=site.constraint, slurm_extra=site.sbatch_extra)
     return {key: value for key, value in values.items() if value}
 
 
@@ -178,20 +179,18 @@ def train_env(wildcards) -> str:
 
     res = train_resources(wildcards.run)
     env = {"LIE_GPUS_PER_NODE": res["per_node"], "LIE_CPUS_PER_NODE": res["cpus"]}
-    env.update({k: v for k, v in config["cluster"]["nccl"].items() if v is not None})
+    env.update({k: v for k, v in CFG.cluster.nccl.items() if v is not None})
     return " ".join(f"{key}={shlex.quote(str(value))}" for key, value in env.items())
 
 
 def generate_engine(key: str | None = None) -> str:
     """The engine that samples for an evaluated run or base model: engines.generate_by, else engines.generate."""
-    from lie.config.sections import Engines
-
-    return Engines.of(config).generate_for(key)
+    return CFG.engines.generate_for(key)
 
 
 def on_gpu(engine: str) -> bool:
     """vLLM runs on a GPU unless engines.vllm_cpu names its CPU build."""
-    return engine == "vllm" and not config["engines"].get("vllm_cpu")
+    return engine == "vllm" and CFG.engines.vllm_cpu is None
 
 
 def lie_for(engine: str) -> str:
@@ -201,36 +200,35 @@ def lie_for(engine: str) -> str:
     moved or cloned checkout reruns nothing (tests/test_checkout_move.py)."""
     import shlex
 
-    cpu = config["engines"].get("vllm_cpu")
-    if engine != "vllm" or not cpu:
+    cpu = CFG.engines.vllm_cpu
+    if engine != "vllm" or cpu is None:
         return "lie"
-    lie = shlex.quote(str(Path(cpu["venv"]) / "bin" / "lie"))
-    env = [f"{k}={v}" for k, v in sorted((cpu.get("env") or {}).items())]
+    lie = shlex.quote(str(Path(cpu.venv) / "bin" / "lie"))
+    env = [f"{k}={v}" for k, v in sorted((cpu.env or {}).items())]
     return " ".join(["env", *env, lie] if env else [lie])
 
 
 def engine_args_for(engine: str) -> str:
     """engines.vllm_cpu.engine_args as `--engine-arg KEY=VALUE` options of a vLLM job on the CPU."""
-    cpu = config["engines"].get("vllm_cpu")
-    if engine != "vllm" or not cpu:
+    cpu = CFG.engines.vllm_cpu
+    if engine != "vllm" or cpu is None:
         return ""
-    return " ".join(f"--engine-arg {k}={v}" for k, v in sorted((cpu.get("engine_args") or {}).items()))
+    return " ".join(f"--engine-arg {k}={v}" for k, v in sorted((cpu.engine_args or {}).items()))
 
 
 def gpu_gres(engine: str | None = None) -> str:
     """One GPU for generation and reference lengths when vLLM generates on GPUs; none on a CPU."""
-    return "gpu:1" if on_gpu(engine or config["engines"]["generate"]) else ""
+    return "gpu:1" if on_gpu(engine or CFG.engines.generate) else ""
 
 
 def gpu_count(engine: str | None = None) -> int:
     """The same as a number: the local GPU profile schedules on it (--resources gpus=N)."""
-    return 1 if on_gpu(engine or config["engines"]["generate"]) else 0
+    return 1 if on_gpu(engine or CFG.engines.generate) else 0
 
 
 def data_prompt(wildcards) -> str:
     """The template a data set's rows are rendered with: only its own kind's."""
-    kind = lie_config.dataset_entry(config, wildcards.dataset)[1].get("kind") or "math"
-    return json.dumps((config.get("prompt") or {}).get(kind))
+    return json.dumps(CFG.prompt.template(CFG.dataset(wildcards.dataset).kind))
 
 
 def report_outputs() -> list[str]:

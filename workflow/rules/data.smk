@@ -8,7 +8,7 @@ rule data:
         f"{OUT}/logs/data/{{dataset}}.log",
     params:
         config=CONFIG,
-        entry=lambda w: json.dumps(lie_config.dataset_entry(config, w.dataset)[1], sort_keys=True),
+        entry=lambda w: json.dumps(identity.written_entry(CFG, "datasets", w.dataset), sort_keys=True),
         prompt=data_prompt,
     threads: 1
     resources:
@@ -28,7 +28,7 @@ rule base_model:
         f"{OUT}/logs/base/{{model}}.log",
     params:
         config=CONFIG,
-        entry=lambda w: json.dumps(config["models"][w.model], sort_keys=True),
+        entry=lambda w: json.dumps(identity.written_entry(CFG, "models", w.model), sort_keys=True),
         corpus=lambda w, input: " ".join(f"--corpus {p}" for p in input.corpus),
     threads: 1
     resources:
@@ -49,8 +49,8 @@ rule reflen:
         f"{OUT}/logs/reflen/{{dataset}}.{{model}}.log",
     params:
         config=CONFIG,
-        settings=lambda w: json.dumps(identity.reflen_settings(config), sort_keys=True),
-        engine=config["engines"]["generate"],
+        settings=lambda w: json.dumps(identity.reflen_settings(CFG), sort_keys=True),
+        engine=CFG.engines.generate,
         thinking=lambda w: thinking_flag(w.model),
     threads: 2
     resources:

@@ -1,7 +1,7 @@
 # Generation on every benchmark (runs and base models), and grading at every budget. The models of
 # evaluation.bare_questions (OctoThinker, as the authors did) get the bare-question files.
 
-from lie.stages.data.spec import eval_data_file
+from lie.config.datasets import eval_data_file
 from lie.stages.evaluate import configured_choice_grading
 
 
@@ -12,7 +12,7 @@ rule data_bare:
         f"{OUT}/logs/data/bare/{{bench}}.log",
     params:
         config=CONFIG,
-        entry=lambda w: json.dumps(lie_config.dataset_entry(config, w.bench)[1], sort_keys=True),
+        entry=lambda w: json.dumps(identity.written_entry(CFG, "datasets", w.bench), sort_keys=True),
     threads: 1
     resources:
         mem_mb=16000,
@@ -25,7 +25,7 @@ rule data_bare:
 rule generate:
     input:
         model=get_evaluated_model,
-        data=lambda w: str(eval_data_file(config, w.key, w.bench)),
+        data=lambda w: str(eval_data_file(CFG, w.key, w.bench)),
     output:
         gen=f"{OUT}/generations/{{key}}/{{bench}}.jsonl",
         manifest=f"{OUT}/generations/{{key}}/{{bench}}.manifest.json",  # engine and settings
@@ -34,12 +34,13 @@ rule generate:
     params:
         config=CONFIG,
         settings=lambda w: json.dumps(
-            {k: config["evaluation"][k] for k in ("max_tokens", "temperature", "top_p", "seed")}, sort_keys=True
+            identity.written_part(CFG, "evaluation", only=("max_tokens", "temperature", "top_p", "seed")),
+            sort_keys=True,
         ),
         engine=lambda w: generate_engine(w.key),
         lie=lambda w: lie_for(generate_engine(w.key)),
         engine_args=lambda w: engine_args_for(generate_engine(w.key)),
-        limit=lambda w: f"--limit {config['evaluation']['limit']}" if config["evaluation"].get("limit") else "",
+        limit=lambda w: f"--limit {CFG.evaluation.limit}" if CFG.evaluation.limit else "",
         thinking=lambda w: eval_thinking_flag(w.key),
     threads: 2
     resources:
@@ -57,7 +58,7 @@ rule generate:
 rule evaluate:
     input:
         gens=get_generations,
-        data=lambda w: [str(eval_data_file(config, w.key, bench)) for bench in BENCHMARKS],
+        data=lambda w: [str(eval_data_file(CFG, w.key, bench)) for bench in BENCHMARKS],
         model=get_evaluated_model,
     output:
         scores=f"{OUT}/scores/{{key}}/scores.jsonl",
@@ -69,13 +70,14 @@ rule evaluate:
         gens=lambda w, input: " ".join(f"--gen {g}" for g in input.gens),
         data=lambda w, input: " ".join(f"--data {d}" for d in input.data),
         settings=lambda w: json.dumps(
-            {k: config["evaluation"][k] for k in ("budgets", "in_domain", "out_of_domain")}, sort_keys=True
+            identity.written_part(CFG, "evaluation", only=("budgets", "in_domain", "out_of_domain")),
+            sort_keys=True,
         ),
         # the grading: a change regrades the same generations (never regenerates)
         grading=lambda w: json.dumps(
             {
-                "choice_grading": configured_choice_grading(config),
-                "grade_timeout_s": config["evaluation"]["grade_timeout_s"],
+                "choice_grading": configured_choice_grading(CFG),
+                "grade_timeout_s": identity.written_part(CFG, "evaluation", "grade_timeout_s"),
             },
             sort_keys=True,
         ),

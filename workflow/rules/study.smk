@@ -7,7 +7,7 @@ from lie.study.paths import StudyPaths
 from lie.study.report import study_inputs, study_paths
 
 STUDY = StudyPaths(LAYOUT)
-STUDY_BENCH = str((config.get("study") or {}).get("bench", ""))
+STUDY_BENCH = str(identity.written_part(CFG, "study", "bench") or "")
 
 
 rule study_probe:
@@ -30,11 +30,11 @@ rule study_probe:
         # what the probe reads, and no more: make study-full (more runs, more base models) keeps the probes
         settings=lambda w: json.dumps(
             {
-                "probe": (config.get("study") or {}).get("probe"),
-                **({"forced": (config["study"].get("third") or {}).get("forced_probe")} if w.probe == "probe-forced" else {}),
+                "probe": identity.written_part(CFG, "study", "probe"),
+                **({"forced": identity.written_part(CFG, "study", "third", "forced_probe")} if w.probe == "probe-forced" else {}),
                 "bench": STUDY_BENCH,
-                "training": {k: config["training"][k] for k in ("temperature", "top_p", "max_response_length")},
-                "evaluation": {k: v for k, v in config["evaluation"].items() if k != "base_models"},
+                "training": identity.written_part(CFG, "training", only=("temperature", "top_p", "max_response_length")),
+                "evaluation": identity.written_part(CFG, "evaluation", leave=("base_models",)),
             },
             sort_keys=True,
         ),
@@ -65,7 +65,7 @@ rule study_responses:
         f"{OUT}/logs/study/responses/{{key}}.log",
     params:
         config=CONFIG,
-        reward=lambda w: json.dumps(config["reward"], sort_keys=True),
+        reward=lambda w: json.dumps(identity.written_part(CFG, "reward"), sort_keys=True),
     threads: 1
     resources:
         mem_mb=4000,
@@ -79,14 +79,14 @@ rule study_responses:
 
 rule study_gates:
     input:
-        lambda w: gate_inputs(config, LAYOUT),
+        lambda w: gate_inputs(CFG, LAYOUT),
     output:
         [str(p) for p in STUDY.gates],
     log:
         f"{OUT}/logs/study/gates.log",
     params:
         config=CONFIG,
-        settings=lambda w: json.dumps({"study": config.get("study"), "models": config["models"]}, sort_keys=True),
+        settings=lambda w: json.dumps({"study": identity.written_part(CFG, "study"), "models": identity.written_part(CFG, "models")}, sort_keys=True),
     threads: 1
     resources:
         mem_mb=2000,
@@ -99,14 +99,14 @@ rule study_gates:
 
 rule study:
     input:
-        unpack(lambda w: study_inputs(config, LAYOUT)),
+        unpack(lambda w: study_inputs(CFG, LAYOUT)),
     output:
         [str(p) for p in study_paths(LAYOUT)],
     log:
         f"{OUT}/logs/study.log",
     params:
         config=CONFIG,
-        settings=lambda w: json.dumps({"study": config.get("study"), "reward": config["reward"]}, sort_keys=True),
+        settings=lambda w: json.dumps({"study": identity.written_part(CFG, "study"), "reward": identity.written_part(CFG, "reward")}, sort_keys=True),
     threads: 1
     resources:
         mem_mb=4000,

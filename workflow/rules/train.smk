@@ -4,7 +4,7 @@ from lie.stages.snakemake import planning_notes
 
 # Said once, on the host that plans (lie.stages.snakemake.planning_notes): the Slurm site settings
 # left unset, and, in a dry run without apptainer on PATH, that the plan went without it.
-planning_notes(workflow, config, IMAGE)
+planning_notes(workflow, CFG, IMAGE)
 
 
 rule train:
@@ -23,13 +23,13 @@ rule train:
     threads: lambda w: train_resources(w.run)["cpus"]
     # A job past its walltime resumes in the next attempt from its last checkpoint (Slurm does not
     # requeue a TIMEOUT): training.walltime_min under the partition's limit, training.retries attempts.
-    retries: config["training"]["retries"]
+    retries: CFG.retries
     resources:
         nodes=lambda w: train_resources(w.run)["nodes"],
         gres=lambda w: train_resources(w.run)["gres"],
         gpus=lambda w: train_resources(w.run)["gpus"],
         mem_mb=lambda w: train_resources(w.run)["mem_mb"],
-        runtime=lambda w: RunSettings.of(config, w.run).walltime_min,
+        runtime=lambda w: CFG.run(w.run).walltime_min,
         # Present but false, on purpose: the job-step plugin (0.6.1) runs a job that has an `mpi`
         # resource as it is, while every other job goes through `srun -n1 --nodes=N --gpus=<total>`,
         # one task that Slurm cannot place on several nodes; the Slurm plugin asks for MPI tasks

@@ -29,9 +29,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from lie import config as cfgmod
 from lie.analysis.diversity import group_diversity, mean_of
 from lie.config.layout import Layout
+from lie.config.typed import Config
 from lie.core.errors import LieError
 from lie.core.reward import RewardConfig, length_reward, redundancy_fires
 from lie.formats.runs import RunDir, read_metrics, read_rollouts, rollout_files
@@ -81,9 +81,9 @@ class RunDynamics:
         return [{"run": self.run, **asdict(s)} for s in self.steps]
 
 
-def flag_config(config: dict[str, Any], run: str) -> RewardConfig:
+def flag_config(config: Config, run: str) -> RewardConfig:
     """The run's reward knobs with both terms on: the tests ``*_flagged`` apply to every run."""
-    return cfgmod.RunSettings.of(config, run).reward.replace(length_term=True, redundancy_term=True)
+    return config.run(run).reward.replace(length_term=True, redundancy_term=True)
 
 
 def red_flag(record: dict[str, Any], reward: RewardConfig) -> bool:
@@ -154,7 +154,7 @@ def _check(records: list[dict[str, Any]], rundir: RunDir, step: int) -> None:
 
 
 def run_dynamics(
-    config: dict[str, Any], run: str, rundir: RunDir | None = None, max_points: int = 200
+    config: Config, run: str, rundir: RunDir | None = None, max_points: int = 200
 ) -> RunDynamics:
     """Per-step statistics of ``run`` (errors and gaps: module docstring)."""
     rundir = rundir or Layout(config).run_dir(run)

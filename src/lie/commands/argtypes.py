@@ -7,6 +7,8 @@ import argparse
 import os
 from typing import Any
 
+from lie.config.typed import Config
+
 
 def flag(text: str) -> bool | None:
     """``true``/``false`` (yes/no, on/off, 1/0), or ``none`` for "the config's value"."""
@@ -71,7 +73,7 @@ def add_config_option(parser: argparse.ArgumentParser, what: str = "the pipeline
     parser.add_argument("--config", default="config.yaml", help=f"{what} (default: config.yaml)")
 
 
-def load_config_option(args: argparse.Namespace) -> dict[str, Any]:
+def load_config_option(args: argparse.Namespace) -> Config:
     """The config ``--config`` names, loaded and checked (``lie.config.load_config``; one line if bad)."""
     from lie.config import load_config
 

@@ -1,7 +1,8 @@
 """The pipeline's configuration, one place for every setting (``config.yaml`` and files of its shape).
 
 - :mod:`lie.config.load`: reading, the whole-config check (schema ``schema.yaml`` + cross-references),
-  and the views stages need (entries by name, the runs to build), re-exported here;
+  the runs to build, re-exported here; ``load_config`` returns the typed, frozen ``Config``;
+- :mod:`lie.config.typed`: ``Config``, the whole config by attribute (entries by name, a run's settings);
 - :mod:`lie.config.settings`: a run's settings, typed and frozen (``RunSettings.of``), built once;
 - :mod:`lie.config.layout`: where every stage reads and writes under ``outdir``;
 - :mod:`lie.config.identity`: what a run learns from (its settings digest, Snakemake's params);
@@ -11,31 +12,27 @@
 from lie.config.load import (
     LIE_MODES,
     SCHEMA,
-    dataset_entry,
-    experiment,
     grading_limits,
     load_config,
-    model_entry,
-    outdir,
+    read_config,
     selected_runs,
     validate_config,
     validate_workflow,
     write_effective_config,
 )
 from lie.config.settings import RunSettings, reward_settings, train_engine
+from lie.config.typed import Config
 from lie.core.errors import LieError
 
 __all__ = [
     "LIE_MODES",
     "SCHEMA",
+    "Config",
     "LieError",
     "RunSettings",
-    "dataset_entry",
-    "experiment",
     "grading_limits",
     "load_config",
-    "model_entry",
-    "outdir",
+    "read_config",
     "reward_settings",
     "selected_runs",
     "train_engine",

@@ -11,19 +11,21 @@ both read.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
-from lie import config as cfgmod
 from lie.core.errors import LieError
+
+if TYPE_CHECKING:
+    from lie.config.typed import Config
 
 # apptainer's --bind reads "src[:dest[:opts]]" items separated by commas
 UNBINDABLE = (",", ":")
 
 
-def container_binds(config: dict[str, Any]) -> list[str]:
+def container_binds(config: Config) -> list[str]:
     """The outdir (as written, made absolute), its real path, then ``cluster.binds``; no repeats."""
-    written = os.path.abspath(cfgmod.outdir(config))
-    paths = [written, os.path.realpath(written), *config["cluster"].get("binds", [])]
+    written = os.path.abspath(config.outdir)
+    paths = [written, os.path.realpath(written), *config.cluster.binds]
     for path in paths[:2]:
         if any(c in path for c in UNBINDABLE) or any(c.isspace() for c in path):
             raise LieError(
@@ -33,11 +35,11 @@ def container_binds(config: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
-def bind_option(config: dict[str, Any]) -> str:
+def bind_option(config: Config) -> str:
     """``--bind a,b,...``: one option for every apptainer command line, as one shell word after it."""
     return "--bind " + ",".join(container_binds(config))
 
 
-def export(config: dict[str, Any]) -> None:
+def export(config: Config) -> None:
     """Set ``LIE_APPTAINER_BINDS`` for every process this one starts (jobs, their containers)."""
     os.environ["LIE_APPTAINER_BINDS"] = bind_option(config)

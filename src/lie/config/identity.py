@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lie import config as cfgmod
 from lie.config.settings import reward_settings, train_engine, written_settings
+
+if TYPE_CHECKING:
+    from lie.config.typed import Config
 
 # How a run executes or what it reports, not what it learns.
 EXECUTION_KEYS = frozenset(
@@ -41,10 +43,10 @@ LENGTH_KEYS = ("eta", "extra_tokens", "tolerance", "variant", "delta_l")
 REDUNDANCY_KEYS = ("theta", "theta_inclusive", "beta", "red_on_correct")
 
 
-def effective_reward(config: dict[str, Any], run: str) -> dict[str, Any]:
+def effective_reward(config: Config, run: str) -> dict[str, Any]:
     """The reward knobs ``run`` actually uses: those of a term it has turned off are dropped."""
     knobs = reward_settings(config, run)
-    drop = set()
+    drop: set[str] = set()
     if not knobs["length_term"]:
         drop.update(LENGTH_KEYS)
     if not knobs["redundancy_term"]:
@@ -52,7 +54,7 @@ def effective_reward(config: dict[str, Any], run: str) -> dict[str, Any]:
     return {k: v for k, v in knobs.items() if k not in drop}
 
 
-def learning_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
+def learning_settings(config: Config, run: str) -> dict[str, Any]:
     """A run's settings as written without the execution ones, plus its engine and effective reward."""
     settings = written_settings(config, run)
     kept = {k: v for k, v in settings.items() if k not in EXECUTION_KEYS}
@@ -61,24 +63,40 @@ def learning_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
     return kept
 
 
-def reflen_settings(config: dict[str, Any]) -> dict[str, Any]:
+def reflen_settings(config: Config) -> dict[str, Any]:
     """``reflen:`` without its execution settings: what the reference lengths depend on."""
-    return {k: v for k, v in (config.get("reflen") or {}).items() if k not in REFLEN_EXECUTION_KEYS}
+    return {k: v for k, v in (config.as_written("reflen") or {}).items() if k not in REFLEN_EXECUTION_KEYS}
 
 
-def settings_hash(config: dict[str, Any], run: str) -> str:
+def written_part(config: Config, *path: str, only: tuple[str, ...] = (), leave: tuple[str, ...] = ()) -> Any:
+    """The config at ``path`` as written (its keys ``only``, when given, less ``leave``; None if absent):
+    what a job's Snakemake params hold, so that a change of it, and nothing else, reruns the job."""
+    value = config.as_written(*path)
+    if isinstance(value, dict) and (only or leave):
+        value = {k: v for k, v in value.items() if (not only or k in only) and k not in leave}
+    return value
+
+
+def written_entry(config: Config, section: str, name: str) -> dict[str, Any]:
+    """``models.<name>`` or a data set's entry as written: what a data or base-model job depends on
+    (Snakemake's params; a change of it reruns the job)."""
+    if section == "datasets":
+        return config.as_written("datasets", config.dataset(name).group, name)
+    return config.as_written(section, config.model(name).name)
+
+
+def settings_hash(config: Config, run: str) -> str:
     """A digest of everything a run's checkpoints depend on: its learning settings, its base model,
     its data set and reference lengths, the prompt template, and its parent's digest."""
-    spec = cfgmod.experiment(config, run)
-    _, data_entry = cfgmod.dataset_entry(config, spec["data"])
-    kind = data_entry.get("kind") or "math"
+    spec = config.experiment(run)
+    data = config.dataset(spec.data)
     identity = {
         "settings": learning_settings(config, run),
-        "model": cfgmod.model_entry(config, spec["model"]),
-        "data": data_entry,
+        "model": written_entry(config, "models", spec.model),
+        "data": written_entry(config, "datasets", spec.data),
         "reflen": reflen_settings(config),
-        "prompt": (config.get("prompt") or {}).get(kind),
-        "parent": settings_hash(config, spec["parent"]) if spec.get("parent") else None,
+        "prompt": (config.as_written("prompt") or {}).get(data.kind),
+        "parent": settings_hash(config, spec.parent) if spec.parent else None,
     }
     text = json.dumps(identity, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

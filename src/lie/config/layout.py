@@ -6,16 +6,18 @@ One place for the paths so that the Snakemake rules and the ``lie`` commands' de
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from lie import config as cfgmod
 from lie.formats.runs import RunDir
+
+if TYPE_CHECKING:
+    from lie.config.typed import Config
 
 
 class Layout:
-    def __init__(self, config: dict[str, Any]):
+    def __init__(self, config: Config):
         self.config = config
-        self.root = cfgmod.outdir(config)
+        self.root = config.outdir
 
     # data
     def dataset_file(self, name: str) -> Path:
@@ -27,9 +29,9 @@ class Layout:
     # models
     def base_model(self, model: str) -> Path:
         """Local folder of a base model (fetched at its pinned revision, or built)."""
-        entry = cfgmod.model_entry(self.config, model)
-        if entry.get("path"):
-            return Path(entry["path"])
+        entry = self.config.model(model)
+        if entry.path:
+            return Path(entry.path)
         return self.root / "base" / model
 
     def merged_model(self, run: str) -> Path:
@@ -37,14 +39,14 @@ class Layout:
 
     def init_model(self, run: str) -> Path:
         """The weights a run starts from: its parent's final model (continual stage), else its base."""
-        spec = cfgmod.experiment(self.config, run)
-        if spec.get("parent"):
-            return self.merged_model(spec["parent"])
-        return self.base_model(spec["model"])
+        spec = self.config.experiment(run)
+        if spec.parent:
+            return self.merged_model(spec.parent)
+        return self.base_model(spec.model)
 
     def model_for(self, key: str) -> Path:
         """An evaluated model: a run's merged model, or a base model by its config name."""
-        if key in (self.config.get("experiments") or {}):
+        if key in self.config.experiments:
             return self.merged_model(key)
         return self.base_model(key)
 

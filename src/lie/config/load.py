@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lie.core.errors import LieError
+
+if TYPE_CHECKING:
+    from lie.config.typed import Config
 
 SCHEMA = Path(__file__).with_name("schema.yaml")
 LIE_MODES = ("on", "off", "length-only")
@@ -20,14 +23,20 @@ NAME_RULE = (
 )
 
 
-def load_config(path: str | Path, validate: bool = True) -> dict[str, Any]:
-    """Read ``path`` (YAML, each key once), check it whole, and return it as a dict."""
+def load_config(path: str | Path) -> Config:
+    """Read ``path`` (YAML, each key once), check it whole, and return it typed and frozen."""
+    from lie.config.typed import Config
+
+    config = read_config(path)
+    validate_config(config, source=str(path))
+    return Config.of(config, source=str(path))
+
+
+def read_config(path: str | Path) -> dict[str, Any]:
+    """``path`` read as a mapping, unchecked: a part of a config Snakemake merges (``validate_workflow``)."""
     from lie.config.yamlio import load_yaml_mapping
 
-    config = load_yaml_mapping(path)
-    if validate:
-        validate_config(config, source=str(path))
-    return config
+    return load_yaml_mapping(path)
 
 
 def validate_config(config: dict[str, Any], source: str = "config") -> None:
@@ -52,7 +61,7 @@ def validate_workflow(config: dict[str, Any], files: list[str | Path]) -> None:
     """
     from_files: dict[str, Any] = {}
     for path in files:
-        _merge(from_files, load_config(path, validate=False))
+        _merge(from_files, read_config(path))
     source = " + ".join(map(str, files)) or "the Snakemake config"
     changed = [k for k in config if k not in from_files or repr(config[k]) != repr(from_files[k])]
     if changed:
@@ -239,61 +248,30 @@ def _check_batches(config: dict[str, Any], source: str) -> None:
         )
 
 
-def selected_runs(config: dict[str, Any]) -> list[str]:
+def selected_runs(config: Config) -> list[str]:
     """The runs to build: ``runs`` when given, else every experiment outside a ``group``; parents come along.
 
     A ``group`` (the sensitivity runs) is optional: built only when ``runs`` names its runs.
     """
-    experiments = config.get("experiments") or {}
-    chosen = list(config.get("runs") or [name for name, spec in experiments.items() if not spec.get("group")])
+    chosen = list(config.runs or [name for name, spec in config.experiments.items() if not spec.group])
     out: list[str] = []
-    for name in chosen:
-        chain = []
+    for first in chosen:
+        chain: list[str] = []
+        name: str | None = first
         while name is not None and name not in out and name not in chain:
             chain.append(name)
-            name = experiment(config, name).get("parent")
+            name = config.experiment(name).parent
         out.extend(reversed(chain))
     return out
 
 
-def experiment(config: dict[str, Any], run: str) -> dict[str, Any]:
-    experiments = config.get("experiments") or {}
-    if run not in experiments:
-        raise LieError(f"run {run!r} is not in experiments; known runs: {', '.join(experiments)}")
-    return experiments[run]
-
-
-def model_entry(config: dict[str, Any], name: str) -> dict[str, Any]:
-    models = config.get("models") or {}
-    if name not in models:
-        raise LieError(f"model {name!r} is not in models; known: {', '.join(models)}")
-    return models[name]
-
-
-def dataset_entry(config: dict[str, Any], name: str) -> tuple[str, dict[str, Any]]:
-    """``(group, entry)`` for a data set name, group ``train`` or ``eval``."""
-    datasets = config.get("datasets") or {}
-    for group in ("train", "eval"):
-        if name in (datasets.get(group) or {}):
-            return group, datasets[group][name]
-    known = [n for g in ("train", "eval") for n in (datasets.get(g) or {})]
-    raise LieError(f"data set {name!r} is not in datasets; known: {', '.join(known)}")
-
-
-def grading_limits(config: dict[str, Any], missing: tuple[float, int] | None = None) -> tuple[float, int]:
+def grading_limits(config: Config, missing: tuple[float, int] | None = None) -> tuple[float, int]:
     """The grading executor's hard limit per item and workers: ``evaluation.grade_timeout_s`` and
     ``grade_workers`` (both required by the schema, so written once, in the config); ``missing``: what a
     config without an evaluation section gets (``lie reflen`` on a training-only config), else an error."""
-    from lie.config.sections import Evaluation
-
-    if missing is not None and "evaluation" not in config:
+    if missing is not None and not config.has_evaluation:
         return missing
-    evaluation = Evaluation.of(config)
-    return evaluation.grade_timeout_s, evaluation.grade_workers
-
-
-def outdir(config: dict[str, Any]) -> Path:
-    return Path(config.get("outdir") or f"results/{config.get('name', 'default')}")
+    return config.evaluation.grade_timeout_s, config.evaluation.grade_workers
 
 
 EFFECTIVE_HEADER = (
@@ -313,7 +291,7 @@ def _written_by_yaml(text: str) -> bool:
         return False
 
 
-def write_effective_config(config: dict[str, Any], path: str | Path) -> None:
+def write_effective_config(config: Config, path: str | Path) -> None:
     """The config a Snakemake invocation runs with, as the file its jobs read (atomically, kept when equal).
 
     A file already there that lie did not write (no :data:`EFFECTIVE_HEADER`: the user's own config
@@ -324,7 +302,7 @@ def write_effective_config(config: dict[str, Any], path: str | Path) -> None:
     from lie.formats.jsonl import atomic_output
 
     path = Path(path)
-    text = EFFECTIVE_HEADER + yaml.safe_dump(config, sort_keys=False)
+    text = EFFECTIVE_HEADER + yaml.safe_dump(config.as_written(), sort_keys=False)
     if path.exists() or path.is_symlink():
         try:
             old = path.read_text(encoding="utf-8")

@@ -2,30 +2,22 @@
 
 The schema requires every key of these sections (``schema.yaml``: Snakemake skips schema defaults in
 remote jobs, so every key is written out in the config files); a view only gives them types and
-names, so that a stage reads ``Evaluation.of(config).max_tokens`` rather than its own
-``config["evaluation"].get("max_tokens", 32768)``.
+names, so that a stage reads ``config.evaluation.max_tokens`` (``lie.config.typed.Config``) rather than
+its own ``config["evaluation"].get("max_tokens", 32768)``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 from lie.core.errors import LieError
-from lie.core.reward import RewardConfig
 
-
-def shared_reward(config: dict[str, Any]) -> RewardConfig:
-    """``reward:``: the knobs every LIE run shares, typed and checked (a run's own, with its LIE mode and
-    extra tokens, are its ``RunSettings.reward``); its defaults are RewardConfig's, written once there."""
-    return RewardConfig.from_mapping(config.get("reward") or {}, source="reward")
-
-
-def trusts_remote_code(config: dict[str, Any]) -> bool:
-    """``trust_remote_code`` (the schema requires it): whether a model folder may run its own Python.
-    Off unless the config turns it on; the one reader, so no second default can turn it on."""
-    return config.get("trust_remote_code") is True
+if TYPE_CHECKING:
+    from lie.config.typed import Config
 
 
 @dataclass(frozen=True)
@@ -46,9 +38,10 @@ class Evaluation:
     grade_workers: int
     choice_grading: str | None = None  # None: not set, the grader's default (lie.grading.items)
     bare_questions: tuple[str, ...] = ()  # models evaluated on the bare-question files (optional key)
+    limit: int | None = None  # only the first N problems of each benchmark (smoke runs; optional key)
 
     @classmethod
-    def of(cls, config: dict[str, Any]) -> Evaluation:
+    def of(cls, config: Mapping[str, Any]) -> Evaluation:
         section = config.get("evaluation")
         if not isinstance(section, dict):
             raise LieError("config: the evaluation: section is missing")
@@ -68,6 +61,7 @@ class Evaluation:
                 grade_workers=int(section["grade_workers"]),
                 choice_grading=section.get("choice_grading"),
                 bare_questions=tuple(section.get("bare_questions") or ()),
+                limit=section.get("limit"),
             )
         except KeyError as exc:
             raise LieError(f"config: evaluation.{exc.args[0]} is missing") from None
@@ -79,15 +73,26 @@ class Evaluation:
 
 
 @dataclass(frozen=True)
+class VllmCpu:
+    """``engines.vllm_cpu``: vLLM's CPU build (``make venv-vllm``): its environment's folder, the
+    environment variables vLLM reads and engine arguments (None: not written)."""
+
+    venv: str
+    env: Mapping[str, str | int] | None
+    engine_args: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True)
 class Engines:
     """``engines:``: the generation and training engines (both required), per-key generation engines."""
 
     generate: str  # vllm | hf
     train: str  # verl | trl
     generate_by: tuple[tuple[str, str], ...]  # (evaluated run or base model, engine), optional
+    vllm_cpu: VllmCpu | None = None  # None: the vLLM of the job's environment (the GPU image)
 
     @classmethod
-    def of(cls, config: dict[str, Any]) -> Engines:
+    def of(cls, config: Mapping[str, Any]) -> Engines:
         section = config.get("engines")
         if not isinstance(section, dict):
             raise LieError("config: the engines: section is missing")
@@ -95,30 +100,30 @@ class Engines:
             if key not in section:
                 raise LieError(f"config: key 'engines.{key}' is missing")
         by = section.get("generate_by") or {}
-        return cls(str(section["generate"]), str(section["train"]), tuple(sorted(by.items())))
+        cpu = section.get("vllm_cpu")
+        vllm_cpu = None
+        if cpu:
+            env, args = cpu.get("env"), cpu.get("engine_args")
+            vllm_cpu = VllmCpu(
+                str(cpu["venv"]),
+                MappingProxyType(dict(env)) if env is not None else None,
+                MappingProxyType(dict(args)) if args is not None else None,
+            )
+        return cls(str(section["generate"]), str(section["train"]), tuple(sorted(by.items())), vllm_cpu)
 
     def generate_for(self, key: str | None = None) -> str:
         """The engine that samples for an evaluated run or base model: ``generate_by``, else ``generate``."""
-        return dict(self.generate_by).get(key) or self.generate
+        return dict(self.generate_by).get(key or "") or self.generate
 
 
 CHECKOUT = Path(__file__).resolve().parents[3]  # src/lie/config/ -> the repository of an editable install
 
 
-def vllm_cpu_venv(config: dict[str, Any]) -> Path | None:
+def vllm_cpu_venv(config: Config) -> Path | None:
     """The environment of vLLM's CPU build (``engines.vllm_cpu.venv``; a relative path is the checkout's,
     as the Snakefile reads it), or None where the config names none (vLLM is the GPU image's)."""
-    cpu = (config.get("engines") or {}).get("vllm_cpu") or {}
-    if not cpu.get("venv"):
+    cpu = config.engines.vllm_cpu
+    if cpu is None or not cpu.venv:
         return None
-    venv = Path(str(cpu["venv"]))
+    venv = Path(cpu.venv)
     return venv if venv.is_absolute() else CHECKOUT / venv
-
-
-def thinking_at_evaluation(config: dict[str, Any], model: str) -> bool | None:
-    """The thinking switch ``model`` is evaluated with: ``evaluation.enable_thinking.<model>`` when
-    named there (null: not passed, the template's default), else ``models.<model>.enable_thinking``."""
-    switches = (config.get("evaluation") or {}).get("enable_thinking") or {}
-    if model in switches:
-        return switches[model]
-    return ((config.get("models") or {}).get(model) or {}).get("enable_thinking")

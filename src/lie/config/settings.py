@@ -17,27 +17,33 @@ run folder of older code still resumes.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lie.config.load import LIE_MODES, experiment
-from lie.config.sections import Engines
+from lie.config.load import LIE_MODES
 from lie.core.errors import LieError
 from lie.core.reward import RewardConfig
+
+if TYPE_CHECKING:
+    from lie.config.typed import Config
 
 FINAL = "final"
 BEST_VAL = "best_val"
 WORLD_SIZE_CHANGES = ("stop", "restart")
 
 
-def written_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
+def _spec(config: Config, run: str) -> dict[str, Any]:
+    """``experiments.<run>`` as written (a copy); an unknown run is one line naming the known ones."""
+    return config.as_written("experiments", config.experiment(run).name)
+
+
+def written_settings(config: Config, run: str) -> dict[str, Any]:
     """A run's keys as written: shared settings, its algorithm, then its own keys (a null of its own
     does not hide a shared value); plus ``run``. For the settings digest only: read ``RunSettings``."""
-    spec = experiment(config, run)
-    settings = copy.deepcopy(config.get("training") or {})
-    settings.update(copy.deepcopy(config["algorithms"][spec["algorithm"]]))
+    spec = _spec(config, run)
+    settings = config.as_written("training") or {}
+    settings.update(config.as_written("algorithms", spec["algorithm"]) or {})
     for key, value in spec.items():
         if value is not None or key not in settings:
             settings[key] = value
@@ -45,14 +51,14 @@ def written_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
     return settings
 
 
-def reward_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
+def reward_settings(config: Config, run: str) -> dict[str, Any]:
     """The ``RewardConfig`` keys of a run as written: shared knobs, its own, its LIE mode, its extra
     tokens (the digest's view; ``RunSettings.reward`` is the typed one)."""
-    spec = experiment(config, run)
+    spec = _spec(config, run)
     mode = spec.get("lie")
     if mode not in LIE_MODES:
         raise LieError(f"config: key 'experiments.{run}.lie': must be one of {LIE_MODES}, got {mode!r}")
-    knobs = dict(config.get("reward") or {})
+    knobs = config.as_written("reward") or {}
     knobs.update(spec.get("reward") or {})  # a run's own knobs (the sensitivity runs: theta, n)
     knobs["extra_tokens"] = spec.get("extra_tokens")
     knobs["length_term"] = mode in ("on", "length-only")
@@ -60,13 +66,13 @@ def reward_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
     return knobs
 
 
-def train_engine(config: dict[str, Any], run: str) -> str:
+def train_engine(config: Config, run: str) -> str:
     """The run's own ``engine``, else ``engines.train`` (required)."""
-    return experiment(config, run).get("engine") or Engines.of(config).train
+    return _spec(config, run).get("engine") or config.engines.train
 
 
-def _section(config: dict[str, Any], name: str) -> dict[str, Any]:
-    section = config.get(name)
+def _section(config: Config, name: str) -> dict[str, Any]:
+    section = config.as_written(name)
     if not isinstance(section, dict):
         raise LieError(f"config: the {name}: section is missing")
     return section
@@ -75,15 +81,15 @@ def _section(config: dict[str, Any], name: str) -> dict[str, Any]:
 class _Reader:
     """Typed reads of a run's merged keys, each error naming the key where the value was written."""
 
-    def __init__(self, config: dict[str, Any], run: str):
-        spec = experiment(config, run)
+    def __init__(self, config: Config, run: str):
+        spec = _spec(config, run)
         training = _section(config, "training")
         algorithms = _section(config, "algorithms")
         self.values: dict[str, Any] = {}
         self.where: dict[str, str] = {}
         for key, value in training.items():
             self.values[key], self.where[key] = value, f"training.{key}"
-        algorithm = algorithms.get(spec.get("algorithm"))
+        algorithm = algorithms.get(str(spec.get("algorithm")))
         if not isinstance(algorithm, dict):
             raise LieError(
                 f"config: key 'experiments.{run}.algorithm': {spec.get('algorithm')!r} is not one of "
@@ -108,13 +114,17 @@ class _Reader:
             raise LieError(f"config: key '{self._name(key)}' is missing")
         return self.values[key]
 
-    def integer(self, key: str, optional: bool = False, nullable: bool = False) -> int | None:
-        value = self.raw(key, optional)
-        if value is None and (optional or nullable):
-            return None
+    def integer(self, key: str) -> int:
+        value = self.raw(key)
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.bad(key, "an integer")
         return value
+
+    def integer_or_none(self, key: str, optional: bool = False) -> int | None:
+        """An integer, or None where the key is null (or, ``optional``, absent)."""
+        if self.raw(key, optional) is None:
+            return None
+        return self.integer(key)
 
     def number(self, key: str) -> float:
         value = self.raw(key)
@@ -130,13 +140,17 @@ class _Reader:
             raise self.bad(key, "true or false")
         return value
 
-    def text(self, key: str, optional: bool = False, nullable: bool = False) -> str | None:
-        value = self.raw(key, optional)
-        if value is None and (optional or nullable):
-            return None
+    def text(self, key: str) -> str:
+        value = self.raw(key)
         if not isinstance(value, str):
             raise self.bad(key, "a string")
         return value
+
+    def text_or_none(self, key: str, optional: bool = False) -> str | None:
+        """A string, or None where the key is null (or, ``optional``, absent)."""
+        if self.raw(key, optional) is None:
+            return None
+        return self.text(key)
 
     def names(self, key: str) -> tuple[str, ...]:
         value = self.raw(key)
@@ -211,9 +225,9 @@ class RunSettings:
     reward: RewardConfig  # the reward knobs the run trains with (its LIE mode decides the terms)
 
     @classmethod
-    def of(cls, config: dict[str, Any], run: str) -> RunSettings:
+    def of(cls, config: Config, run: str) -> RunSettings:
         r = _Reader(config, run)
-        world = r.text("world_size_change", optional=True) or "stop"
+        world = r.text_or_none("world_size_change", optional=True) or "stop"
         if world not in WORLD_SIZE_CHANGES:
             raise r.bad("world_size_change", f"one of {WORLD_SIZE_CHANGES}")
         knobs = reward_settings(config, run)
@@ -226,10 +240,10 @@ class RunSettings:
             data=r.text("data"),
             algorithm=r.text("algorithm"),
             lie=r.text("lie"),
-            parent=r.text("parent", nullable=True),
-            group=r.text("group", optional=True),
+            parent=r.text_or_none("parent"),
+            group=r.text_or_none("group", optional=True),
             epochs=r.integer("epochs"),
-            seed=r.integer("seed", optional=True),
+            seed=r.integer_or_none("seed", optional=True),
             lr=r.number("lr"),
             lr_warmup_steps=r.integer("lr_warmup_steps"),
             weight_decay=r.number("weight_decay"),
@@ -253,14 +267,14 @@ class RunSettings:
             val_sets=r.names("val_sets"),
             eval_step=r.eval_step(),
             logger=r.names("logger"),
-            max_steps=r.integer("max_steps", nullable=True),
-            keep_checkpoints=r.integer("keep_checkpoints", nullable=True),
+            max_steps=r.integer_or_none("max_steps"),
+            keep_checkpoints=r.integer_or_none("keep_checkpoints"),
             walltime_min=r.integer("walltime_min"),
             retries=r.integer("retries"),
             world_size_change=world,
-            threads=r.integer("threads", optional=True),
+            threads=r.integer_or_none("threads", optional=True),
             rollout_ignore_eos=r.flag("rollout_ignore_eos", optional=True),
-            cpu_rollout=r.text("cpu_rollout", optional=True) or "transformers",
+            cpu_rollout=r.text_or_none("cpu_rollout", optional=True) or "transformers",
             loss_mode=r.text("loss_mode"),
             clip_ratio_low=r.number("clip_ratio_low"),
             clip_ratio_high=r.number("clip_ratio_high"),

@@ -11,6 +11,7 @@ import errno
 import socket
 import sys
 from collections.abc import Iterator
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 OFFLINE_HINT = (
@@ -25,10 +26,11 @@ class LieError(Exception):
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
     seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        yield exc
-        exc = exc.__cause__ or exc.__context__
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        yield cause
+        cause = cause.__cause__ or cause.__context__
 
 
 def _network_types() -> tuple[type[BaseException], ...]:
@@ -44,7 +46,7 @@ def _network_types() -> tuple[type[BaseException], ...]:
 
 def _request_url(exc: BaseException) -> str | None:
     try:
-        request = exc.request  # httpx raises RuntimeError when the error carries no request
+        request = cast(Any, exc).request  # httpx raises RuntimeError when the error carries no request
     except (AttributeError, RuntimeError):
         return None
     url = getattr(request, "url", None)

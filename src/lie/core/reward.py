@@ -12,7 +12,7 @@ import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, cast
 
 from lie.core.errors import LieError
 from lie.core.ngrams import NgramStats, ngram_stats
@@ -53,7 +53,8 @@ class RewardConfig:
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            _check_type(f.name, getattr(self, f.name), f.type)
+            # ``from __future__ import annotations``: a field's type is its annotation's text
+            _check_type(f.name, getattr(self, f.name), cast(str, f.type))
             if f.type == "float" and not math.isfinite(getattr(self, f.name)):
                 raise LieError(f"reward key '{f.name}' must be a finite number, got {getattr(self, f.name)}")
         if self.variant not in VARIANTS:
@@ -89,7 +90,7 @@ class RewardConfig:
             raise LieError(
                 f"{source}: unknown reward key(s) {', '.join(unknown)}; valid keys: {', '.join(cls.keys())}"
             )
-        types = {f.name: f.type for f in fields(cls)}
+        types = {f.name: cast(str, f.type) for f in fields(cls)}
         values = {k: _coerce(k, v, types[k], source) for k, v in mapping.items()}
         try:
             return cls(**values)

@@ -143,7 +143,7 @@ def plan_requests(
     """One request per sample, prompt by prompt: sample j of a prompt seeded s gets ``sample_seed(s, j)``."""
     if len(seeds) != len(prompts):
         raise LieError(f"{len(prompts)} prompts but {len(seeds)} seeds: give one seed per prompt")
-    out = []
+    out: list[SampleRequest] = []
     for i, (ids, seed) in enumerate(zip(prompts, seeds)):
         budget = token_budget(len(ids), settings.max_tokens, max_model_len, f"prompt {i} of the batch")
         out.extend(SampleRequest(i, sample_seed(seed, j), budget) for j in range(settings.n))

@@ -77,10 +77,11 @@ def _lone_surrogate(obj: Any) -> bool:
 def loads_line(line: str | bytes, where: str) -> Any:
     """One JSON value, strictly: ``where`` ("file line N") starts every error message."""
     if isinstance(line, bytes):
+        raw = line
         try:
-            line = line.decode("utf-8")
+            line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            bad = line[exc.start : exc.start + 1].hex()
+            bad = raw[exc.start : exc.start + 1].hex()
             raise LieError(
                 f"{where}: not valid UTF-8 (byte 0x{bad} at column {exc.start + 1}); save the file as UTF-8"
             ) from None
@@ -160,10 +161,10 @@ def _bounded_lines(handle: IO[bytes], name: str) -> Iterator[tuple[int, bytes]]:
         yield lineno, line
 
 
-def read_jsonl(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
+def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for every non-blank line; a bad line names its number."""
-    name = "<stdin>" if path == "-" else path
-    handle = _open_input(path)
+    name = "<stdin>" if str(path) == "-" else str(path)
+    handle = _open_input(str(path))
     try:
         for lineno, line in _bounded_lines(handle, name):
             if not line.strip():
@@ -238,18 +239,21 @@ def atomic_output(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[
     partial output anywhere.
     """
     if str(path) == "-":
-        buffer: IO[Any] = io.StringIO() if "b" not in mode else io.BytesIO()
+        buffer: io.StringIO | io.BytesIO = io.StringIO() if "b" not in mode else io.BytesIO()
         yield buffer
-        out = sys.stdout.buffer if "b" in mode else sys.stdout
-        out.write(buffer.getvalue())
-        out.flush()
+        if isinstance(buffer, io.BytesIO):  # "b" in mode
+            sys.stdout.buffer.write(buffer.getvalue())
+            sys.stdout.buffer.flush()
+        else:
+            sys.stdout.write(buffer.getvalue())
+            sys.stdout.flush()
         return
     from lie.formats.outputs import fsync_folder
 
     target = Path(path)
     fd, tmp = _temporary_beside(target)
     try:
-        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
+        with os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8") as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())

@@ -140,7 +140,7 @@ def write_failure(exc: BaseException) -> str | None:
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
-        if isinstance(cause, OSError) and cause.errno in _FULL_ERRNOS:
+        if isinstance(cause, OSError) and cause.errno is not None and cause.errno in _FULL_ERRNOS:
             return cause.strerror or os.strerror(cause.errno)
         match = _FULL.search(str(cause))
         if match:

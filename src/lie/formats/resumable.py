@@ -138,7 +138,7 @@ def run_in_shards(
     shard_size: int,
     work_dir: str | Path,
     settings: dict[str, Any],
-    work: Callable[[range], list[dict[str, Any]]],
+    work: Callable[[Sequence[int]], list[dict[str, Any]]],
     desc: str = "shards",
     progress: bool = True,
     unit: str = "it",

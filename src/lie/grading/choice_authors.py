@@ -114,14 +114,16 @@ class Rule:
         """(the letter, the end) of a reading whose pieces begin at ``i``, or None."""
         letter = None
         for piece in self.pieces:
-            if piece is LETTER:
+            if isinstance(piece, _Letter):  # LETTER, the one instance
                 if i >= len(text) or text[i] not in READ_LETTERS:
                     return None
                 letter, i = text[i].upper(), i + 1
                 continue
-            i = piece(text, folded, i)
-            if i is None:
+            after = piece(text, folded, i)
+            if after is None:
                 return None
+            i = after
+        assert letter is not None, f"rule {self.name!r} has no LETTER piece"  # every rule has one
         return letter, i
 
     def readings(self, text: str, folded: str) -> list[str]:

@@ -111,8 +111,12 @@ def groups(text: str) -> list[LetterGroup]:
     groups: list[LetterGroup] = []
     for start, end, letter, boxed, marked in tokens(text):
         last = groups[-1] if groups else None
-        joined = last and letter not in last.letters and "\n" not in text[last.end : start]
-        if joined and _CONNECTOR.fullmatch(text, last.end, start):
+        if (
+            last is not None
+            and letter not in last.letters
+            and "\n" not in text[last.end : start]
+            and _CONNECTOR.fullmatch(text, last.end, start)
+        ):
             last.end, last.boxed, last.marked = end, last.boxed or boxed, last.marked or marked
             last.letters.append(letter)
         else:

@@ -19,9 +19,9 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from lie.config.layout import Layout
+from lie.config.typed import Config
 from lie.core.errors import LieError
 from lie.report import figures, render, tables
 from lie.report.groups import TABLES, table_keys, tables_of
@@ -47,7 +47,10 @@ def report_paths(layout: Layout) -> list[Path]:
 
 
 def _text(content: str) -> Callable[[Path], None]:
-    return lambda path: path.write_text(content, encoding="utf-8")
+    def write(path: Path) -> None:
+        path.write_text(content, encoding="utf-8")
+
+    return write
 
 
 def _shown(name: str, table: render.Table, title: str) -> dict[str, Callable[[Path], None]]:
@@ -62,7 +65,8 @@ def _result_writers(data: ReportData) -> dict[str, Callable[[Path], None]]:
     """``tables/<table>.{md,csv,tex,html}`` of every table with a row."""
     out: dict[str, Callable[[Path], None]] = {}
     source = str(data.layout.root)
-    name_of = data.config.get("name", "")
+    name_of = data.config.name
+    columns: tuple[str, ...]
     for name, keys in table_keys(data.config, data.keys).items():
         if name == "sensitivity":
             rows = tables.sensitivity_rows(data, keys)
@@ -132,7 +136,7 @@ def _swap_in(staging: Path, relative: dict[Path, str]) -> None:
         old.unlink(missing_ok=True)
 
 
-def build_report(config: dict[str, Any], max_points: int = 200, paper: Paper | None = None) -> list[Path]:
+def build_report(config: Config, max_points: int = 200, paper: Paper | None = None) -> list[Path]:
     """Read the outputs under ``outdir``, write every table and figure; return the paths written."""
     layout = Layout(config)
     targets = report_paths(layout)

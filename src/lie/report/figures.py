@@ -38,7 +38,7 @@ def new_figure(width: float, height: float, dpi: int = 110) -> Any:
 def colours(data: ReportData) -> dict[str, Any]:
     from matplotlib import colormaps
 
-    palette = colormaps["tab10"].colors + colormaps["Dark2"].colors
+    palette = colormaps["tab10"].colors + colormaps["Dark2"].colors  # type: ignore[attr-defined]  # ListedColormap
     out: dict[str, Any] = {run: palette[i % len(palette)] for i, run in enumerate(data.runs)}
     greys = ["0.25", "0.5", "0.65"]
     for i, key in enumerate(k for k in data.keys if k not in out):
@@ -151,8 +151,8 @@ def tts_figure(data: ReportData, path: Path) -> None:
 
 def _paper_c_context(data: ReportData, ax: Any, colour: dict[str, Any]) -> str:
     """The paper's late-training C_context: dotted lines on our scale, else a title note (tiny runs)."""
-    references = {run: data.paper.c_context(run) for run in data.runs}
-    references = {run: ref for run, ref in references.items() if ref is not None}
+    known = {run: data.paper.c_context(run) for run in data.runs}
+    references = {run: ref for run, ref in known.items() if ref is not None}
     if not references:
         return ""
     ours = [v for run in data.runs for v in data.dynamics[run].series("c_context")[1] if v is not None]
@@ -168,7 +168,8 @@ def _paper_c_context(data: ReportData, ax: Any, colour: dict[str, Any]) -> str:
 
 def step_offset(data: ReportData, run: str) -> int:
     """Where a run's step 1 sits on the shared axis: a continual stage continues after its parent."""
-    parent = ((data.config.get("experiments") or {}).get(run) or {}).get("parent")
+    spec = data.config.experiments.get(run)
+    parent = spec.parent if spec is not None else None
     if parent is None or parent not in data.dynamics or not data.dynamics[parent].steps:
         return 0
     return step_offset(data, parent) + data.dynamics[parent].steps[-1].step

@@ -17,10 +17,9 @@ from the config alone (Snakemake declares them before anything runs).
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from lie import config as cfgmod
-from lie.config.sections import Evaluation
+from lie.config.typed import Config, Experiment
 
 TABLES = {  # name: title
     "main": "Main results",
@@ -32,39 +31,38 @@ TABLES = {  # name: title
 SIZE = re.compile(r"\d+(?:\.\d+)?[Bb]")
 
 
-def evaluated_keys(config: dict[str, Any]) -> list[str]:
+def evaluated_keys(config: Config) -> list[str]:
     """Runs (``selected_runs`` order), then the base models: one row each in the tables."""
     keys = cfgmod.selected_runs(config)
-    for name in Evaluation.of(config).base_models:
+    for name in config.evaluation.base_models:
         if name not in keys:
             keys.append(name)
     return keys
 
 
-def model_of(config: dict[str, Any], key: str) -> str:
-    experiments = config.get("experiments") or {}
-    return experiments[key]["model"] if key in experiments else key
+def model_of(config: Config, key: str) -> str:
+    return config.model_of(key)
 
 
-def main_model(config: dict[str, Any]) -> str | None:
-    base = Evaluation.of(config).base_models
+def main_model(config: Config) -> str | None:
+    base = config.evaluation.base_models
     if base:
         return base[0]
     runs = cfgmod.selected_runs(config)
     return model_of(config, runs[0]) if runs else None
 
 
-def _family(config: dict[str, Any], model: str) -> str | None:
-    hf_id = ((config.get("models") or {}).get(model) or {}).get("hf_id")
+def _family(config: Config, model: str | None) -> str | None:
+    hf_id = config.models[model].hf_id if model is not None and model in config.models else None
     return SIZE.sub("*", hf_id) if hf_id else None
 
 
-def group_of(config: dict[str, Any], key: str) -> str:
+def group_of(config: Config, key: str) -> str:
     """The table ``key`` is a row of (``ablation`` partners are found by :func:`table_keys`)."""
-    spec = (config.get("experiments") or {}).get(key) or {}
-    if spec.get("group") == "sensitivity":
+    spec = config.experiments.get(key)
+    if spec is not None and spec.group == "sensitivity":
         return "sensitivity"
-    if spec.get("lie") == "length-only":
+    if spec is not None and spec.lie == "length-only":
         return "ablation"
     model, main = model_of(config, key), main_model(config)
     if model == main:
@@ -73,36 +71,37 @@ def group_of(config: dict[str, Any], key: str) -> str:
     return "scale" if family is not None and family == _family(config, main) else "families"
 
 
-def partner(config: dict[str, Any], run: str) -> str | None:
+def partner(config: Config, run: str) -> str | None:
     """The run an ablation or sensitivity run is compared with: same model, data and algorithm, LIE on."""
-    experiments = config.get("experiments") or {}
-    spec = experiments[run]
-    for name, other in experiments.items():
-        same = all(other.get(k) == spec.get(k) for k in ("model", "data", "algorithm"))
-        if name != run and same and other.get("lie") == "on" and other.get("parent") is None:
-            if other.get("group") is None:
+    spec = config.experiments[run]
+    for name, other in config.experiments.items():
+        if name != run and _same_start(other, spec) and other.lie == "on" and other.parent is None:
+            if other.group is None:
                 return name
     return None
 
 
-def baseline_of(config: dict[str, Any], run: str) -> str | None:
+def _same_start(one: Experiment, other: Experiment) -> bool:
+    """Same model, data and algorithm."""
+    return (one.model, one.data, one.algorithm) == (other.model, other.data, other.algorithm)
+
+
+def baseline_of(config: Config, run: str) -> str | None:
     """The run a LIE run is compared with: same model, data and algorithm, LIE off (first stages only)."""
-    experiments = config.get("experiments") or {}
-    spec = experiments.get(run) or {}
-    if spec.get("lie") != "on" or spec.get("parent") or spec.get("group"):
+    spec = config.experiments.get(run)
+    if spec is None or spec.lie != "on" or spec.parent or spec.group:
         return None
-    for name, other in experiments.items():
-        same = all(other.get(k) == spec.get(k) for k in ("model", "data", "algorithm"))
-        if same and other.get("lie") == "off" and not other.get("parent") and not other.get("group"):
+    for name, other in config.experiments.items():
+        if _same_start(other, spec) and other.lie == "off" and not other.parent and not other.group:
             return name
     return None
 
 
-def table_keys(config: dict[str, Any], keys: list[str]) -> dict[str, list[str]]:
+def table_keys(config: Config, keys: list[str]) -> dict[str, list[str]]:
     """Every table that gets a row: its keys, base models first (as the paper's Table 1), then the runs
     in ``keys`` order."""
     tables: dict[str, list[str]] = {name: [] for name in TABLES}
-    runs = config.get("experiments") or {}
+    runs = config.experiments
     for key in sorted(keys, key=lambda k: k in runs):  # stable: bases, then runs, each in keys order
         tables[group_of(config, key)].append(key)
     for name in ("ablation", "sensitivity"):
@@ -113,6 +112,6 @@ def table_keys(config: dict[str, Any], keys: list[str]) -> dict[str, list[str]]:
     return {name: rows for name, rows in tables.items() if rows}
 
 
-def tables_of(config: dict[str, Any]) -> list[str]:
+def tables_of(config: Config) -> list[str]:
     """The tables the report writes for ``config`` (a pure function of the config)."""
     return list(table_keys(config, evaluated_keys(config)))

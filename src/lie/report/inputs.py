@@ -24,7 +24,7 @@ from lie.analysis.behaviours import Classifier, Tally, load_classifier
 from lie.analysis.diversity import group_diversity, mean_of
 from lie.analysis.dynamics import RunDynamics, run_dynamics
 from lie.config.layout import Layout
-from lie.config.sections import Evaluation, shared_reward
+from lie.config.typed import Config
 from lie.core.errors import LieError
 from lie.formats.graded import read_summary
 from lie.report.groups import evaluated_keys
@@ -37,8 +37,8 @@ log = logging.getLogger(__name__)
 READERS = ("authors", "robust")
 
 
-def largest_budget(config: dict[str, Any]) -> int:
-    return max(Evaluation.of(config).budgets)  # the view refuses an empty list
+def largest_budget(config: Config) -> int:
+    return max(config.evaluation.budgets)  # the view refuses an empty list
 
 
 def load_summary(layout: Layout, key: str, budget: int) -> dict[str, Any]:
@@ -111,7 +111,7 @@ def analyse_generations(
 
 @dataclass
 class ReportData:
-    config: dict[str, Any]
+    config: Config
     layout: Layout
     paper: Paper
     keys: list[str]
@@ -131,14 +131,14 @@ class ReportData:
         return self.paper.label(key) or ""
 
 
-def collect(config: dict[str, Any], max_points: int = 200, paper: Paper | None = None) -> ReportData:
+def collect(config: Config, max_points: int = 200, paper: Paper | None = None) -> ReportData:
     """Read and check every input of the report (errors and gaps: module docstring)."""
     layout = Layout(config)
-    benchmarks = list(Evaluation.of(config).benchmarks)
+    benchmarks = list(config.evaluation.benchmarks)
     budget = largest_budget(config)
     keys = evaluated_keys(config)
     runs = cfgmod.selected_runs(config)
-    reward = shared_reward(config)
+    reward = config.reward
     n, unit = reward.n, reward.unit
     summaries = {key: load_summary(layout, key, budget) for key in keys}
     dynamics = {}

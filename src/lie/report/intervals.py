@@ -118,9 +118,10 @@ def paired_se(a: Mapping[int, float], b: Mapping[int, float]) -> float | None:
 
 def combined_se(parts: Sequence[float | None]) -> float | None:
     """Standard error of the mean of independent estimates with standard errors ``parts``."""
-    if not parts or any(p is None for p in parts):
+    known = [p for p in parts if p is not None]
+    if not parts or len(known) != len(parts):
         return None
-    return math.sqrt(sum(p * p for p in parts)) / len(parts)  # type: ignore[operator]
+    return math.sqrt(sum(p * p for p in known)) / len(parts)
 
 
 def resampling_se(scores: Mapping[int, Share]) -> float | None:

@@ -20,10 +20,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
 
-from lie import config as cfgmod
-from lie.config.sections import Evaluation, thinking_at_evaluation
+from lie.config.datasets import DatasetSpec
+from lie.config.typed import Config
 from lie.report.groups import main_model, model_of
 from lie.report.inputs import ReportData
 
@@ -35,12 +34,7 @@ class Note:
 
 
 def _runs(data: ReportData, keys: list[str]) -> list[str]:
-    experiments = data.config.get("experiments") or {}
-    return [k for k in keys if k in experiments]
-
-
-def _spec(data: ReportData, run: str) -> dict[str, Any]:
-    return cfgmod.experiment(data.config, run)
+    return [k for k in keys if k in data.config.experiments]
 
 
 def _epochs(count: int) -> str:
@@ -51,7 +45,7 @@ def checkpoint(data: ReportData, keys: list[str]) -> list[Note]:
     runs = _runs(data, keys)
     if not runs:
         return []
-    settings = cfgmod.RunSettings.of(data.config, runs[0])  # training.eval_step: one for every run
+    settings = data.config.run(runs[0])  # training.eval_step: one for every run
     step = settings.eval_step
     paper = data.paper.checkpoint or "the paper does not say which checkpoint it reports"
     if step == "best_val":
@@ -75,7 +69,7 @@ def epochs(data: ReportData, keys: list[str]) -> list[Note]:
     labels = [data.label(run) or run for run in runs]
     for run, label in zip(runs, labels, strict=True):  # a label two runs share is told apart by the run
         name = label if labels.count(label) == 1 else f"{label} ({run})"
-        by_epochs[int(_spec(data, run)["epochs"])].append(name)
+        by_epochs[data.config.run(run).epochs].append(name)
     if not by_epochs:
         return []
     # labels hold commas ("GSPO+LIE, continual stage 8k -> 12k"): runs are parted by " / "
@@ -89,16 +83,14 @@ def epochs(data: ReportData, keys: list[str]) -> list[Note]:
 
 def higher_clip(data: ReportData, keys: list[str]) -> list[Note]:
     notes = []
-    algorithms = data.config.get("algorithms") or {}
     for run in _runs(data, keys):
-        spec = _spec(data, run)
-        algo = algorithms.get(spec["algorithm"]) or {}
-        low, high = algo.get("clip_ratio_low"), algo.get("clip_ratio_high")
-        if algo.get("loss_mode") == "vanilla" and low is not None and high is not None and high > low:
+        s = data.config.run(run)
+        low, high = s.clip_ratio_low, s.clip_ratio_high
+        if s.loss_mode == "vanilla" and high > low:
             notes.append(
                 Note(
-                    f"{spec['algorithm']}: clip_ratio_high {high} (low {low}), DAPO's value; the authors ship no "
-                    f"script for this run, so this value and its {_epochs(spec['epochs'])} are ours.",
+                    f"{s.algorithm}: clip_ratio_high {high} (low {low}), DAPO's value; the authors ship no "
+                    f"script for this run, so this value and its {_epochs(s.epochs)} are ours.",
                     (run,),
                 )
             )
@@ -107,17 +99,16 @@ def higher_clip(data: ReportData, keys: list[str]) -> list[Note]:
 
 def continual(data: ReportData, keys: list[str]) -> list[Note]:
     notes = []
-    reflen = data.config.get("reflen") or {}
+    reflen = data.config.reflen
     for run in _runs(data, keys):
-        spec = _spec(data, run)
-        if not spec.get("parent"):
+        s = data.config.run(run)
+        if not s.parent:
             continue
-        limit = cfgmod.RunSettings.of(data.config, run).max_response_length
         notes.append(
             Note(
-                f"continual stage: {_epochs(spec['epochs'])} from {spec['parent']}'s final model with a {limit}-token "
-                f"response limit; its L_ref are {spec['model']}'s on {spec['data']} (reflen.max_tokens "
-                f"{reflen.get('max_tokens')}, cap {reflen.get('cap')}), not recomputed for the longer limit. The "
+                f"continual stage: {_epochs(s.epochs)} from {s.parent}'s final model with a {s.max_response_length}"
+                f"-token response limit; its L_ref are {s.model}'s on {s.data} (reflen.max_tokens "
+                f"{reflen.max_tokens}, cap {reflen.cap}), not recomputed for the longer limit. The "
                 "paper gives neither the epochs nor the L_ref of this stage.",
                 (run,),
             )
@@ -128,50 +119,50 @@ def continual(data: ReportData, keys: list[str]) -> list[Note]:
 def length_only(data: ReportData, keys: list[str]) -> list[Note]:
     return [
         Note(
-            f"length reward alone (no R_red) with e = {_spec(data, run).get('extra_tokens', 0)} "
+            f"length reward alone (no R_red) with e = {data.config.run(run).reward.extra_tokens} "
             f"(experiments.{run}.extra_tokens; the paper does not give e for its ablation).",
             (run,),
         )
         for run in _runs(data, keys)
-        if _spec(data, run).get("lie") == "length-only"
+        if data.config.experiment(run).lie == "length-only"
     ]
 
 
-def origin(config: dict[str, Any], name: str) -> str:
+def origin(config: Config, name: str) -> str:
     """Where a data set's file comes from, in a few words."""
-    _, entry = cfgmod.dataset_entry(config, name)
-    if entry.get("local"):
-        return f"the local file {entry['local']}"
-    url = entry.get("url")
+    spec = config.dataset(name)
+    if spec.local:
+        return f"the local file {spec.local}"
+    url = spec.url
     if url:
         parts = url.split("/")
         if "githubusercontent" in url and len(parts) > 6:
-            return f"{parts[-1]} of {parts[3]}/{parts[4]} at {parts[5][:7]} (git blob {str(entry.get('sha1'))[:7]})"
+            return f"{parts[-1]} of {parts[3]}/{parts[4]} at {parts[5][:7]} (git blob {str(spec.sha1)[:7]})"
         return url
-    if entry.get("synthetic"):
+    if spec.synthetic:
         return "synthetic arithmetic"
-    return f"{entry.get('hf_id')} at {str(entry.get('revision'))[:7]}"
+    return f"{spec.hf_id} at {str(spec.revision)[:7]}"
 
 
-def describe_source(config: dict[str, Any], name: str) -> str:
+def describe_source(config: Config, name: str) -> str:
     """Where a data set comes from and what is kept of it."""
-    _, entry = cfgmod.dataset_entry(config, name)
-    if entry.get("sample"):
-        kept = f"a seeded draw of {entry['sample']} (seed {entry.get('seed')})"
-    elif entry.get("filter"):
-        kept = f"the rows with {entry['filter']}"
+    spec = config.dataset(name)
+    if spec.sample:
+        kept = f"a seeded draw of {spec.sample} (seed {spec.seed})"
+    elif spec.filter:
+        kept = f"the rows with {spec.filter}"
     else:
-        kept = "all rows" + (", one a prompt" if entry.get("dedup") else "")
+        kept = "all rows" + (", one a prompt" if spec.dedup else "")
     return f"{origin(config, name)}, {kept}"
 
 
 def training_data(data: ReportData, keys: list[str]) -> list[Note]:
     main = main_model(data.config)
-    main_data = {_spec(data, r)["data"] for r in data.runs if model_of(data.config, r) == main}
+    main_data = {data.config.experiment(r).data for r in data.runs if model_of(data.config, r) == main}
     by_data: dict[str, list[str]] = defaultdict(list)
     for run in _runs(data, keys):
-        if _spec(data, run)["data"] not in main_data:
-            by_data[_spec(data, run)["data"]].append(run)
+        if data.config.experiment(run).data not in main_data:
+            by_data[data.config.experiment(run).data].append(run)
     notes = []
     for name, runs in by_data.items():
         text = f"trained on {name}: {describe_source(data.config, name)}"
@@ -181,7 +172,7 @@ def training_data(data: ReportData, keys: list[str]) -> list[Note]:
 
 
 def bare(data: ReportData, keys: list[str]) -> list[Note]:
-    models = Evaluation.of(data.config).bare_questions
+    models = data.config.evaluation.bare_questions
     marked = tuple(k for k in keys if model_of(data.config, k) in models)
     if not marked:
         return []
@@ -203,39 +194,34 @@ def problems(data: ReportData, keys: list[str]) -> list[Note]:
 
 
 def _choice_benches(data: ReportData) -> list[str]:
-    eval_sets = (data.config.get("datasets") or {}).get("eval") or {}
-    return [b for b in data.benchmarks if (eval_sets.get(b) or {}).get("kind") == "choice"]
+    sets = data.config.datasets
+    return [b for b in data.benchmarks if b in sets and sets[b].group == "eval" and sets[b].kind == "choice"]
 
 
 AUTHORS_OOD = "valid_ood_qwen3.parquet (LINs-lab/LIE 1b3bb02, git blob 0b77e909)"
 
 
-def _questions(bench: str, entry: dict[str, Any]) -> str:
+def _questions(bench: str, spec: DatasetSpec) -> str:
     """Where a benchmark's questions come from, in a few words."""
-    if entry.get("synthetic"):
+    if spec.synthetic:
         where = "synthetic"
-    elif entry.get("hf_id"):
-        where = " ".join(str(x) for x in (entry["hf_id"], entry.get("config"), entry.get("split")) if x)
-    elif entry.get("url"):
-        where = str(entry["url"]).rsplit("/", 1)[-1]
+    elif spec.hf_id:
+        where = " ".join(str(x) for x in (spec.hf_id, spec.config, spec.split) if x)
+    elif spec.url:
+        where = str(spec.url).rsplit("/", 1)[-1]
     else:
         where = "a local file"
-    rows = f", {entry['expected_rows']} questions" if entry.get("expected_rows") else ""
-    shuffle = (
-        f", options shuffled with seed {entry['shuffle_seed']}"
-        if entry.get("shuffle_seed") is not None
-        else ""
-    )
+    rows = f", {spec.expected_rows} questions" if spec.expected_rows else ""
+    shuffle = f", options shuffled with seed {spec.shuffle_seed}" if spec.shuffle_seed is not None else ""
     return f"{bench}: {where}{rows}{shuffle}"
 
 
 def ood_inputs(data: ReportData, keys: list[str]) -> list[Note]:
     """The out-of-domain problems and prompts are the project's, not the authors' (their file was not read)."""
-    ood = [b for b in Evaluation.of(data.config).out_of_domain if b in data.benchmarks]
+    ood = [b for b in data.config.evaluation.out_of_domain if b in data.benchmarks]
     if not ood:
         return []
-    eval_sets = (data.config.get("datasets") or {}).get("eval") or {}
-    parts = "; ".join(_questions(bench, eval_sets.get(bench) or {}) for bench in ood)
+    parts = "; ".join(_questions(bench, data.config.dataset(bench)) for bench in ood)
     return [
         Note(
             f"Out-of-domain inputs are the project's: the authors' file, {AUTHORS_OOD}, is in their public "
@@ -250,7 +236,7 @@ def thinking(data: ReportData, keys: list[str]) -> list[Note]:
     """The chat template's thinking switch each evaluated model had (evaluation.enable_thinking)."""
     values: dict[str, list[str]] = defaultdict(list)
     for model in dict.fromkeys(model_of(data.config, k) for k in keys):
-        value = thinking_at_evaluation(data.config, model)
+        value = data.config.thinking_at_evaluation(model)
         values["not passed (the template's default)" if value is None else ("on" if value else "off")].append(
             model
         )
@@ -287,11 +273,7 @@ def choice_mode(data: ReportData, keys: list[str]) -> list[Note]:
 
 def tiny(data: ReportData, keys: list[str]) -> list[Note]:
     """A table of tiny models says first that its numbers test the pipeline, not LIE."""
-    names = [
-        m
-        for m in dict.fromkeys(model_of(data.config, k) for k in keys)
-        if cfgmod.model_entry(data.config, m).get("tiny")
-    ]
+    names = [m for m in dict.fromkeys(model_of(data.config, k) for k in keys) if data.config.model(m).tiny]
     if not names:
         return []
     return [

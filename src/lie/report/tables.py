@@ -14,8 +14,6 @@ from typing import Any
 
 from lie.analysis.behaviours import Tally
 from lie.analysis.dynamics import FIELDS, phase_mean
-from lie.config.sections import Evaluation, shared_reward
-from lie.config.settings import RunSettings
 from lie.core.errors import LieError
 from lie.report import intervals as iv
 from lie.report.groups import baseline_of
@@ -73,7 +71,7 @@ def _domain_entry(data: ReportData, key: str, domain: str) -> dict[str, Any]:
 # ---------------------------------------------------------------- result tables (main, families, ...)
 def result_columns(data: ReportData) -> list[str]:
     """The paper's column order: in-domain benchmarks, ID avg, out-of-domain ones, OOD avg, the rest."""
-    evaluation = Evaluation.of(data.config)
+    evaluation = data.config.evaluation
     in_domain = [b for b in evaluation.in_domain if b in data.benchmarks]
     out_domain = [b for b in evaluation.out_of_domain if b in data.benchmarks]
     rest = [b for b in data.benchmarks if b not in in_domain and b not in out_domain]
@@ -82,9 +80,14 @@ def result_columns(data: ReportData) -> list[str]:
 
 def read_columns(data: ReportData) -> set[str]:
     """The columns that depend on the multiple-choice reader: choice benchmarks and averages over one."""
-    eval_sets = (data.config.get("datasets") or {}).get("eval") or {}
-    choice = {b for b in data.benchmarks if (eval_sets.get(b) or {}).get("kind") == "choice"}
+    choice = {b for b in data.benchmarks if _kind(data, b) == "choice"}
     return choice | {d for d in DOMAINS if choice & set(_domain_benches(data, d))}
+
+
+def _kind(data: ReportData, bench: str) -> str | None:
+    """An evaluation set's ``kind`` (math or choice); None for a name the config does not define."""
+    spec = data.config.datasets.get(bench)
+    return spec.kind if spec is not None and spec.group == "eval" else None
 
 
 def _readers(data: ReportData, column: str) -> list[str | None]:
@@ -138,7 +141,7 @@ def main_reader(data: ReportData) -> str:
 
 def _domain_benches(data: ReportData, column: str) -> list[str]:
     """The benchmarks a domain column averages (none for a benchmark's own column)."""
-    evaluation = Evaluation.of(data.config)
+    evaluation = data.config.evaluation
     return list(
         {"in_domain": evaluation.in_domain, "out_of_domain": evaluation.out_of_domain}.get(column, ())
     )
@@ -167,9 +170,10 @@ def resampling_error(
         if scores is None:
             return None
         parts.append(iv.combined_se([iv.resampling_se(scores[b]) if b in scores else None for b in benches]))
-    if any(p is None for p in parts):
+    known = [p for p in parts if p is not None]
+    if len(known) < len(parts):
         return None
-    return _pct(sum(p * p for p in parts) ** 0.5)  # type: ignore[operator]
+    return _pct(sum(p * p for p in known) ** 0.5)
 
 
 def paired_error(data: ReportData, key: str, base: str, column: str, reader: str | None) -> float | None:
@@ -198,7 +202,7 @@ def _minus(a: float | None, b: float | None) -> float | None:
 def result_rows(data: ReportData, keys: list[str], table: str = "main") -> list[dict[str, Any]]:
     """Per key, benchmark or domain average and reader: ours, the paper's, Δ with its standard error;
     then per LIE run with its baseline in ``keys``, the gain (paired) beside the paper's gain."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for key in keys:
         for column in result_columns(data):
             metric = DOMAIN_METRIC if column in DOMAINS else _metric(data, key, column)
@@ -229,7 +233,7 @@ def baseline_pairs(data: ReportData, keys: list[str]) -> list[tuple[str, str]]:
 
 
 def _gain_rows(data: ReportData, key: str, base: str, table: str) -> list[dict[str, Any]]:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for column in result_columns(data):
         metric = DOMAIN_METRIC if column in DOMAINS else _metric(data, key, column)
         for reader in _readers(data, column):
@@ -332,7 +336,7 @@ def _caption(data: ReportData, keys: list[str], paper: bool, gains: bool, reader
             }
         )
         sizes.append(f"{bench} {'/'.join(map(str, ns)) or '?'}")
-    evaluation = Evaluation.of(data.config)
+    evaluation = data.config.evaluation
     parts = [
         f"Accuracy (%) at {data.budget} tokens: avg@n, the mean over problems of the share of a problem's "
         f"n samples graded correct (n: {', '.join(sizes)}). ID avg: mean over "
@@ -375,7 +379,7 @@ def _caption(data: ReportData, keys: list[str], paper: bool, gains: bool, reader
 # ---------------------------------------------------------------- evaluation lengths
 def length_rows(data: ReportData) -> list[dict[str, Any]]:
     """Mean response length (tokens) per key and benchmark, at every budget of its summary."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for key in data.keys:
         summary = data.summaries[key]
         for bench in data.benchmarks:
@@ -418,16 +422,16 @@ def length_table(data: ReportData, rows: list[dict[str, Any]]) -> Table:
 # ---------------------------------------------------------------- sensitivity
 def sensitivity_rows(data: ReportData, keys: list[str]) -> list[dict[str, Any]]:
     """Per run: the knobs it varies (theta, n, e), its domain averages and in-domain mean length."""
-    rows = []
-    in_domain = Evaluation.of(data.config).in_domain
+    rows: list[dict[str, Any]] = []
+    in_domain = data.config.evaluation.in_domain
     budget = str(data.budget)
     for key in keys:
-        is_run = key in _experiments(data)
-        knobs = RunSettings.of(data.config, key).reward if is_run else shared_reward(data.config)
+        is_run = key in data.config.experiments
+        knobs = data.config.run(key).reward if is_run else data.config.reward
         lengths = [data.summaries[key]["benchmarks"][b]["mean_tokens"][budget]
                    for b in in_domain if b in data.summaries[key]["benchmarks"]]  # fmt: skip
         row = dict(key=key, theta=knobs.theta, n=knobs.n,
-                   e=(_experiments(data).get(key) or {}).get("extra_tokens"),
+                   e=knobs.extra_tokens if is_run else None,
                    mean_tokens_in_domain=sum(lengths) / len(lengths) if lengths else None)  # fmt: skip
         for domain in DOMAINS:
             row[domain] = _pct(_domain_entry(data, key, domain)["budgets"][budget]["avg"])
@@ -451,14 +455,10 @@ def sensitivity_table(data: ReportData, rows: list[dict[str, Any]]) -> Table:
     return table
 
 
-def _experiments(data: ReportData) -> dict[str, Any]:
-    return data.config.get("experiments") or {}
-
-
 # ---------------------------------------------------------------- test-time scaling
 def tts_rows(data: ReportData) -> list[dict[str, Any]]:
     """Accuracy (fraction) per key, benchmark or domain average, and budget, with the paper's curve."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     read = read_columns(data)
     reader = main_reader(data)
     for key in data.keys:
@@ -498,7 +498,7 @@ def _total(data: ReportData, key: str) -> Tally:
 
 
 def behaviour_rows(data: ReportData) -> list[dict[str, Any]]:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for key in data.keys:
         analysis = data.evals[key]
         parts = [("all", _total(data, key))] + list(analysis.behaviours.items())
@@ -540,7 +540,7 @@ def behaviour_table(data: ReportData) -> Table:
 
 # ---------------------------------------------------------------- diversity
 def diversity_rows(data: ReportData) -> list[dict[str, Any]]:
-    rows = []
+    rows: list[dict[str, Any]] = []
     distinct, overlap = f"group_distinct:n={data.n}", f"group_overlap:n={data.n}"
     for key in data.keys:
         dyn = data.dynamics.get(key)

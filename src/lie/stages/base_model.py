@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from lie.config.sections import trusts_remote_code
+from lie.config.typed import Config, ModelEntry
 from lie.core.errors import LieError
 from lie.formats.jsonl import dumps
 
 log = logging.getLogger(__name__)
-TINY_KEYS = ("seed", "vocab_size", "hidden", "layers", "corpus", "head_dim")
 MODEL_FILES = ["*.json", "*.safetensors", "*.txt", "*.model", "*.jinja", "*.tiktoken", "*.py"]
 
 
@@ -39,8 +38,8 @@ def _replace_dir(tmp: Path, out: Path, source: dict[str, Any]) -> None:
     replace_folder(tmp, out, {"command": "base-model", **source}, legacy=SOURCE)
 
 
-def snapshot(name: str, entry: dict[str, Any]) -> Path:
-    """The hub cache's folder of ``entry['hf_id']`` at ``entry['revision']``, downloading it if needed."""
+def snapshot(name: str, entry: ModelEntry) -> Path:
+    """The hub cache's folder of the entry's ``hf_id`` at its ``revision``, downloading it if needed."""
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import (
         GatedRepoError,
@@ -51,7 +50,7 @@ def snapshot(name: str, entry: dict[str, Any]) -> Path:
 
     from lie.stages.data.sources import hub_offline
 
-    hf_id, revision = entry.get("hf_id"), entry.get("revision")
+    hf_id, revision = entry.hf_id, entry.revision
     if not hf_id or not revision:
         raise LieError(f"models.{name}: set hf_id and revision (a commit SHA, tag or branch), or path")
     where = f"models.{name}: {hf_id}@{revision}"
@@ -74,7 +73,7 @@ def snapshot(name: str, entry: dict[str, Any]) -> Path:
         ) from None
 
 
-def resolve_model(config: dict[str, Any], model: str) -> tuple[str, dict[str, Any]]:
+def resolve_model(config: Config, model: str) -> tuple[str, ModelEntry | None]:
     """A local folder for ``model`` (a name of config ``models:``, or a folder) and its config entry.
 
     A name resolves to its ``path``, else the folder ``lie base-model`` made for it, else (hub
@@ -82,28 +81,29 @@ def resolve_model(config: dict[str, Any], model: str) -> tuple[str, dict[str, An
     """
     from lie.config.layout import Layout
 
-    models = config.get("models") or {}
-    if model in models:
-        entry = dict(models[model])
-        if entry.get("path"):
-            return str(entry["path"]), entry
+    if model in config.models:
+        entry = config.model(model)
+        if entry.path:
+            return str(entry.path), entry
         built = Layout(config).base_model(model)
         if built.is_dir():
             return str(built), entry
-        if entry.get("tiny"):
+        if entry.tiny:
             raise LieError(f"models.{model} is a tiny model not built yet: run `lie base-model {model}`")
         return str(snapshot(model, entry)), entry
     if Path(model).is_dir():
-        return model, {}
-    raise LieError(f"model {model!r} is neither a model of the config ({', '.join(models)}) nor a folder")
+        return model, None
+    raise LieError(
+        f"model {model!r} is neither a model of the config ({', '.join(config.models)}) nor a folder"
+    )
 
 
-def tokenizer_for(config: dict[str, Any], model: str) -> Any:
+def tokenizer_for(config: Config, model: str) -> Any:
     """The tokenizer of ``model`` (a name of config ``models:``, or a folder), remote code only if the config allows."""
     from lie.engines.generation import load_tokenizer
 
     path, _ = resolve_model(config, model)
-    return load_tokenizer(str(path), trust_remote_code=trusts_remote_code(config))
+    return load_tokenizer(str(path), trust_remote_code=config.trust_remote_code)
 
 
 def file_sha256(path: str | Path) -> str:
@@ -117,8 +117,8 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def fetch_model(name: str, entry: dict[str, Any], out: Path) -> Path:
-    """``entry['hf_id']`` at ``entry['revision']`` into the hub cache, linked file by file from ``out``.
+def fetch_model(name: str, entry: ModelEntry, out: Path) -> Path:
+    """The entry's ``hf_id`` at its ``revision`` into the hub cache, linked file by file from ``out``.
 
     The weights stay in the hub cache (``HF_HOME``, shared on a cluster); ``out`` holds links to
     them and ``lie_source.json`` with the commit. Offline (``HF_HUB_OFFLINE=1``) the cache alone
@@ -128,8 +128,8 @@ def fetch_model(name: str, entry: dict[str, Any], out: Path) -> Path:
 
     check_out(out)
     folder = snapshot(name, entry)
-    where = f"models.{name}: {entry['hf_id']}@{entry['revision']}"
-    hf_id, revision = entry["hf_id"], entry["revision"]
+    where = f"models.{name}: {entry.hf_id}@{entry.revision}"
+    hf_id, revision = entry.hf_id, entry.revision
     tmp = partial_folder(out)
     with _writing(tmp, out):
         for path in folder.rglob("*"):
@@ -146,7 +146,7 @@ def corpus_texts(files: list[Path]) -> list[str]:
     """Prompt texts and answers of data files (parquet in verl's format), to train a tiny tokenizer."""
     from lie.formats.rows import ground_truth, prompt_messages, read_rows
 
-    texts = []
+    texts: list[str] = []
     for path in files:
         for number, row in enumerate(read_rows(path, ("prompt", "reward_model"), only=True)):
             where = f"{path} row {number}"
@@ -157,7 +157,7 @@ def corpus_texts(files: list[Path]) -> list[str]:
 
 def build_tiny_model(
     name: str,
-    entry: dict[str, Any],
+    entry: ModelEntry,
     out: Path,
     corpus_files: list[Path],
     template: str | None = None,
@@ -174,19 +174,16 @@ def build_tiny_model(
     from lie.stages.tiny import build_tiny
 
     check_out(out, corpus_files)
-    tiny = entry["tiny"]
-    unknown = sorted(set(tiny) - set(TINY_KEYS))
-    if unknown:
-        raise LieError(
-            f"models.{name}.tiny: unknown key(s) {', '.join(unknown)}; valid: {', '.join(TINY_KEYS)}"
-        )
+    tiny = entry.tiny
+    if tiny is None:
+        raise LieError(f"models.{name}: not a tiny model (no tiny:)")
     corpus = corpus_texts(corpus_files)
-    source: dict[str, Any] = {"tiny": tiny}
+    source: dict[str, Any] = {"tiny": entry.tiny_as_written()}
     train = None
-    if entry.get("sft") is not None:
-        from lie.stages.sft import SFTSettings, run_sft, tokenizer_corpus
+    if entry.sft is not None:
+        from lie.stages.sft import run_sft, tokenizer_corpus
 
-        settings = SFTSettings.from_mapping(entry["sft"], f"models.{name}.sft")
+        settings = entry.sft
         if not template:
             raise LieError(f"models.{name}.sft needs the config's prompt.math template")
         corpus += tokenizer_corpus(settings, template)
@@ -199,12 +196,12 @@ def build_tiny_model(
         build_tiny(
             tmp,
             corpus,
-            seed=int(tiny.get("seed", 0)),
-            vocab_size=int(tiny.get("vocab_size", 512)),
-            hidden=int(tiny.get("hidden", 64)),
-            layers=int(tiny.get("layers", 2)),
+            seed=tiny.seed,
+            vocab_size=tiny.vocab_size,
+            hidden=tiny.hidden,
+            layers=tiny.layers,
             train=train,
-            head_dim=int(tiny["head_dim"]) if tiny.get("head_dim") else None,
+            head_dim=tiny.head_dim or None,
         )
         _replace_dir(tmp, out, source)
     return out
@@ -231,23 +228,22 @@ def _writing(tmp: Path, out: Path) -> Iterator[None]:
 
 
 def make_base_model(
-    config: dict[str, Any], name: str, out: str | Path | None = None, corpus: list[str] = ()
+    config: Config, name: str, out: str | Path | None = None, corpus: Sequence[str] = ()
 ) -> Path:
     """``lie base-model``: model ``name`` of the config in ``out`` (default ``<outdir>/base/<name>``):
     fetched at its revision, or built (``tiny:``, then taught by ``sft:`` if given)."""
-    from lie.config import model_entry
     from lie.config.layout import Layout
 
-    entry = model_entry(config, name)
+    entry = config.model(name)
     folder = Path(out) if out else Layout(config).root / "base" / name
     folder.parent.mkdir(parents=True, exist_ok=True)
-    if entry.get("sft") is not None and not entry.get("tiny"):
+    if entry.sft is not None and not entry.tiny:
         raise LieError(f"models.{name}.sft: the supervised stage is for tiny models; add tiny: or drop sft:")
-    if entry.get("tiny"):
-        template = (config.get("prompt") or {}).get("math")
-        build_tiny_model(name, entry, folder, [Path(p) for p in corpus], template, config.get("sft_cache"))
-    elif entry.get("path"):
-        raise LieError(f"models.{name} points at a local folder ({entry['path']}); there is nothing to fetch")
+    if entry.tiny:
+        template = config.prompt.math
+        build_tiny_model(name, entry, folder, [Path(p) for p in corpus], template, config.sft_cache)
+    elif entry.path:
+        raise LieError(f"models.{name} points at a local folder ({entry.path}); there is nothing to fetch")
     else:
         fetch_model(name, entry, folder)
     return folder

@@ -31,7 +31,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from lie.config.sections import Evaluation
+from lie.config.typed import Config
 from lie.core.errors import LieError
 from lie.formats.generations import Generation, read_generations, read_options
 from lie.formats.graded import DOMAINS
@@ -40,10 +40,10 @@ from lie.grading import CHOICE_GRADINGS, DEFAULT_CHOICE_GRADING, check_item
 log = logging.getLogger(__name__)
 
 
-def configured_choice_grading(config: dict[str, Any]) -> str:
+def configured_choice_grading(config: Config) -> str:
     """``evaluation.choice_grading``, or the grader's default reader where the config leaves it unset
     (the evaluate rule's params and ``lie evaluate`` ask this one function)."""
-    mode = Evaluation.of(config).choice_grading
+    mode = config.evaluation.choice_grading
     return mode if mode is not None else DEFAULT_CHOICE_GRADING
 
 
@@ -104,7 +104,7 @@ def _grades(budgets: Sequence[int], row: Sequence[int], results: Sequence[Any]) 
 
 
 def evaluate(
-    config: dict[str, Any],
+    config: Config,
     gen_paths: Sequence[str],
     tokenizer: Any | Callable[[], Any] | None = None,
     timeout_s: float | None = None,
@@ -120,8 +120,10 @@ def evaluate(
     mode (default ``evaluation.choice_grading``).
     """
     if grader is None:
-        from lie.grading import grade_many as grader
-    evaluation = Evaluation.of(config)
+        from lie.grading import grade_many
+
+        grader = grade_many
+    evaluation = config.evaluation
     budgets = list(evaluation.budgets)
     where = "--choice-grading" if mode is not None else "config: evaluation.choice_grading"
     if mode is None:
@@ -192,7 +194,7 @@ def add_readers(
     summary: dict[str, Any],
     scores: Sequence[dict[str, Any]],
     budgets: Sequence[int],
-    config: dict[str, Any],
+    config: Config,
     modes: Sequence[str],
 ) -> None:
     """``by_reader`` beside the multiple-choice benchmarks and the domain averages: their numbers
@@ -214,7 +216,7 @@ def add_readers(
 def summarize_scores(
     scores: Sequence[dict[str, Any]],
     budgets: Sequence[int],
-    config: dict[str, Any],
+    config: Config,
     reader: str | None = None,
 ) -> dict[str, Any]:
     """Per benchmark and budget: avg@n, pass@k, status counts; then the domain averages.
@@ -223,8 +225,7 @@ def summarize_scores(
     """
     from lie.core.metrics import PASS_KS, metric_name, summarize
 
-    evaluation = Evaluation.of(config)
-    eval_sets = (config.get("datasets") or {}).get("eval") or {}
+    evaluation = config.evaluation
     by_bench: dict[str, dict[int, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for line in scores:
         if reader is not None and reader in (line.get("grades_by_reader") or {}):
@@ -252,7 +253,8 @@ def summarize_scores(
         entry["budgets"] = per_budget
         entry["mean_tokens"] = mean_tokens(problems, budgets)
         benchmarks[bench] = entry
-        expected = (eval_sets.get(bench) or {}).get("n")
+        spec = config.datasets.get(bench)
+        expected = spec.n if spec is not None and spec.group == "eval" else None
         if expected is not None and expected != n:
             log.warning("%s: %d samples a problem, config says %d", bench, n, expected)
     summary: dict[str, Any] = {"budgets": list(budgets), "benchmarks": benchmarks}
@@ -279,7 +281,7 @@ def mean_tokens(problems: Sequence[Sequence[dict[str, Any]]], budgets: Sequence[
 
 
 def evaluate_files(
-    config: dict[str, Any],
+    config: Config,
     gen_paths: Sequence[str],
     out_scores: str,
     out_summary: str,
@@ -306,7 +308,7 @@ def evaluate_files(
     def load_tokenizer() -> Any:
         from lie.stages.base_model import tokenizer_for
 
-        return tokenizer_for(config, tokenizer)
+        return tokenizer_for(config, str(tokenizer))
 
     scores, summary = evaluate(
         config,

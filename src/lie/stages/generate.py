@@ -25,7 +25,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from lie.config.sections import Engines, Evaluation, thinking_at_evaluation, trusts_remote_code
+from lie.config.datasets import DatasetSpec
+from lie.config.sections import Evaluation
+from lie.config.typed import Config
 from lie.core.errors import LieError
 from lie.engines.generation import SamplingSettings
 from lie.formats.generations import generation_line
@@ -75,7 +77,7 @@ def read_problems(path: str | Path, bench: str, limit: int | None = None) -> lis
 
 
 def run_generate(
-    config: dict[str, Any],
+    config: Config,
     model: str,
     bench: str,
     data: str | Path,
@@ -95,7 +97,6 @@ def run_generate(
 ) -> dict[str, Any]:
     """Generate, resumably, and write ``out``; return the settings and counts. ``rule``: a change to
     how the engine samples (the study's forced-depth probe), named in the records."""
-    from lie.config import dataset_entry
     from lie.engines.generation import SEED_RULE, batch_invariant_mode, engine_version, load_engine
     from lie.formats.jsonl import atomic_output, dumps
     from lie.formats.outputs import check_output_file
@@ -106,11 +107,11 @@ def run_generate(
             "--out - is standard output; this command writes a file (atomically, with its records): give a file name"
         )
     check_output_file(out, [data])
-    group, entry = dataset_entry(config, bench)
-    if group != "eval":
+    entry = config.dataset(bench)
+    if entry.group != "eval":
         raise LieError(f"{bench!r} is a training set; --bench takes a name of datasets.eval")
-    evaluation = Evaluation.of(config)
-    kind = engine or Engines.of(config).generate
+    evaluation = config.evaluation
+    kind = engine or config.engines.generate
     sampling = _sampling(evaluation, entry, bench, n, max_tokens, temperature, top_p)
     seed = int(seed if seed is not None else evaluation.seed)
     shard_size = int(shard_size if shard_size is not None else evaluation.shard_size)
@@ -120,7 +121,7 @@ def run_generate(
     problems = read_problems(data, bench, limit)
     if enable_thinking is None:
         enable_thinking = evaluation_thinking(config, model)
-    trust = trusts_remote_code(config)
+    trust = config.trust_remote_code
     settings = {
         "bench": bench,
         "data": str(Path(data).resolve()),
@@ -196,13 +197,13 @@ def manifest_path(out: str | Path) -> Path:
 STREAM_RULE = "base = sample_seed(seed, text_key(bench), text_key(model name)); text_key = blake2b-64 >> 1"
 
 
-def config_model_of(config: dict[str, Any], model: str) -> str | None:
+def config_model_of(config: Config, model: str) -> str | None:
     """The config's model behind ``--model``: its name; or, for a folder, the base model it holds or
     the model of the run merged into it (the folder's place in the outdir, else its merge record)."""
     from lie.config.layout import Layout
     from lie.formats.outputs import record_of
 
-    models, experiments = config.get("models") or {}, config.get("experiments") or {}
+    models, experiments = config.models, config.experiments
     if model in models:
         return model
     layout, here = Layout(config), Path(model).resolve()
@@ -211,16 +212,16 @@ def config_model_of(config: dict[str, Any], model: str) -> str | None:
             return name
     for run, spec in experiments.items():
         if layout.merged_model(run).resolve() == here:
-            return spec.get("model")
+            return spec.model
     record = record_of(model)
-    run = record.get("run") if record.get("command") == "merge" else None
-    if isinstance(run, str) and run in experiments:
-        return experiments[run].get("model")
+    merged = record.get("run") if record.get("command") == "merge" else None
+    if isinstance(merged, str) and merged in experiments:
+        return experiments[merged].model
     named = record.get("model")
     return named if isinstance(named, str) and named in models else None
 
 
-def evaluation_thinking(config: dict[str, Any], model: str) -> bool | None:
+def evaluation_thinking(config: Config, model: str) -> bool | None:
     """The thinking switch ``--model`` is evaluated with when ``--enable-thinking`` is not given: the
     one the DAG passes for the same model (a run folder gets its base model's)."""
     name = config_model_of(config, model)
@@ -231,7 +232,7 @@ def evaluation_thinking(config: dict[str, Any], model: str) -> bool | None:
             model,
         )
         return None
-    return thinking_at_evaluation(config, name)
+    return config.thinking_at_evaluation(name)
 
 
 @dataclass(frozen=True)
@@ -261,7 +262,7 @@ def stream_seed(seed: int, bench: str, model: str) -> int:
 
 def _sampling(
     evaluation: Evaluation,
-    entry: dict[str, Any],
+    entry: DatasetSpec,
     bench: str,
     n: int | None,
     max_tokens: int | None,
@@ -270,7 +271,7 @@ def _sampling(
 ) -> SamplingSettings:
     """The sampling settings, checked before any model loads; an error names the key to change."""
     return SamplingSettings(
-        n=int(n if n is not None else entry.get("n", 1)),
+        n=int(n if n is not None else entry.n or 1),
         max_tokens=int(max_tokens if max_tokens is not None else evaluation.max_tokens),
         temperature=evaluation.temperature if temperature is None else float(temperature),
         top_p=evaluation.top_p if top_p is None else float(top_p),

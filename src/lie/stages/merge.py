@@ -14,10 +14,9 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 from lie.config.layout import Layout
-from lie.config.sections import trusts_remote_code
+from lie.config.typed import Config
 from lie.core.errors import LieError
 from lie.formats.outputs import check_output_folder, partial_folder, replace_folder
 from lie.formats.runs import RunDir, read_final
@@ -25,19 +24,18 @@ from lie.formats.runs import RunDir, read_final
 log = logging.getLogger(__name__)
 
 
-def _merger_python(config: dict[str, Any], rundir: RunDir) -> str:
+def _merger_python(config: Config, rundir: RunDir) -> str:
     """The Python of the environment that trained the run: FSDP shards hold pickled DeviceMeshes that
     another torch cannot read (a run with ``cpu_rollout: vllm`` trained under .venv-vllm's torch 2.11;
     .venv's 2.13 fails on its ``_MeshLayout``)."""
-    from lie.config.settings import RunSettings
     from lie.stages.train import verl_python
 
     record = json.loads(rundir.run_json.read_text(encoding="utf-8")) if rundir.run_json.exists() else {}
     device = record.get("device", "gpu") if isinstance(record, dict) else "gpu"
-    return verl_python(config, RunSettings.of(config, rundir.run), device) or sys.executable
+    return verl_python(config, config.run(rundir.run), device) or sys.executable
 
 
-def merge(config: dict[str, Any], run: str, out: str | Path | None = None) -> Path:
+def merge(config: Config, run: str, out: str | Path | None = None) -> Path:
     layout = Layout(config)
     rundir = layout.run_dir(run)
     read_final(rundir)
@@ -45,12 +43,12 @@ def merge(config: dict[str, Any], run: str, out: str | Path | None = None) -> Pa
         return _merge(config, layout, rundir, out)
 
 
-def _merge(config: dict[str, Any], layout: Layout, rundir: RunDir, out: str | Path | None) -> Path:
+def _merge(config: Config, layout: Layout, rundir: RunDir, out: str | Path | None) -> Path:
     run = rundir.run
     engine, checkpoint = read_final(rundir)
     target = Path(out) if out else layout.merged_model(run)
     check_output_folder(target, [rundir.root])
-    model = ((config.get("experiments") or {}).get(run) or {}).get("model")  # its evaluation switches
+    model = config.experiments[run].model if run in config.experiments else None  # its evaluation switches
     record = {"command": "merge", "run": run, "model": model, "checkpoint": str(checkpoint)}
     if engine == "trl":
         from lie.engines.trl.train import export_model
@@ -66,7 +64,7 @@ def _merge(config: dict[str, Any], layout: Layout, rundir: RunDir, out: str | Pa
     tmp = partial_folder(target)
     cmd = [_merger_python(config, rundir), "-m", "verl.model_merger", "merge", "--backend", "fsdp",
            "--local_dir", str(checkpoint / "actor"), "--target_dir", str(tmp)]  # fmt: skip
-    if trusts_remote_code(config):
+    if config.trust_remote_code:
         cmd.append("--trust-remote-code")
     proc = subprocess.run(cmd, stderr=subprocess.PIPE, text=True, errors="replace")
     if proc.stderr:

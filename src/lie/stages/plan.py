@@ -23,6 +23,7 @@ command line when your own measurements differ (``lie plan --gen-tps ... --mfu .
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from typing import Any
 from lie import config as cfgmod
 from lie.config.layout import Layout
 from lie.config.settings import RunSettings
+from lie.config.typed import Config
 from lie.core.errors import LieError
 
 GEN_TOKENS_PER_S_4B = 8000.0  # vLLM output tokens/s per H100 for a 4B model at high concurrency
@@ -56,12 +58,12 @@ class RunPlan:
     attempts: int = 1  # training.retries + 1
 
 
-def params_billions(config: dict[str, Any], model: str) -> float:
+def params_billions(config: Config, model: str) -> float:
     """Model size from the hub id (``Qwen3-4B-Base`` -> 4.0); tiny models count as 0.001."""
-    entry = cfgmod.model_entry(config, model)
-    if entry.get("tiny"):
+    entry = config.model(model)
+    if entry.tiny:
         return 0.001
-    match = re.search(r"(\d+(?:\.\d+)?)B", entry.get("hf_id") or entry.get("path") or "")
+    match = re.search(r"(\d+(?:\.\d+)?)B", entry.hf_id or entry.path or "")
     if not match:
         raise LieError(
             f"models.{model}: cannot read the model size from its id; pass --params {model}=<billions>"
@@ -69,7 +71,7 @@ def params_billions(config: dict[str, Any], model: str) -> float:
     return float(match.group(1))
 
 
-def _prompts_and_length(config: dict[str, Any], s: RunSettings, limit: int) -> tuple[int, float | None]:
+def _prompts_and_length(config: Config, s: RunSettings, limit: int) -> tuple[int, float | None]:
     layout = Layout(config)
     reflen = layout.reflen_file(s.data, s.model)
     if reflen.exists():
@@ -83,17 +85,15 @@ def _prompts_and_length(config: dict[str, Any], s: RunSettings, limit: int) -> t
         from lie.formats.rows import row_count
 
         return row_count(data), None
-    _, entry = cfgmod.dataset_entry(config, s.data)
-    count = entry.get("expected_rows") or entry.get("sample") or (entry.get("synthetic") or {}).get("count")
+    spec = config.dataset(s.data)
+    count = spec.expected_rows or spec.sample or (spec.synthetic or {}).get("count")
     if not count:
         return 0, None  # unknown until `lie data` has run
     return int(count), None
 
 
-def plan_run(
-    config: dict[str, Any], run: str, params: dict[str, float], gen_tps_4b: float, mfu: float
-) -> RunPlan:
-    s = RunSettings.of(config, run)
+def plan_run(config: Config, run: str, params: dict[str, float], gen_tps_4b: float, mfu: float) -> RunPlan:
+    s = config.run(run)
     limit = s.max_response_length
     prompts, mean = _prompts_and_length(config, s, limit)
     mean = mean if mean is not None else RESPONSE_FRACTION * limit
@@ -117,7 +117,7 @@ def plan_run(
 
 
 def plan(
-    config: dict[str, Any],
+    config: Config,
     params: dict[str, float] | None = None,
     gen_tps_4b: float = GEN_TOKENS_PER_S_4B,
     mfu: float = MFU,
@@ -168,7 +168,7 @@ def render(plans: list[RunPlan], gen_tps_4b: float, mfu: float) -> str:
 
 
 def plan_selected(
-    config: dict[str, Any],
+    config: Config,
     source: str,
     runs: list[str] | None = None,
     groups: list[str] | None = None,
@@ -180,13 +180,17 @@ def plan_selected(
     config's runs), with model sizes of ``params`` (``MODEL=BILLIONS``); ``source``: the config's file."""
     selected = list(runs or [])
     for group in groups or []:
-        members = [n for n, e in (config.get("experiments") or {}).items() if e.get("group") == group]
+        members = [n for n, e in config.experiments.items() if e.group == group]
         if not members:
             raise LieError(f"--group {group}: no experiment of {source} has group: {group}")
         selected += [n for n in members if n not in selected]
     if selected:
-        config = {**config, "runs": selected}  # the loaded config itself is left as it is
-        cfgmod.validate_config(config, source=f"{source} with --runs/--group")
+        for name in selected:
+            if name not in config.experiments:
+                raise LieError(
+                    f"{source} with --runs/--group: runs names {name!r}, which is not in experiments"
+                )
+        config = dataclasses.replace(config, runs=tuple(selected))  # the loaded config is left as it is
     sizes = {}
     for name, value in params or []:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:

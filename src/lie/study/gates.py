@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from lie.config.layout import Layout
+from lie.config.typed import Config
 from lie.core.errors import LieError
 from lie.study import trap
 from lie.study.paths import StudyPaths
@@ -90,15 +91,15 @@ def groups(rows: Sequence[dict[str, Any]], budget: str) -> list[list[bool]]:
     return list(by_problem.values())
 
 
-def stop_prob(config: dict[str, Any], model: str) -> float:
-    sft = ((config.get("models") or {}).get(model) or {}).get("sft")
-    if not sft:
+def stop_prob(config: Config, model: str) -> float:
+    sft = config.model(model).sft
+    if sft is None:
         raise LieError(f"models.{model} has no sft: section; the study's base models are supervised")
-    return float(sft["stop_prob"])
+    return sft.stop_prob
 
 
 def measure(
-    config: dict[str, Any],
+    config: Config,
     spec: StudySpec,
     condition: Condition,
     rows: Sequence[dict[str, Any]],
@@ -172,7 +173,7 @@ class ThirdGateResult(_Gated):
 
 
 def measure_third(
-    config: dict[str, Any],
+    config: Config,
     spec: StudySpec,
     condition: Condition,
     forced: Sequence[dict[str, Any]],
@@ -229,7 +230,7 @@ def measure_third(
     )
 
 
-def gate_inputs(config: dict[str, Any], layout: Layout) -> list[str]:
+def gate_inputs(config: Config, layout: Layout) -> list[str]:
     """The files :func:`measure_all` reads (the ``study_gates`` rule's inputs)."""
     paths, spec = StudyPaths(layout), study_spec(config)
     natural = [str(paths.probe_responses(m)) for m in spec.base_models]
@@ -238,7 +239,7 @@ def gate_inputs(config: dict[str, Any], layout: Layout) -> list[str]:
     )
 
 
-def measure_all(config: dict[str, Any]) -> list[GateResult] | list[ThirdGateResult]:
+def measure_all(config: Config) -> list[GateResult] | list[ThirdGateResult]:
     """Every condition's gates, from the probe files of each of its supervised models."""
     spec = study_spec(config)
     paths = StudyPaths(Layout(config))
@@ -289,8 +290,13 @@ def third_gates_markdown(spec: StudySpec, results: Sequence[ThirdGateResult]) ->
 
 
 def gates_markdown(spec: StudySpec, results: Sequence[GateResult] | Sequence[ThirdGateResult]) -> str:
+    """The gates table of the registration ``spec`` runs (the third has its own gates and rows)."""
     if spec.third:
-        return third_gates_markdown(spec, results)  # type: ignore[arg-type]
+        return third_gates_markdown(spec, [r for r in results if isinstance(r, ThirdGateResult)])
+    return _first_gates_markdown(spec, [r for r in results if isinstance(r, GateResult)])
+
+
+def _first_gates_markdown(spec: StudySpec, results: Sequence[GateResult]) -> str:
     g = spec.gates
     lines = [
         "# Gates on the supervised models (before any RL run)",

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from lie.config.layout import Layout
+from lie.config.typed import Config
 from lie.core.errors import LieError
 from lie.formats.runs import read_rollouts
 from lie.study.responses import loop_config, loop_test, units
@@ -101,7 +102,7 @@ def step_point(step: int, group: Sequence[dict[str, Any]], reward: Any) -> StepP
     )
 
 
-def run_curve(config: dict[str, Any], run: str) -> list[StepPoint]:
+def run_curve(config: Config, run: str) -> list[StepPoint]:
     """Per-step statistics of ``run``'s training samples, in step order."""
     rundir = Layout(config).run_dir(run)
     records = read_rollouts(rundir)

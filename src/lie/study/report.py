@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lie import config as cfgmod
 from lie.config.layout import Layout
+from lie.config.typed import Config
 from lie.core.errors import LieError
 from lie.report.render import csv_text
 from lie.study.decision import (
@@ -164,7 +164,7 @@ def study_paths(layout: Layout) -> list[Path]:
     ]
 
 
-def study_inputs(config: dict[str, Any], layout: Layout) -> dict[str, list[str]]:
+def study_inputs(config: Config, layout: Layout) -> dict[str, list[str]]:
     """Every file :func:`build_study` reads (the ``study`` rule's inputs), by kind."""
     spec = study_spec(config)
     paths = StudyPaths(layout)
@@ -220,7 +220,7 @@ class StudyData:
         return band([self.evals[(condition, key)].accuracy for key in keys])
 
 
-def collect(config: dict[str, Any]) -> StudyData:
+def collect(config: Config) -> StudyData:
     """Everything the figures and tables need, read from the files of a finished study."""
     spec = study_spec(config)
     paths = StudyPaths(Layout(config))
@@ -234,9 +234,9 @@ def collect(config: dict[str, Any]) -> StudyData:
     seeds = {}
     for c in spec.conditions:
         for run in c.runs:
-            seed = cfgmod.RunSettings.of(config, run).seed or 0
+            seed = config.run(run).seed or 0
             several = len(c.base_models) > 1
-            seeds[run] = f"{config['experiments'][run]['model']}/s{seed}" if several else seed
+            seeds[run] = f"{config.experiments[run].model}/s{seed}" if several else seed
     return StudyData(spec, curves, evals, measure_all(config), limit, seeds)
 
 
@@ -308,7 +308,7 @@ def summary_rows(data: StudyData) -> list[dict[str, Any]]:
             if tests:  # the second registration: the level's trap strength, the slope's x
                 row = {"condition": c.name, "strength": tests.strength[c.name]} | row
             for col, _, _ in SUMMARY_COLUMNS:
-                values = [r[col] for r in per_run if r[col] is not None]
+                values: list[Any] = [r[col] for r in per_run if r[col] is not None]
                 row[f"{col}_mean"] = sum(values) / len(values) if values else None
                 row[f"{col}_min"] = min(values) if values else None
                 row[f"{col}_max"] = max(values) if values else None
@@ -548,10 +548,11 @@ def registered_markdown(data: StudyData) -> list[str]:
     if data.spec.third:
         check = third_binding(data)
         return [*decision_markdown(third_rows(data, check=check), check), ""]
-    check = registered_persistence(data)
-    if data.spec.tests is None or check is None:
+    persistence = registered_persistence(data)
+    if data.spec.tests is None or persistence is None:
         return []
-    return [*tests_markdown(registered_rows(registered_effects(data), data.spec.tests, check), check), ""]
+    rows = registered_rows(registered_effects(data), data.spec.tests, persistence)
+    return [*tests_markdown(rows, persistence), ""]
 
 
 def step_rows(data: StudyData) -> list[dict[str, Any]]:
@@ -619,7 +620,7 @@ def pooled_third(data: StudyData, others: Sequence[str | Path]) -> list[dict[str
     return [row | {"machines": 1 + len(others)} for row in rows]
 
 
-def build_study(config: dict[str, Any], pool_with: Sequence[str | Path] = ()) -> list[Path]:
+def build_study(config: Config, pool_with: Sequence[str | Path] = ()) -> list[Path]:
     """Read the study's files and write its figures and tables; return their paths. With ``pool_with``
     (other machines' study outdirs), also ``tables/study_tests_pooled.csv``."""
     from lie.formats.jsonl import atomic_output

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from lie.config.sections import shared_reward
+from lie.config.typed import Config
 from lie.core.errors import LieError
 from lie.core.ngrams import ngram_stats, split_words
 from lie.core.reward import RewardConfig, c_context, r_context, redundancy_fires
@@ -40,9 +40,9 @@ COLUMNS = (
 )  # fmt: skip
 
 
-def loop_config(config: dict[str, Any]) -> RewardConfig:
+def loop_config(config: Config) -> RewardConfig:
     """The config's reward knobs with ``R_red`` on for correct and wrong answers: the loop test."""
-    return shared_reward(config).replace(redundancy_term=True, red_on_correct=True, length_term=False)
+    return config.reward.replace(redundancy_term=True, red_on_correct=True, length_term=False)
 
 
 def loop_test(max_count: int, num_units: int, reward: RewardConfig) -> bool:
@@ -55,12 +55,11 @@ def units(text: str, num_tokens: int, reward: RewardConfig) -> int:
     return len(split_words(text)) if reward.unit == "word" else num_tokens
 
 
-def bench_task(config: dict[str, Any], bench: str) -> Any:
+def bench_task(config: Config, bench: str) -> Any:
     """The task module of a synthetic benchmark, if it can read responses back (``trace``)."""
-    from lie.config import dataset_entry
     from lie.tasks import task_module
 
-    name = (dataset_entry(config, bench)[1].get("synthetic") or {}).get("task")
+    name = config.dataset(bench).synthetic_task
     task = task_module(name) if name else None
     if task is None or not hasattr(task, "trace"):
         raise LieError(f"datasets.eval.{bench}: the study reads depth from a synthetic chain or pointer task")
@@ -68,7 +67,7 @@ def bench_task(config: dict[str, Any], bench: str) -> Any:
 
 
 def read_traced_problems(
-    config: dict[str, Any], paths: Iterable[str | Path]
+    config: Config, paths: Iterable[str | Path]
 ) -> dict[tuple[str, int], tuple[Any, Any]]:
     """``(bench, index) -> (task, problem)`` of benchmark data files (rows of ``lie data``)."""
     from lie.formats.rows import read_rows
@@ -141,7 +140,7 @@ def response_row(
 
 
 def response_rows(
-    config: dict[str, Any],
+    config: Config,
     gen_paths: Sequence[str | Path],
     scores_path: str | Path,
     data_paths: Sequence[str | Path],

@@ -8,10 +8,11 @@ from a results file.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lie.config.sections import Evaluation
+from lie.config.typed import Config
 from lie.core.errors import LieError
 
 PREDICTIONS = ("positive", "zero")
@@ -124,7 +125,7 @@ def _require(section: dict[str, Any], keys: tuple[str, ...], where: str) -> None
             raise LieError(f"{where}.{key} is missing")
 
 
-def _arms(section: Any, experiments: dict[str, Any], seen: dict[str, str], where: str) -> tuple[Arm, ...]:
+def _arms(section: Any, experiments: Mapping[str, Any], seen: dict[str, str], where: str) -> tuple[Arm, ...]:
     if not isinstance(section, dict) or not section:
         raise LieError(f"{where} must map arm names to {{label, runs}}")
     arms = []
@@ -148,7 +149,7 @@ def _pair(value: Any, where: str, kind: type) -> tuple[Any, Any]:
     return kind(value[0]), kind(value[1])
 
 
-def _condition(name: str, section: Any, config: dict[str, Any], seen: dict[str, str]) -> Condition:
+def _condition(name: str, section: Any, config: Config, seen: dict[str, str]) -> Condition:
     where = f"study.conditions.{name}"
     if not isinstance(section, dict):
         raise LieError(f"{where} must be a mapping")
@@ -159,17 +160,16 @@ def _condition(name: str, section: Any, config: dict[str, Any], seen: dict[str, 
     if not isinstance(bases, list) or not all(isinstance(b, str) for b in bases):
         raise LieError(f"{where}.base_models must be a list of model names, got {bases!r}")
     for base in bases:
-        if base not in Evaluation.of(config).base_models:
+        if base not in config.evaluation.base_models:
             raise LieError(f"{where}: base model {base!r} is not in evaluation.base_models")
     if section["prediction"] not in PREDICTIONS:
         raise LieError(f"{where}.prediction must be one of {PREDICTIONS}, got {section['prediction']!r}")
-    arms = _arms(section["arms"], config.get("experiments") or {}, seen, f"{where}.arms")
+    arms = _arms(section["arms"], config.experiments, seen, f"{where}.arms")
     for arm in arms:
         for run in arm.runs:
-            if config["experiments"][run].get("model") not in bases:
+            if config.experiments[run].model not in bases:
                 raise LieError(
-                    f"{where}: run {run} starts from {config['experiments'][run].get('model')!r}, "
-                    f"not from one of {bases}"
+                    f"{where}: run {run} starts from {config.experiments[run].model!r}, not from one of {bases}"
                 )
     return Condition(
         name,
@@ -182,9 +182,9 @@ def _condition(name: str, section: Any, config: dict[str, Any], seen: dict[str, 
     )
 
 
-def study_spec(config: dict[str, Any]) -> StudySpec:
+def study_spec(config: Config) -> StudySpec:
     """The checked ``study:`` section of ``config``."""
-    section = config.get("study")
+    section = config.study
     if not isinstance(section, dict):
         raise LieError(
             "config has no study: section (conditions, bench, ...); "
@@ -197,7 +197,7 @@ def study_spec(config: dict[str, Any]) -> StudySpec:
     if third and section.get("tests") is not None:
         raise LieError("study: give tests (the second registration) or third (the third), not both")
     bench = section["bench"]
-    if bench not in Evaluation.of(config).benchmarks:
+    if bench not in config.evaluation.benchmarks:
         raise LieError(f"study.bench {bench!r} is not in evaluation.benchmarks")
     if not isinstance(section["conditions"], dict) or not section["conditions"]:
         raise LieError("study.conditions must map condition names to their settings")
@@ -238,12 +238,11 @@ def study_spec(config: dict[str, Any]) -> StudySpec:
     )
 
 
-def training_limit(config: dict[str, Any], spec: StudySpec) -> int:
+def training_limit(config: Config, spec: StudySpec) -> int:
     """The token limit the study's runs trained with (their ``max_response_length``, through each run's
     settings): the budget at which a response counts as graded right. The runs must share it."""
-    from lie.config.settings import RunSettings
 
-    limits = {RunSettings.of(config, run).max_response_length for run in spec.runs}
+    limits = {config.run(run).max_response_length for run in spec.runs}
     if len(limits) != 1:
         raise LieError(f"study: the runs must share one max_response_length, got {sorted(limits)}")
     return limits.pop()

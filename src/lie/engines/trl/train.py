@@ -22,12 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lie import config as cfgmod
 from lie.config import grading_limits
 from lie.config.identity import settings_hash
 from lie.config.layout import Layout
-from lie.config.sections import trusts_remote_code
 from lie.config.settings import FINAL, RunSettings
+from lie.config.typed import Config
 from lie.core.errors import LieError
 from lie.core.reward import RewardConfig
 from lie.engines.rewarding import Rewarder, Rollout
@@ -349,7 +348,7 @@ def grpo_config(s: RunSettings, sched: Schedule, output_dir: Path, use_cpu: bool
 
 
 def train(
-    config: dict[str, Any],
+    config: Config,
     s: RunSettings,
     train_file: str | Path,
     model_path: str | Path,
@@ -367,11 +366,11 @@ def train(
         torch.set_num_threads(threads)
     run = s.run
     rundir = Layout(config).run_dir(run)
-    model_entry = cfgmod.model_entry(config, s.model)
-    trust = trusts_remote_code(config)
+    model_entry = config.model(s.model)
+    trust = config.trust_remote_code
     check_model_folder(model_path)  # before the run folder is claimed: one line, nothing written
     tokenizer = load_tokenizer(str(model_path), trust_remote_code=trust, chat=True)
-    rows = load_rows(train_file, s.max_prompt_length, tokenizer, model_entry.get("enable_thinking"))
+    rows = load_rows(train_file, s.max_prompt_length, tokenizer, model_entry.enable_thinking)
     sched = schedule(s, len(rows))
 
     rundir.claim(settings_hash(config, run))

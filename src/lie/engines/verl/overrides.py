@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lie import config as cfgmod
 from lie.config import grading_limits
 from lie.config.layout import Layout
-from lie.config.sections import trusts_remote_code
 from lie.config.settings import BEST_VAL, FINAL, RunSettings
+from lie.config.typed import Config
 from lie.formats.runs import RunDir, read_metrics, validation_average
 
 RECIPE_DIR = Path(__file__).parent
@@ -50,7 +49,7 @@ def _q(value: Any) -> str:
 
 
 def overrides(
-    config: dict[str, Any],
+    config: Config,
     s: RunSettings,
     inputs: VerlInputs,
     metrics_file: str | None = None,
@@ -96,7 +95,7 @@ def overrides(
         "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu": token_budget,
         # model
         "actor_rollout_ref.model.path": inputs.model_path,
-        "actor_rollout_ref.model.trust_remote_code": trusts_remote_code(config),
+        "actor_rollout_ref.model.trust_remote_code": config.trust_remote_code,
         # rollouts
         "actor_rollout_ref.rollout.n": s.rollout_n,
         "actor_rollout_ref.rollout.temperature": s.temperature,
@@ -114,7 +113,7 @@ def overrides(
         "+reward.reward_kwargs.grade_timeout_s": grading_limits(config)[0],
         "+reward.reward_kwargs.grade_workers": grading_limits(config)[1],
         # trainer
-        "trainer.project_name": f"lie-{config.get('name', 'default')}",
+        "trainer.project_name": f"lie-{config.name}",
         "trainer.experiment_name": s.run,
         "trainer.nnodes": s.nnodes,
         "trainer.n_gpus_per_node": s.n_gpus_per_node,
@@ -122,7 +121,7 @@ def overrides(
         "trainer.total_training_steps": s.max_steps,
         "trainer.save_freq": s.save_freq,
         # a save ahead of the Slurm job's end (workflow/scripts/ray_on_slurm.sh exports it)
-        "trainer.esi_redundant_time": float(config["cluster"]["esi_redundant_time_s"]),
+        "trainer.esi_redundant_time": config.cluster.esi_redundant_time_s,
         # verl prunes within a launch; a fixed eval_step must survive, so then nothing is pruned
         "trainer.max_actor_ckpt_to_keep": s.keep_checkpoints if s.final_eval else None,
         "trainer.test_freq": s.test_freq,
@@ -133,7 +132,7 @@ def overrides(
     }
     if s.seed is not None:  # 0 is a seed; unset: the recipe's data.seed (lie_trainer.yaml)
         o["data.seed"] = s.seed
-    thinking = cfgmod.model_entry(config, s.model).get("enable_thinking")
+    thinking = config.enable_thinking(s.model)
     if thinking is not None:  # Qwen3-4B: thinking off, as the authors' +data.enable_thinking=False
         o["+data.apply_chat_template_kwargs.enable_thinking"] = bool(thinking)
     for key, value in s.reward.as_dict().items():
@@ -160,7 +159,7 @@ def launch_ranks(s: RunSettings, device: str = "gpu") -> int:
     return s.gpus
 
 
-def prepare_resume(config: dict[str, Any], s: RunSettings, rundir: RunDir, ranks: int) -> bool:
+def prepare_resume(config: Config, s: RunSettings, rundir: RunDir, ranks: int) -> bool:
     """Before a launch of ``ranks`` FSDP ranks: keep the run folder only for these settings, repair
     verl's checkpoints after a kill, check that verl can load them at this world size, drop rollouts
     of the steps that will be redone. True when training already finished."""
@@ -212,7 +211,7 @@ def _same_world_size(s: RunSettings, rundir: RunDir, step: int, ranks: int) -> b
     return False
 
 
-def mark_complete(config: dict[str, Any], run: str, rundir: RunDir) -> None:
+def mark_complete(config: Config, run: str, rundir: RunDir) -> None:
     """verl finished: record it, so that a rerun (e.g. for another eval_step) does not relaunch it."""
     from lie.config.identity import settings_hash
     from lie.engines.verl import checkpoints as verl_checkpoints

@@ -105,6 +105,7 @@ class LIERewardManager(RewardManagerBase):
         sample_id = f"{group}_{session}_{turn}"
         index = _plain(row.get("index", -1))
         record = rollout_record(step, group, sample_id, index, text, result, length, ref, status)
+        assert self.log_dir is not None  # run_single logs only when log_dir is set
         append_rollouts(self.log_dir, step, self._log_name, [record])
 
 

@@ -146,7 +146,8 @@ class LIETrainer(PPOTrainerSync):
 
     def _validate(self, *args: Any, **kwargs: Any) -> Any:
         module = trainer_base.uuid
-        trainer_base.uuid = ValidationNames(self.global_steps)
+        # monkey-patches verl's module attribute ``uuid`` (the uuid module) for the validation pass
+        trainer_base.uuid = ValidationNames(self.global_steps)  # type: ignore[assignment]
         try:
             return super()._validate(*args, **kwargs)
         finally:

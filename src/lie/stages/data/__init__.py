@@ -1,6 +1,6 @@
 """Data sets in verl's row format (SPEC section 3): ``lie data`` and the reference lengths.
 
-- :mod:`lie.stages.data.spec`: one ``datasets:`` entry of ``config.yaml``, checked key by key;
+- :mod:`lie.config.datasets` (in the config): one ``datasets:`` entry of ``config.yaml``, checked key by key;
 - :mod:`lie.stages.data.sources`: where the files come from (hub at a pinned revision, a URL with a
   git-blob check, or a local file/mirror) and which files hold the config and split;
 - :mod:`lie.stages.data.tables`: filter, dedup, seeded draw (the files read by :mod:`lie.formats.sources`);

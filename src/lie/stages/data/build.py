@@ -17,12 +17,13 @@ import numpy as np
 import pyarrow as pa
 
 from lie import __version__
+from lie.config.datasets import DatasetSpec, bare_spec
+from lie.config.typed import Config
 from lie.core.errors import LieError
 from lie.formats.rows import make_row, to_table, write_table
 from lie.formats.sources import read_columns
 from lie.stages.data.adapters import FORMATS, GPQA_SHUFFLE, Context
 from lie.stages.data.sources import resolve
-from lie.stages.data.spec import DatasetSpec, bare_spec, dataset_spec
 from lie.stages.data.tables import DRAW_METHOD, apply_filter, dedup_first, seeded_draw
 
 log = logging.getLogger(__name__)
@@ -32,13 +33,25 @@ BARE_TEMPLATES = {"math": "{question}", "choice": "{question}\n\n{choices}"}
 VERBATIM = "verbatim: the source's own prompt (format lie-authors)"
 
 
-def template_for(config: dict[str, Any], kind: str) -> str:
-    template = (config.get("prompt") or {}).get(kind)
+def template_for(config: Config, kind: str) -> str:
+    template = config.prompt.template(kind)
     if not isinstance(template, str) or "{question}" not in template:
         raise LieError(f"config: prompt.{kind} must be a template with {{question}}, got {template!r}")
     if kind == "choice" and "{choices}" not in template:
         raise LieError("config: prompt.choice must place the options with {choices}")
     return template
+
+
+def dataset_spec(config: Config, name: str) -> DatasetSpec:
+    """The checked entry of data set ``name``, its ``format`` one that gives rows of its ``kind``."""
+    spec = config.dataset(name)
+    if spec.format not in FORMATS:
+        raise LieError(f"{spec.where}.format is {spec.format!r}, not one of {', '.join(sorted(FORMATS))}")
+    if spec.kind != FORMATS[spec.format].kind:
+        raise LieError(
+            f"{spec.where}.kind is {spec.kind!r} but format {spec.format!r} gives {FORMATS[spec.format].kind!r} items"
+        )
+    return spec
 
 
 def select_rows(spec: DatasetSpec, table: pa.Table, limit: int | None) -> tuple[pa.Table, dict[str, int]]:
@@ -54,6 +67,8 @@ def select_rows(spec: DatasetSpec, table: pa.Table, limit: int | None) -> tuple[
         counts["after_dedup"] = len(table)
         log.info("%s: %d rows, %d after dedup on the prompt", spec.name, counts["read"], len(table))
     if spec.sample is not None:
+        if spec.seed is None:  # parse_spec requires it with sample
+            raise LieError(f"{spec.where}.seed is missing; a seeded draw needs its seed")
         table, _ = seeded_draw(table, spec.sample, spec.seed, spec.where)
         counts["after_sample"] = len(table)
     if limit is not None:
@@ -70,7 +85,7 @@ def _prompted(row: dict[str, Any], item: Any, verbatim: bool) -> dict[str, Any]:
 
 
 def build_dataset(
-    config: dict[str, Any],
+    config: Config,
     name: str,
     out: str | Path,
     limit: int | None = None,
@@ -105,7 +120,8 @@ def build_dataset(
     columns = list(table.column_names)
     table, counts = select_rows(spec, table, limit)
     split = spec.split or ("train" if spec.group == "train" else "test")
-    rows, skipped = [], []
+    rows: list[dict[str, Any]] = []
+    skipped: list[Any] = []
     for rec in tqdm(table.to_pylist(), desc=f"{name} rows", disable=not progress, unit="row"):
         item = fmt.parse(rec, Context(spec.where, int(rec[ROW]), spec.shuffle_seed))
         if not item.question.strip() or not item.answer:
@@ -149,7 +165,7 @@ def build_dataset(
 
 
 def build_and_compare(
-    config: dict[str, Any],
+    config: Config,
     name: str,
     out: str | Path,
     limit: int | None = None,

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lie.config.datasets import DatasetSpec
 from lie.core.errors import LieError
-from lie.stages.data.spec import DatasetSpec
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,7 @@ def resolve(spec: DatasetSpec) -> Resolved:
     if spec.source_kind == "local":
         return _resolve_local(spec)
     if spec.source_kind == "url":
+        assert spec.url is not None  # source_kind "url": url is set
         path = fetch_url(spec.url, spec.sha1, spec.where)
         return Resolved([path], {"type": "url", "url": spec.url, "sha1": spec.sha1})
     snapshot, commit = fetch_hub(spec)
@@ -56,6 +57,7 @@ def resolve(spec: DatasetSpec) -> Resolved:
 
 
 def _resolve_local(spec: DatasetSpec) -> Resolved:
+    assert spec.local is not None  # source_kind "local": local is set
     path = Path(spec.local).expanduser()
     if not path.exists():
         raise LieError(
@@ -63,7 +65,12 @@ def _resolve_local(spec: DatasetSpec) -> Resolved:
             f"{Path.cwd()}); point it at a file or a mirror of the hub repo, or set it to null to download"
         )
     files = [path] if path.is_file() else files_for_split(path, spec.config, spec.split, spec.where)
-    origin = {"type": "local", "path": str(spec.local), "config": spec.config, "split": spec.split}
+    origin: dict[str, Any] = {
+        "type": "local",
+        "path": str(spec.local),
+        "config": spec.config,
+        "split": spec.split,
+    }
     if path.is_dir():
         origin["files"] = [str(f.relative_to(path)) for f in files]
     return Resolved(files, origin)
@@ -88,6 +95,7 @@ def _token(spec: DatasetSpec) -> str | None:
 
 
 def _gated_message(spec: DatasetSpec) -> str:
+    assert spec.hf_id is not None  # a hub source names hf_id (spec._check)
     label = "GPQA" if "gpqa" in spec.hf_id.lower() else spec.hf_id
     return (
         f"data set {spec.name!r} ({spec.hf_id}) is gated: set HF_TOKEN to a token that has accepted the "
@@ -106,6 +114,7 @@ def fetch_hub(spec: DatasetSpec) -> tuple[Path, str]:
         RevisionNotFoundError,
     )
 
+    assert spec.hf_id is not None  # a hub source names hf_id (spec._check)
     offline = hub_offline()
     token = _token(spec)
     if spec.gated and token is None and not offline:

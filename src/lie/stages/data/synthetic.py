@@ -11,8 +11,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from lie.config.datasets import DatasetSpec
 from lie.core.errors import LieError
-from lie.stages.data.spec import DatasetSpec
 from lie.tasks import arithmetic, task_module
 
 

@@ -23,7 +23,8 @@ def _init_process_group(timeout_second=None, backend=None):
     return ORIGINAL_INIT_PROCESS_GROUP(timeout_second=timeout_second, backend=backend or "cpu:gloo")
 
 
-_init_process_group.__wrapped__ = ORIGINAL_INIT_PROCESS_GROUP
+# a function attribute (functools' convention): marks the patch and names the original
+_init_process_group.__wrapped__ = ORIGINAL_INIT_PROCESS_GROUP  # type: ignore[attr-defined]
 
 
 def _no_value_head_patch() -> bool:
@@ -42,5 +43,7 @@ def apply() -> None:
     for name in ("verl.workers.engine_workers", "verl.checkpoint_engine.base"):
         module = sys.modules.get(name)
         if module is not None and hasattr(module, "initialize_global_process_group_ray"):
-            module.initialize_global_process_group_ray = _init_process_group
-    monkey_patch.is_trl_available = _no_value_head_patch
+            # monkey-patches verl's module (its name, imported before this ran)
+            module.initialize_global_process_group_ray = _init_process_group  # type: ignore[attr-defined]
+    # monkey-patches verl's check (an lru_cache wrapper there) with a plain function
+    monkey_patch.is_trl_available = _no_value_head_patch  # type: ignore[assignment]

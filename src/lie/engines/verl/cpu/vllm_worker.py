@@ -39,7 +39,8 @@ def keep_linear_weights() -> None:
     def dispatch(layer, remove_weight: bool) -> None:
         return original(layer, remove_weight=False)
 
-    dispatch.__wrapped__ = original
+    # a function attribute (functools' convention): marks the patch as applied, names the original
+    dispatch.__wrapped__ = original  # type: ignore[attr-defined]
     layer_utils.dispatch_cpu_unquantized_gemm = dispatch
 
 

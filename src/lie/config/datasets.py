@@ -3,6 +3,8 @@
 Every key is written out in ``config.yaml`` (DESIGN: Snakemake drops schema defaults in remote
 jobs); a missing key reads as null here, an unknown key is an error (it is most likely a typo).
 The source is ``local`` when set, else ``url``, else ``hf_id`` (which then needs ``revision``).
+Every entry is checked when the config loads (``Config.datasets``); that a ``format`` gives rows of
+its ``kind`` is checked where the rows are read (``lie.stages.data.build``, which knows the formats).
 An evaluation set may name a second file for its bare questions (``bare: {url, sha1, local}``,
 the authors' Llama file): the models of ``evaluation.bare_questions`` are evaluated on it.
 """
@@ -12,10 +14,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lie.config.sections import Evaluation
+from lie.config.supervised import TASK_NAMES
 from lie.core.errors import LieError
+
+if TYPE_CHECKING:
+    from lie.config.typed import Config
 
 KEYS = (
     "hf_id",  # hub data set id
@@ -65,6 +70,7 @@ class DatasetSpec:
     expected_rows: int | None
     synthetic: dict[str, Any] | None = None
     bare: dict[str, Any] | None = None
+    n: int | None = None  # samples per problem at evaluation (eval sets)
 
     @property
     def where(self) -> str:
@@ -75,6 +81,11 @@ class DatasetSpec:
         if self.synthetic:
             return "synthetic"
         return "local" if self.local else "url" if self.url else "hub"
+
+    @property
+    def synthetic_task(self) -> str | None:
+        """The task that writes a synthetic set's rows (the study reads depth back with it), else None."""
+        return self.synthetic["task"] if self.synthetic else None
 
     @property
     def pinned(self) -> bool:
@@ -106,8 +117,6 @@ _HELP = {
 
 def parse_spec(name: str, group: str, entry: Any) -> DatasetSpec:
     """Check ``entry`` (the mapping under ``datasets.<group>.<name>``) and return its spec."""
-    from lie.stages.data.adapters import FORMATS
-
     where = f"datasets.{group}.{name}"
     if not isinstance(entry, dict):
         raise LieError(f"{where} must be a mapping of keys ({', '.join(KEYS)}), got {type(entry).__name__}")
@@ -115,11 +124,7 @@ def parse_spec(name: str, group: str, entry: Any) -> DatasetSpec:
     if unknown:
         raise LieError(f"{where}: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(KEYS)}")
     fmt = _get(entry, "format", where, (str,), required=True)
-    if fmt not in FORMATS:
-        raise LieError(f"{where}.format is {fmt!r}, not one of {', '.join(sorted(FORMATS))}")
     kind = _get(entry, "kind", where, (str,), required=True)
-    if kind != FORMATS[fmt].kind:
-        raise LieError(f"{where}.kind is {kind!r} but format {fmt!r} gives {FORMATS[fmt].kind!r} items")
     spec = DatasetSpec(
         name=name,
         group=group,
@@ -141,8 +146,8 @@ def parse_spec(name: str, group: str, entry: Any) -> DatasetSpec:
         expected_rows=_get(entry, "expected_rows", where, (int,)),
         synthetic=_get(entry, "synthetic", where, (dict,)),
         bare=_get(entry, "bare", where, (dict,)),
+        n=_get(entry, "n", where, (int,)),  # read by lie generate and lie evaluate
     )
-    _get(entry, "n", where, (int,))  # read by lie evaluate; checked here with the rest
     _check(spec, entry, where)
     return spec
 
@@ -156,7 +161,7 @@ def _check(spec: DatasetSpec, entry: dict[str, Any], where: str) -> None:
     if spec.source_kind == "hub":
         _get(entry, "revision", where, (str,), required=True)
         _get(entry, "split", where, (str,), required=True)
-        if not spec.revision.strip():
+        if not (spec.revision or "").strip():
             raise LieError(f"{where}.revision is empty; {_HELP['revision']}")
     if spec.sha1 is not None and not COMMIT.fullmatch(spec.sha1):
         raise LieError(f"{where}.sha1 must be a 40-hex git blob id, got {spec.sha1!r}")
@@ -212,10 +217,10 @@ def _check_synthetic(spec: DatasetSpec, where: str) -> None:
         raise LieError(
             f"{where}.synthetic needs exactly the keys {', '.join(SYNTHETIC_KEYS)} (unknown: {unknown}, missing: {missing})"
         )
-    from lie.tasks import TASKS
-
-    if synthetic["task"] not in TASKS:
-        raise LieError(f"{where}.synthetic.task must be one of {', '.join(TASKS)}, got {synthetic['task']!r}")
+    if synthetic["task"] not in TASK_NAMES:
+        raise LieError(
+            f"{where}.synthetic.task must be one of {', '.join(TASK_NAMES)}, got {synthetic['task']!r}"
+        )
     for key in ("count", "seed", "min_depth", "max_depth"):
         if not isinstance(synthetic[key], int) or isinstance(synthetic[key], bool) or synthetic[key] < 0:
             raise LieError(f"{where}.synthetic.{key} must be an integer >= 0, got {synthetic[key]!r}")
@@ -226,22 +231,12 @@ def _check_synthetic(spec: DatasetSpec, where: str) -> None:
         raise LieError(f"{where}: synthetic {spec.kind} rows use format {expected!r}, got {spec.format!r}")
 
 
-def dataset_spec(config: dict[str, Any], name: str) -> DatasetSpec:
-    """The checked spec of data set ``name`` of ``config`` (train or eval group)."""
-    from lie.config import dataset_entry
-
-    group, entry = dataset_entry(config, name)
-    return parse_spec(name, group, entry)
-
-
-def bare_questions(config: dict[str, Any], key: str) -> bool:
+def bare_questions(config: Config, key: str) -> bool:
     """Whether ``key`` (a run or a base model) is evaluated on bare questions (evaluation.bare_questions)."""
-    experiments = config.get("experiments") or {}
-    model = experiments[key]["model"] if key in experiments else key
-    return model in Evaluation.of(config).bare_questions
+    return config.model_of(key) in config.evaluation.bare_questions
 
 
-def eval_data_file(config: dict[str, Any], key: str, bench: str) -> Path:
+def eval_data_file(config: Config, key: str, bench: str) -> Path:
     """The data file ``key`` is evaluated on for ``bench``: ``data/bare/<bench>.parquet`` or ``data/<bench>.parquet``."""
     from lie.config.layout import Layout
 
