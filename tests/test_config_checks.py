@@ -342,3 +342,41 @@ def test_lie_snakemake_exits_as_docs_recovery_says(workdir):
             -3000:
         ]
         assert line in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("path", "named"),
+    [
+        (("experiments", "smoke_grpo", "model"), "key 'experiments.smoke_grpo.model' is missing"),
+        (("models", "tiny", "tiny", "seed"), "key 'models.tiny.tiny.seed' is missing"),
+        (("cluster", "qos"), "key 'cluster.qos' is missing"),
+        (("prompt", "math"), "key 'prompt.math' is missing"),
+        (("evaluation", "budgets"), "evaluation.budgets is missing"),
+    ],
+)
+def test_the_typed_config_of_a_mapping_without_a_key_names_the_key(path, named):
+    """Issue 37: ``Config.of`` types a checked mapping; one built in code (a test, a trial config) that
+    lacks a key the schema requires stops with one line naming it, never a KeyError."""
+    from lie.config import Config, LieError, read_config
+
+    written = read_config(SMOKE)
+    section = written
+    for key in path[:-1]:
+        section = section[key]
+    del section[path[-1]]
+    with pytest.raises(LieError, match=named):
+        Config.of(written)
+    Config.of(read_config(SMOKE))  # the whole file types
+
+
+def test_the_typed_config_refuses_a_key_a_section_does_not_have():
+    from lie.config import Config, LieError, read_config
+
+    written = read_config(SMOKE)
+    written["reflen"]["samples"] = 2
+    with pytest.raises(LieError, match=r"unknown key\(s\) reflen.samples; valid: cap, k, max_tokens"):
+        Config.of(written)
+    written = read_config(SMOKE)
+    written["models"]["tiny"]["tiny"]["width"] = 3
+    with pytest.raises(LieError, match=r"models.tiny.tiny: unknown key\(s\) width"):
+        Config.of(written)

@@ -3,7 +3,9 @@
 - :mod:`lie.config.load`: reading, the whole-config check (schema ``schema.yaml`` + cross-references),
   the runs to build, re-exported here; ``load_config`` returns the typed, frozen ``Config``;
 - :mod:`lie.config.typed`: ``Config``, the whole config by attribute (entries by name, a run's settings);
-- :mod:`lie.config.settings`: a run's settings, typed and frozen (``RunSettings.of``), built once;
+- :mod:`lie.config.settings`: a run's settings, typed and frozen (``config.run(name)``), built once;
+- :mod:`lie.config.sections`, :mod:`lie.config.datasets`, :mod:`lie.config.supervised`: the typed views of
+  sections and entries (evaluation, engines; a data set; a tiny model's supervised stage);
 - :mod:`lie.config.layout`: where every stage reads and writes under ``outdir``;
 - :mod:`lie.config.identity`: what a run learns from (its settings digest, Snakemake's params);
 - :mod:`lie.config.yamlio`: YAML reading with unique keys and line numbers.

@@ -32,6 +32,13 @@ if TYPE_CHECKING:
     from lie.config.settings import RunSettings
 
 
+def _req(section: Mapping[str, Any], key: str, where: str) -> Any:
+    """``section[key]``, or one line naming ``where.key`` when it is missing."""
+    if key not in section:
+        raise LieError(f"config: key '{where}.{key}' is missing")
+    return section[key]
+
+
 def _frozen(value: Any) -> Any:
     """A read-only deep view: mappings as ``MappingProxyType``, lists as tuples."""
     if isinstance(value, Mapping):
@@ -109,10 +116,10 @@ class ModelEntry:
             tiny=None
             if not tiny
             else Tiny(
-                seed=int(tiny["seed"]),
-                vocab_size=int(tiny["vocab_size"]),
-                hidden=int(tiny["hidden"]),
-                layers=int(tiny["layers"]),
+                seed=int(_req(tiny, "seed", f"models.{name}.tiny")),
+                vocab_size=int(_req(tiny, "vocab_size", f"models.{name}.tiny")),
+                hidden=int(_req(tiny, "hidden", f"models.{name}.tiny")),
+                layers=int(_req(tiny, "layers", f"models.{name}.tiny")),
                 corpus=tuple(tiny.get("corpus") or ()),
                 head_dim=tiny.get("head_dim"),
             ),
@@ -222,10 +229,10 @@ class Config:
                     {
                         n: Experiment(
                             n,
-                            e["model"],
-                            e["data"],
-                            e["algorithm"],
-                            e["lie"],
+                            _req(e, "model", f"experiments.{n}"),
+                            _req(e, "data", f"experiments.{n}"),
+                            _req(e, "algorithm", f"experiments.{n}"),
+                            _req(e, "lie", f"experiments.{n}"),
                             e.get("parent"),
                             e.get("group"),
                         )  # fmt: skip
@@ -368,15 +375,15 @@ def _reflen(section: Mapping[str, Any], source: str) -> Reflen:
 
 def _cluster(section: Mapping[str, Any]) -> Cluster:
     return Cluster(
-        account=section["account"],
-        cpu_partition=section["cpu_partition"],
-        gpu_partition=section["gpu_partition"],
-        constraint=section["constraint"],
-        qos=section["qos"],
-        sbatch_extra=section["sbatch_extra"],
-        mem_mb_per_node=int(section["mem_mb_per_node"]),
-        cpus_per_gpu=int(section["cpus_per_gpu"]),
-        esi_redundant_time_s=float(section["esi_redundant_time_s"]),
+        account=_req(section, "account", "cluster"),
+        cpu_partition=_req(section, "cpu_partition", "cluster"),
+        gpu_partition=_req(section, "gpu_partition", "cluster"),
+        constraint=_req(section, "constraint", "cluster"),
+        qos=_req(section, "qos", "cluster"),
+        sbatch_extra=_req(section, "sbatch_extra", "cluster"),
+        mem_mb_per_node=int(_req(section, "mem_mb_per_node", "cluster")),
+        cpus_per_gpu=int(_req(section, "cpus_per_gpu", "cluster")),
+        esi_redundant_time_s=float(_req(section, "esi_redundant_time_s", "cluster")),
         binds=tuple(section.get("binds") or ()),
         nccl=MappingProxyType(dict(section.get("nccl") or {})),
     )
