@@ -13,7 +13,7 @@ each timed over all its calls, repeated ``--rounds`` times in turn (so a shared 
 falls on each):
 
 - ``chunks``: the old plan, consecutive chunks of ``--shard-size`` samples (the data's order);
-- ``planned``: ``lie.formats.resumable.plan_shards`` given the true lengths (a reference length):
+- ``planned``: ``lie.formats.resumable.assign_shards`` given the true lengths (a reference length):
   at least ``--shard-size`` samples a shard, similar lengths together, short ones in bigger shards;
 - ``noisy``: the same plan given the lengths times log-normal noise (sigma 0.5), an estimate;
 - ``tokens``: shards of equal expected tokens only (``min_units=1``), the longest samples in
@@ -71,7 +71,7 @@ def main() -> None:
     from vllm import SamplingParams, TokensPrompt
 
     from lie.engines.generation import load_engine
-    from lie.formats.resumable import plan_shards, shard_ranges
+    from lie.formats.resumable import assign_shards, shard_ranges
     from lie.stages.tiny import build_tiny
 
     wanted = lengths(args.samples, args.max_tokens, args.seed)
@@ -79,9 +79,9 @@ def main() -> None:
     noisy = [max(1, round(w * noise.lognormvariate(0, 0.5))) for w in wanted]
     plans = {
         "chunks": [list(r) for r in shard_ranges(args.samples, args.shard_size)],
-        "planned": plan_shards(wanted, args.shard_size),
-        "noisy": plan_shards(noisy, args.shard_size),
-        "tokens": plan_shards(wanted, args.shard_size, min_units=1),
+        "planned": assign_shards(wanted, args.shard_size),
+        "noisy": assign_shards(noisy, args.shard_size),
+        "tokens": assign_shards(wanted, args.shard_size, min_units=1),
     }
     with tempfile.TemporaryDirectory() as tmp:
         model = str(

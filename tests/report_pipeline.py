@@ -144,7 +144,7 @@ def _build(root: Path) -> SimpleNamespace:
             )
             gens.append(str(out))
         scores, summary = evaluate(Config.of(config), gens, load_tokenizer(str(model)), progress=False)
-        with atomic_output(layout.scores(key, "scores").with_suffix(".jsonl")) as handle:
+        with atomic_output(layout.graded(key, "scores").with_suffix(".jsonl")) as handle:
             handle.writelines(dumps(line) + "\n" for line in scores)
         write_summary(summary, str(layout.summary(key)))
     return SimpleNamespace(root=root, cfg=cfg, config=config, layout=layout, tiny=tiny, loopy=loopy)

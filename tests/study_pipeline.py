@@ -106,7 +106,7 @@ def _evaluate(cfg: Path, layout: Any, key: str) -> None:
         str(data),
     ]
     assert main([*argv, "--out", str(gen), "--no-progress"]) == 0
-    scores = layout.scores(key, "scores")
+    scores = layout.graded(key, "scores")
     argv = ["evaluate", "--config", str(cfg), "--gen", str(gen), "--tokenizer", str(model)]
     argv += ["--out-scores", str(scores), "--out-summary", str(layout.summary(key))]
     assert main([*argv, "--no-progress"]) == 0

@@ -460,52 +460,6 @@ def test_the_readme_is_short():
     assert lines <= 260, f"README.md has {lines} lines: the reference belongs in docs/"
 
 
-SETTINGS_MODULE = PACKAGE / "config" / "settings.py"
-# a run's settings read as a dict (a cast of a lookup, a lookup with a default), a merged dict
-# rebuilt, or a loaded config's training section edited in place
-SETTINGS_LOOKUP = re.compile(
-    r"\b(?:s|settings)\.get\(\s*[\"']"
-    r"|\b(?:int|float|bool|str)\(\s*(?:s|settings)\["
-    r"|\bsettings\[\s*[\"']"
-    r"|(?<!\w)run_settings\("
-    r"|\[[\"']training[\"']\]\[[^\]]+\]\s*=[^=]"
-)
-
-
-def settings_lookups(paths: list[Path], root: Path = REPO) -> list[str]:
-    found = []
-    for path in paths:
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if SETTINGS_LOOKUP.search(line):
-                found.append(f"{path.relative_to(root)}:{number}: {line.strip()}")
-    return found
-
-
-def test_run_settings_are_read_typed_from_one_module():
-    """A run's settings come from ``lie.config.settings.RunSettings`` (typed, frozen, built once):
-    no ``s.get("key", default)`` or ``int(s["key"])`` outside that module, in src/ or the rules."""
-    paths = [p for p in sorted(PACKAGE.rglob("*.py")) if p != SETTINGS_MODULE]
-    paths += sorted((REPO / "workflow").rglob("*.smk")) + [REPO / "Snakefile"]
-    found = settings_lookups(paths)
-    assert not found, "read these through RunSettings:\n" + "\n".join(found)
-
-
-@pytest.mark.parametrize(
-    "line",
-    [
-        'steps = int(s.get("max_steps") or 0)',
-        'batch = int(s["train_batch_size"])',
-        'seed = settings.get("seed", 1)',
-        "limit = cfgmod.run_settings(config, run)",
-        'config["training"]["nnodes"] = args.nnodes',
-    ],
-)
-def test_the_settings_rule_sees_each_kind_of_lookup(tmp_path, line):
-    path = tmp_path / "injected.py"
-    path.write_text(f"def f(config, s, settings, args, cfgmod, run):\n    {line}\n    return s.max_steps\n")
-    assert settings_lookups([path], root=tmp_path) == [f"injected.py:2: {line}"]
-
-
 @pytest.mark.parametrize("layer_dir", ["engines", "stages", "formats"])
 def test_the_layer_table_names_every_module_once(layer_dir):
     """docs/architecture.md names each module of these layers in its row, and no two of one layer

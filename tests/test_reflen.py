@@ -28,7 +28,7 @@ from lie.stages.reflen import (
     sample_lengths,
     settings_from_config,
 )
-from lie.stages.sample_shards import Draw, Prompt, shard_plan
+from lie.stages.sample_shards import Draw, Prompt, shard_assignment
 
 
 @pytest.mark.parametrize(
@@ -148,7 +148,7 @@ def test_resume_generates_only_the_missing_shards(tmp_path, tiny, train_set, mon
     # 6 prompts x k=2 samples in shards of 2 samples' expected tokens on average (prompt lengths)
     rows = pq.read_table(data).to_pylist()
     prompts = [Prompt(i, r["prompt"], f"row {i}") for i, r in enumerate(rows)]
-    plan = shard_plan(prompts, Draw(SamplingSettings(n=2, max_tokens=8), 0), 2)
+    plan = shard_assignment(prompts, Draw(SamplingSettings(n=2, max_tokens=8), 0), 2)
     assert sorted(u for shard in plan for u in shard) == list(range(12))
     assert generated == [len(shard) for shard in plan]
 
@@ -216,7 +216,7 @@ def test_accuracy_and_lengths_with_the_real_grader(tmp_path, tiny, train_set):
     assert [s["finish"] for s in stats] == [["stop", "length"]] * 6
     # a seed per sample, hashed from (seed, row, sample), each drawn once, in the shards of the plan
     prompts = [Prompt(i, r["prompt"], f"row {i}") for i, r in enumerate(rows)]
-    plan = shard_plan(prompts, Draw(settings.sampling(), 0), settings.shard_size)
+    plan = shard_assignment(prompts, Draw(settings.sampling(), 0), settings.shard_size)
     assert engine.seen == [[sample_seed(0, *divmod(u, 2)) for u in shard] for shard in plan]
     table = add_reference_lengths(pq.read_table(train_set.data), stats, settings).to_pylist()
     assert {

@@ -1,4 +1,4 @@
-"""Shards sized by expected tokens (lie.formats.resumable.plan_shards, lie.stages.sample_shards).
+"""Shards sized by expected tokens (lie.formats.resumable.assign_shards, lie.stages.sample_shards).
 
 One engine call waits for its longest sample, so the plan puts samples of about the same expected
 length together and gives each shard about the same expected tokens; the plan depends on the
@@ -15,8 +15,8 @@ import pytest
 
 from lie.core.errors import LieError
 from lie.engines.generation import SamplingSettings
-from lie.formats.resumable import iter_planned, plan_shards, run_planned, shard_ranges
-from lie.stages.sample_shards import Draw, Prompt, expected_tokens, shard_plan
+from lie.formats.resumable import assign_shards, iter_assigned, run_assigned, shard_ranges
+from lie.stages.sample_shards import Draw, Prompt, expected_tokens, shard_assignment
 
 
 def heavy_tailed(count: int, seed: int = 0, cap: int = 8192) -> list[int]:
@@ -31,17 +31,17 @@ def loads(plan, weights):
 
 def test_every_unit_is_in_exactly_one_shard_and_the_plan_is_deterministic():
     weights = heavy_tailed(12_032)  # MMLU-Pro's size
-    plan = plan_shards(weights, 256)
+    plan = assign_shards(weights, 256)
     units = [u for shard in plan for u in shard]
     assert sorted(units) == list(range(len(weights)))
     assert all(shard == sorted(shard) for shard in plan)  # each shard in unit order
-    assert plan_shards(list(weights), 256) == plan  # the inputs alone decide it
+    assert assign_shards(list(weights), 256) == plan  # the inputs alone decide it
     assert plan != [list(r) for r in shard_ranges(len(weights), 256)]
 
 
 def test_shards_group_similar_lengths_and_give_short_samples_bigger_shards():
     weights = heavy_tailed(12_032)
-    plan = plan_shards(weights, 256)
+    plan = assign_shards(weights, 256)
     budget = 256 * sum(weights) / len(weights)
     got = loads(plan, weights)
     sizes = [len(s) for s in plan]
@@ -62,7 +62,7 @@ def test_shards_group_similar_lengths_and_give_short_samples_bigger_shards():
 
 def test_with_min_units_one_the_shards_hold_equal_expected_tokens():
     weights = heavy_tailed(12_032)
-    plan = plan_shards(weights, 256, min_units=1)
+    plan = assign_shards(weights, 256, min_units=1)
     budget = 256 * sum(weights) / len(weights)
     got = loads(plan, weights)
     assert sorted(u for s in plan for u in s) == list(range(len(weights)))
@@ -73,13 +73,13 @@ def test_with_min_units_one_the_shards_hold_equal_expected_tokens():
 
 
 def test_equal_weights_give_the_old_chunks_and_one_heavy_unit_stands_alone():
-    assert plan_shards([5] * 10, 3) == [list(r) for r in shard_ranges(10, 3)]
-    plan = plan_shards([1, 1, 1000, 1, 1, 1], 2)
+    assert assign_shards([5] * 10, 3) == [list(r) for r in shard_ranges(10, 3)]
+    plan = assign_shards([1, 1, 1000, 1, 1, 1], 2)
     assert plan == [[0, 2], [1, 3, 4, 5]]  # the heavy one with a light one, the rest together
-    assert plan_shards([1] * 20, 2, min_units=1) == [list(r) for r in shard_ranges(20, 2)]
+    assert assign_shards([1] * 20, 2, min_units=1) == [list(r) for r in shard_ranges(20, 2)]
     for bad_size, bad_weights in ((0, [1]), (2, [0, 1]), (2, [1.5])):
         with pytest.raises(LieError):
-            plan_shards(bad_weights, bad_size)
+            assign_shards(bad_weights, bad_size)
 
 
 def test_the_expected_length_is_the_reference_where_every_prompt_has_one():
@@ -91,7 +91,7 @@ def test_the_expected_length_is_the_reference_where_every_prompt_has_one():
     mixed = [prompt(0, "a", 100.0), prompt(1, "bbb")]
     assert expected_tokens(mixed, 8192) == [1, 3]  # not all known: prompt characters for all
     draw = Draw(SamplingSettings(n=2, max_tokens=64), seed=0)
-    plan = shard_plan([prompt(0, "x" * 10), prompt(1, "x" * 30), prompt(2, "x" * 20)], draw, 2)
+    plan = shard_assignment([prompt(0, "x" * 10), prompt(1, "x" * 30), prompt(2, "x" * 20)], draw, 2)
     # units (prompt, sample) in flat order: 0-1 prompt 0, 2-3 prompt 1, 4-5 prompt 2; longest first
     assert plan == [[2, 3], [4, 5], [0, 1]]
 
@@ -102,10 +102,10 @@ def _rows(shard):
 
 def test_a_killed_planned_run_resumes_to_the_same_files_and_reads_back_in_unit_order(tmp_path):
     weights = heavy_tailed(40, seed=3)
-    plan = plan_shards(weights, 4)
+    plan = assign_shards(weights, 4)
     clean = tmp_path / "clean"
-    clean_paths = run_planned(plan, clean, {"s": 1}, _rows, progress=False)
-    assert [r["unit"] for r in iter_planned(clean_paths, plan)] == list(range(40))
+    clean_paths = run_assigned(plan, clean, {"s": 1}, _rows, progress=False)
+    assert [r["unit"] for r in iter_assigned(clean_paths, plan)] == list(range(40))
 
     work = tmp_path / "work"
     done: list[list[int]] = []
@@ -117,17 +117,17 @@ def test_a_killed_planned_run_resumes_to_the_same_files_and_reads_back_in_unit_o
         return _rows(shard)
 
     with pytest.raises(KeyboardInterrupt):
-        run_planned(plan, work, {"s": 1}, dying, progress=False)
+        run_assigned(plan, work, {"s": 1}, dying, progress=False)
     again: list[list[int]] = []
-    paths = run_planned(plan, work, {"s": 1}, lambda s: again.append(list(s)) or _rows(s), progress=False)
+    paths = run_assigned(plan, work, {"s": 1}, lambda s: again.append(list(s)) or _rows(s), progress=False)
     assert done + again == [list(s) for s in plan]  # each shard computed once, in plan order
     assert [p.read_bytes() for p in paths] == [p.read_bytes() for p in clean_paths]
-    assert list(iter_planned(paths, plan)) == list(iter_planned(clean_paths, plan))
+    assert list(iter_assigned(paths, plan)) == list(iter_assigned(clean_paths, plan))
 
 
 def test_a_shard_with_a_missing_row_is_named(tmp_path):
     plan = [[1, 2], [0]]
-    paths = run_planned(plan, tmp_path / "w", {"s": 1}, _rows, progress=False)
+    paths = run_assigned(plan, tmp_path / "w", {"s": 1}, _rows, progress=False)
     paths[0].write_text(json.dumps({"unit": 1}) + "\n")
     with pytest.raises(LieError, match="shard-00000.jsonl: 1 rows for 2 units"):
-        list(iter_planned(paths, plan))
+        list(iter_assigned(paths, plan))

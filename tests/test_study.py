@@ -71,7 +71,7 @@ def test_the_responses_copy_the_grades_and_read_depth_from_the_generations():
     rows = [json.loads(x) for x in StudyPaths(p.layout).responses(key).read_text().splitlines()]
     scores = {
         (s["index"], s["sample"]): s
-        for s in map(json.loads, p.layout.scores(key, "scores").read_text().splitlines())
+        for s in map(json.loads, p.layout.graded(key, "scores").read_text().splitlines())
     }
     gens = {
         (g["index"], g["sample"]): g

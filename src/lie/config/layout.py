@@ -58,7 +58,9 @@ class Layout:
     def generations(self, key: str, bench: str) -> Path:
         return self.root / "generations" / key / f"{bench}.jsonl"
 
-    def scores(self, key: str, bench: str) -> Path:
+    def graded(self, key: str, bench: str) -> Path:
+        """Graded lines (``lie evaluate --out-scores``; ``scores/`` keeps its name, so that an outdir of
+        older code stays valid: a grade, not the LIE reward ``lie score`` computes)."""
         return self.root / "scores" / key / f"{bench}.jsonl"
 
     def summary(self, key: str) -> Path:

@@ -6,9 +6,9 @@ is empty, short or changed since, is redone. So a kill (or a crash of the machin
 nothing that looks finished, and the next run continues where the last one stopped. A manifest
 records the settings; resuming with other settings stops with a message instead of mixing.
 
-The units of work go in shards by a plan (:func:`plan_shards`): a list of unit lists, each shard's
+The units of work go in shards by an assignment (:func:`assign_shards`): a list of unit lists, each shard's
 units in ascending order, computed from the inputs alone, so a resumed run redoes exactly the
-shards it lacks. :func:`iter_planned` reads the rows back in unit order, whatever the plan.
+shards it lacks. :func:`iter_assigned` reads the rows back in unit order, whatever the assignment.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def shard_ranges(total: int, shard_size: int) -> list[range]:
     return [range(start, min(start + shard_size, total)) for start in range(0, total, shard_size)]
 
 
-def plan_shards(
+def assign_shards(
     weights: Sequence[int], shard_size: int, max_factor: int = 4, min_units: int | None = None
 ) -> list[list[int]]:
     """Units ``0..len(weights)-1`` in shards of similar weight (expected tokens), heaviest first.
@@ -74,9 +74,9 @@ def plan_shards(
     return shards
 
 
-def plan_digest(plan: Sequence[Sequence[int]]) -> str:
-    """A short digest of a plan's shard contents (recorded in the manifest: another plan is not resumed)."""
-    text = ";".join(",".join(map(str, shard)) for shard in plan)
+def assignment_digest(assignment: Sequence[Sequence[int]]) -> str:
+    """A short digest of an assignment's shard contents (recorded in the manifest: another assignment is not resumed)."""
+    text = ";".join(",".join(map(str, shard)) for shard in assignment)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -148,11 +148,11 @@ def run_in_shards(
     ``total`` counts units of work (samples, for generation): a set of few problems with many
     samples each still gets a resume point every ``shard_size`` samples.
     """
-    return run_planned(shard_ranges(total, shard_size), work_dir, settings, work, desc, progress, unit)
+    return run_assigned(shard_ranges(total, shard_size), work_dir, settings, work, desc, progress, unit)
 
 
-def run_planned(
-    plan: Sequence[Sequence[int]],
+def run_assigned(
+    assignment: Sequence[Sequence[int]],
     work_dir: str | Path,
     settings: dict[str, Any],
     work: Callable[[Sequence[int]], list[dict[str, Any]]],
@@ -160,15 +160,17 @@ def run_planned(
     progress: bool = True,
     unit: str = "it",
 ) -> list[Path]:
-    """Run ``work`` on every shard of ``plan`` (lists of units) not yet done; return all shard files."""
+    """Run ``work`` on every shard of ``assignment`` (lists of units) not yet done; return all shard files."""
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
     with hold(work_dir / LOCK, desc, str(work_dir)):  # two commands writing one output: the second stops
-        return _run(plan, work_dir, settings, work, {"desc": desc, "unit": unit, "disable": not progress})
+        return _run(
+            assignment, work_dir, settings, work, {"desc": desc, "unit": unit, "disable": not progress}
+        )
 
 
 def _run(
-    plan: Sequence[Sequence[int]],
+    assignment: Sequence[Sequence[int]],
     work_dir: Path,
     settings: dict[str, Any],
     work: Callable[[Sequence[int]], list[dict[str, Any]]],
@@ -177,11 +179,16 @@ def _run(
     from tqdm import tqdm
 
     _check_manifest(work_dir, settings)
-    paths = [work_dir / f"shard-{k:05d}.jsonl" for k in range(len(plan))]
-    todo = [(r, p) for r, p in zip(plan, paths) if not _finished(p, len(r))]
-    if len(todo) < len(plan):
-        log.info("%s: resuming, %d of %d shards already done", work_dir, len(plan) - len(todo), len(plan))
-    total = sum(len(r) for r in plan)
+    paths = [work_dir / f"shard-{k:05d}.jsonl" for k in range(len(assignment))]
+    todo = [(r, p) for r, p in zip(assignment, paths) if not _finished(p, len(r))]
+    if len(todo) < len(assignment):
+        log.info(
+            "%s: resuming, %d of %d shards already done",
+            work_dir,
+            len(assignment) - len(todo),
+            len(assignment),
+        )
+    total = sum(len(r) for r in assignment)
     bar = tqdm(total=total, initial=total - sum(len(r) for r, _ in todo), **bar_options)
     for rng, path in todo:
         rows = work(rng)
@@ -221,13 +228,13 @@ def iter_shards(paths: list[Path]) -> Iterator[dict[str, Any]]:
                     yield loads_line(line, f"{path} line {lineno}")
 
 
-def iter_planned(paths: list[Path], plan: Sequence[Sequence[int]]) -> Iterator[dict[str, Any]]:
+def iter_assigned(paths: list[Path], assignment: Sequence[Sequence[int]]) -> Iterator[dict[str, Any]]:
     """The rows of sealed shards, one per unit, in unit order (not shard order), read one at a time.
 
-    A shard must hold one row per unit of its plan, in the plan's order; else the error names it.
+    A shard must hold one row per unit of its assignment, in the assignment's order; else the error names it.
     """
     where: list[tuple[int, int, int]] = []  # (unit, shard, byte offset)
-    for number, (path, units) in enumerate(zip(paths, plan, strict=True)):
+    for number, (path, units) in enumerate(zip(paths, assignment, strict=True)):
         offsets, offset = [], 0
         with open(path, "rb") as handle:
             for line in handle:

@@ -145,7 +145,7 @@ def collect(config: Config, max_points: int = 200, paper: Paper | None = None) -
     for run in runs:
         log.info("dynamics of %s", run)
         dynamics[run] = run_dynamics(config, run, layout.run_dir(run), max_points=max_points)
-    problem_scores = {key: read_problem_scores(layout.scores(key, "scores"), budget, READERS) for key in keys}
+    problem_scores = {key: read_problem_scores(layout.graded(key, "scores"), budget, READERS) for key in keys}
     classifier = load_classifier()
     evals = {}
     for key in keys:

@@ -6,14 +6,14 @@ samples whichever shards ran before it. The work goes in resumable shards of sam
 (``lie.formats.resumable``); the engine is loaded once, on the first shard that needs it, so that a
 finished run that is only being collected never loads a model.
 
-Shards are planned by expected tokens (:func:`shard_plan`): one engine call waits for its longest
+Samples are assigned to shards by expected tokens (:func:`shard_assignment`): one engine call waits for its longest
 sample, so samples of about the same expected length go together, longest first; a shard holds at
 least ``shard_size`` samples (a call runs as many at once as before), and short samples go on
 joining it up to ``shard_size`` x the mean expected tokens (at most 4 x ``shard_size`` samples).
 The expected length of a prompt's samples is its reference length where every prompt has one
 (``Prompt.expected``: a training row's ``extra_info.avg_response_len``), else the prompt's
 length in characters (longer problems tend to take longer answers; equal lengths keep the flat
-order). The records come back in the flat order whatever the plan.
+order). The records come back in the flat order whatever the assignment.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 from lie.core.errors import LieError
 from lie.engines.generation import Completion, SamplingSettings, sample_seed, token_budget
 from lie.formats.prompts import prompt_token_ids
-from lie.formats.resumable import iter_planned, plan_digest, plan_shards, run_planned
+from lie.formats.resumable import assign_shards, assignment_digest, iter_assigned, run_assigned
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class Drawn:
     completion: Completion
 
 
-PLAN_RULE = (
+ASSIGNMENT_RULE = (
     "samples longest expected first (reference length if every prompt has one, else prompt characters; "
     "ties in flat order), >= shard_size a shard, short ones up to shard_size x mean tokens, <= 4 x shard_size"
 )
@@ -73,11 +73,11 @@ def expected_tokens(prompts: Sequence[Prompt], max_tokens: int) -> list[int]:
     return [max(1, sum(len(m.get("content", "")) for m in p.messages)) for p in prompts]
 
 
-def shard_plan(prompts: Sequence[Prompt], draw: Draw, shard_size: int) -> list[list[int]]:
+def shard_assignment(prompts: Sequence[Prompt], draw: Draw, shard_size: int) -> list[list[int]]:
     """The shards of the flat (prompt, sample) order, by expected tokens: a function of the inputs alone."""
     n = draw.sampling.n
     per_prompt = expected_tokens(prompts, draw.sampling.max_tokens)
-    return plan_shards([per_prompt[k // n] for k in range(len(prompts) * n)], shard_size)
+    return assign_shards([per_prompt[k // n] for k in range(len(prompts) * n)], shard_size)
 
 
 def draw_shard(engine: Any, prompts: Sequence[Prompt], draw: Draw, shard: Sequence[int]) -> list[Drawn]:
@@ -118,7 +118,7 @@ def sample_in_shards(
     progress: bool = True,
 ) -> Iterator[dict[str, Any]]:
     """Every sample of every prompt, turned into one record each (a JSON line), shard by shard
-    (:func:`shard_plan`); the records in the flat (prompt, sample) order, read from the shard files."""
+    (:func:`shard_assignment`); the records in the flat (prompt, sample) order, read from the shard files."""
     holder: list[Any] = []
 
     def work(shard: Sequence[int]) -> list[dict[str, Any]]:
@@ -126,7 +126,7 @@ def sample_in_shards(
             holder.append(load_engine())
         return records(draw_shard(holder[0], prompts, draw, shard))
 
-    plan = shard_plan(prompts, draw, shard_size)
-    state = {**manifest, "shard_plan": f"{PLAN_RULE}; sha256 {plan_digest(plan)}"}
-    paths = run_planned(plan, work_dir, state, work, desc=desc, progress=progress, unit="sample")
-    return iter_planned(paths, plan)
+    assignment = shard_assignment(prompts, draw, shard_size)
+    state = {**manifest, "shard_plan": f"{ASSIGNMENT_RULE}; sha256 {assignment_digest(assignment)}"}
+    paths = run_assigned(assignment, work_dir, state, work, desc=desc, progress=progress, unit="sample")
+    return iter_assigned(paths, assignment)
