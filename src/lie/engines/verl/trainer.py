@@ -147,7 +147,7 @@ class LIETrainer(PPOTrainerSync):
     def _validate(self, *args: Any, **kwargs: Any) -> Any:
         module = trainer_base.uuid
         # monkey-patches verl's module attribute ``uuid`` (the uuid module) for the validation pass
-        trainer_base.uuid = ValidationNames(self.global_steps)  # type: ignore[assignment]
+        trainer_base.uuid = ValidationNames(self.global_steps)
         try:
             return super()._validate(*args, **kwargs)
         finally:

@@ -46,4 +46,4 @@ def apply() -> None:
             # monkey-patches verl's module (its name, imported before this ran)
             module.initialize_global_process_group_ray = _init_process_group  # type: ignore[attr-defined]
     # monkey-patches verl's check (an lru_cache wrapper there) with a plain function
-    monkey_patch.is_trl_available = _no_value_head_patch  # type: ignore[assignment]
+    monkey_patch.is_trl_available = _no_value_head_patch
