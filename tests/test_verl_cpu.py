@@ -621,7 +621,11 @@ def test_a_killed_run_resumes_from_its_last_complete_checkpoint(tmp_path, tiny):
     while not (tracker.exists() and tracker.read_text().strip() == "1"):
         assert proc.poll() is None and time.monotonic() < deadline, "verl stopped before its first checkpoint"
         time.sleep(0.5)
-    time.sleep(1.0)  # into step 2
+    # into step 2, before its save: its first rollouts are written (after step 1 a tiny step can take less than a
+    # second, so a fixed wait could land after step 2's save and the rerun would rightly resume from step 2)
+    while not list(rundir.rollouts_dir.glob("step-000002.*")):
+        assert proc.poll() is None and time.monotonic() < deadline, "verl stopped before step 2"
+        time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert not rundir.final_json.exists()
