@@ -15,7 +15,6 @@ the jobs read, and the preflight's trial config.
 from __future__ import annotations
 
 import copy
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -196,6 +195,8 @@ class Config:
     _evaluation: Evaluation | None
     _reward: RewardConfig
     _written: Mapping[str, Any] = field(repr=False, compare=False)
+    # each run's settings, built on first use; this object's own (a dataclasses.replace starts afresh)
+    _runs: dict[str, RunSettings] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def of(cls, raw: Mapping[str, Any], source: str = "config") -> Config:
@@ -300,7 +301,11 @@ class Config:
 
     def run(self, name: str) -> RunSettings:
         """A run's settings, typed and merged (``lie.config.settings.RunSettings``), built once per run."""
-        return _run_settings(self, name)
+        if name not in self._runs:
+            from lie.config.settings import RunSettings
+
+            self._runs[name] = RunSettings.of(self, name)
+        return self._runs[name]
 
     def experiment(self, run: str) -> Experiment:
         if run not in self.experiments:
@@ -336,7 +341,7 @@ class Config:
     @property
     def retries(self) -> int:
         """``training.retries``: a train job's attempts after the first (the train rule's, every run's)."""
-        return int((self._written.get("training") or {}).get("retries") or 0)
+        return int(_req(self._need(self._written.get("training"), "training"), "retries", "training"))
 
     def as_written(self, *keys: str) -> Any:
         """The value at ``keys`` (the whole config when none) as written, a plain deep copy; None if absent."""
@@ -387,10 +392,3 @@ def _cluster(section: Mapping[str, Any]) -> Cluster:
         binds=tuple(section.get("binds") or ()),
         nccl=MappingProxyType(dict(section.get("nccl") or {})),
     )
-
-
-@functools.lru_cache(maxsize=4096)
-def _run_settings(config: Config, name: str) -> RunSettings:
-    from lie.config.settings import RunSettings
-
-    return RunSettings.of(config, name)
