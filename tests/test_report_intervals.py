@@ -25,9 +25,9 @@ def coverage(p: np.ndarray, k: int, seed: int) -> tuple[float, float]:
         ours, paper = rng.binomial(k, p), rng.binomial(k, p)
         scores = {i: iv.Share(int(c), k) for i, c in enumerate(ours)}
         diff = float(np.mean(ours) - np.mean(paper)) / k
-        se = iv.versus_paper(iv.resampling_se(scores), iv.bench_se(scores))
+        se = iv.versus_paper([iv.noise_se(iv.resampling_se(scores), iv.bench_se(scores))])
         held += bool(iv.inside_noise(diff, se))
-        held_between += bool(iv.inside_noise(diff, iv.versus_paper(None, iv.bench_se(scores))))
+        held_between += bool(iv.inside_noise(diff, iv.versus_paper([iv.bench_se(scores)])))
     return held / REPEATS, held_between / REPEATS
 
 

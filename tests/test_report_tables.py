@@ -208,6 +208,7 @@ def test_out_of_domain_columns_under_both_readers(paper):
 
 
 OOD = ("arc-c", "gpqa-diamond", "mmlu-pro")
+IN = ("math500", "olympiadbench", "amc", "aime24", "aime25")
 
 
 def first_sample_correct(config: Config, key: str, bench: str) -> list[tuple[int, bool]]:
@@ -261,6 +262,14 @@ def test_every_difference_carries_its_interval_from_the_per_problem_scores(paper
         csv_row(rows, lie, b)["ours_se_pct"] for b in ("math500", "olympiadbench", "amc", "aime24", "aime25")
     ]
     assert domain["ours_se_pct"] == pytest.approx(sum(p * p for p in parts) ** 0.5 / 5)
+    # Δ with the paper's average: each benchmark's own noise (re-sampling where k > 1), combined
+    noises = [resampled(paper.config, lie, b) or csv_row(rows, lie, b)["ours_se_pct"] for b in IN]
+    assert [resampled(paper.config, lie, b) is None for b in IN] == [True, True, False, False, False]
+    assert domain["diff_se_pct"] == pytest.approx(2**0.5 * sum(n * n for n in noises) ** 0.5 / 5)
+    gains = [(resampled(paper.config, lie, b) or 0) ** 2 + (resampled(paper.config, base, b) or 0) ** 2
+             or csv_row(rows, lie, b, versus=base)["ours_se_pct"] ** 2 for b in IN]  # fmt: skip
+    gain = csv_row(rows, lie, "in_domain", versus=base)
+    assert gain["diff_se_pct"] == pytest.approx(2**0.5 * sum(gains) ** 0.5 / 5)
     # every Δ of the tables carries an interval; those inside the noise are marked
     main = rendered(paper, "main")
     lie_row = row(main, lie + " |").split("|")
@@ -354,6 +363,11 @@ def test_the_caption_explains_only_the_columns_and_rows_the_table_has(paper):
     keys = table_keys(Config.of(paper.config), paper.keys)["main"]
     full = tables._caption(paper, keys, paper=True, gains=True, readers=True)
     assert "Δ = ours − paper" in full and "beside the paper's gain" in full and "re-sampling SE" in full
+    # which target each interval covers, and what none includes
+    assert "Ours and a gain (paired, problem by problem) take the problems as a sample of their kind" in full
+    assert "on these problems, fixed, where a problem has k > 1 samples" in full
+    assert "combined over a domain average" in full and "the right one on the out-of-domain inputs" in full
+    assert "No interval includes training again with another seed." in full
     bare = tables._caption(paper, keys, paper=False, gains=False, readers=False)
     assert "No paper column" in bare and "Δ" not in bare and "A − B" not in bare and "(A-J)" not in bare
     assert "main" in table_keys(Config.of(paper.config), paper.keys) and "Δ = ours − paper" in rendered(

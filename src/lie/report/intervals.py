@@ -6,12 +6,18 @@ problem, pass@1 on GPQA's 198 problems near 50% is about ±3.5 points). A domain
 mean of its benchmarks, so its standard error is sqrt(sum of theirs squared) / B.
 
 Two runs on the same problems (LIE against its baseline) are compared problem by problem: the
-standard error of the difference is that of the per-problem differences (paired). The paper
-publishes no per-problem scores; its number and ours are taken as two re-samplings of the same
-model on the same problems, so the spread of difficulty between problems cancels and what is left
-is the re-sampling noise: with k > 1 samples a problem, Var(ours) = sum of p(1-p)/(k-1) over the P
+standard error of the difference is that of the per-problem differences (paired). That interval
+takes the problems as a sample of their kind (another set of AIME-like problems).
+
+The paper publishes no per-problem scores. Where our inputs are the authors' (the in-domain
+benchmarks), its number and ours are taken as two re-samplings of the same model on the same
+problems, fixed: the spread of difficulty between problems cancels and what is left is the
+re-sampling noise. With k > 1 samples a problem, Var(ours) = sum of p(1-p)/(k-1) over the P
 problems, / P², and SE(ours − paper) = sqrt(2 · Var). With one sample a problem the re-sampling
-noise cannot be told from the difficulty spread, and SE(Δ) = sqrt(2) · SE(ours) (conservative).
+noise cannot be told from the difficulty spread, and the between-problem SE stands in for it
+(conservative by that spread); it is also the right one where the problems or prompts differ
+from the authors' (the out-of-domain benchmarks): problems as a sample. A domain average
+combines its benchmarks one by one (:func:`noise_se`), each with the error its k allows.
 No interval includes the variance of training again with another seed.
 A difference is *inside the noise* when its 95% interval, Δ ± 1.96 · SE(Δ), holds 0.
 """
@@ -23,6 +29,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from lie.core.errors import LieError
 from lie.formats.graded import read_graded_lines
@@ -99,8 +107,8 @@ def _se(values: Sequence[float]) -> float | None:
     count = len(values)
     if count < 2:
         return None
-    mean = sum(values) / count
-    return math.sqrt(sum((v - mean) ** 2 for v in values) / (count - 1) / count)
+    array = np.fromiter(values, dtype=float, count=count)  # MMLU-Pro's 12k problems, many times a report
+    return float(array.std(ddof=1)) / math.sqrt(count)
 
 
 def bench_se(scores: Mapping[int, float]) -> float | None:
@@ -132,10 +140,16 @@ def resampling_se(scores: Mapping[int, Share]) -> float | None:
     return math.sqrt(sum(s * (1 - s) / (s.samples - 1) for s in scores.values())) / len(scores)
 
 
-def versus_paper(resampling: float | None, between: float | None) -> float | None:
-    """SE of ours − paper, both re-samplings of one model on the same problems: √2 · the re-sampling
-    SE; with one sample a problem (``resampling`` None), √2 · the between-problem SE."""
-    se = resampling if resampling is not None else between
+def noise_se(resampling: float | None, between: float | None) -> float | None:
+    """One benchmark's noise against the paper's number: the re-sampling SE where it is known (k > 1),
+    else (one sample a problem, ``resampling`` None) the between-problem SE."""
+    return resampling if resampling is not None else between
+
+
+def versus_paper(parts: Sequence[float | None]) -> float | None:
+    """SE of ours − paper over the benchmarks with noises ``parts`` (:func:`noise_se`; one part for a
+    benchmark, several for a domain average): √2 · their :func:`combined_se` (both numbers carry it)."""
+    se = combined_se(parts)
     return None if se is None else math.sqrt(2.0) * se
 
 

@@ -10,6 +10,7 @@ benchmark, is ``—`` in Markdown, ``--`` in LaTeX, empty in CSV, with the reaso
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from lie.analysis.behaviours import Tally
@@ -157,23 +158,30 @@ def standard_error(data: ReportData, key: str, column: str, reader: str | None) 
     return _pct(se)
 
 
-def resampling_error(
-    data: ReportData, keys: tuple[str, ...], column: str, reader: str | None
-) -> float | None:
-    """The re-sampling standard error (points) of the sum or difference of ``keys``' numbers (same
-    model, same problems, other samples: :func:`lie.report.intervals.resampling_se`); None where a
-    problem has one sample."""
+def paper_error(data: ReportData, keys: tuple[str, ...], column: str, reader: str | None) -> float | None:
+    """The standard error (points) of our number minus the paper's (one key), or of our gain minus the
+    paper's gain (LIE run, baseline): benchmark by benchmark, the re-sampling SE of ``keys``' numbers
+    where every problem has k > 1 samples, else the between-problem SE (paired for a gain), combined
+    over a domain's benchmarks (:func:`lie.report.intervals.versus_paper`)."""
     benches = _domain_benches(data, column) if column in DOMAINS else [column]
-    parts = []
+    per_key: list[iv.ProblemScores] = []
     for key in keys:
         scores = (data.problem_scores.get(key) or {}).get(reader)
         if scores is None:
             return None
-        parts.append(iv.combined_se([iv.resampling_se(scores[b]) if b in scores else None for b in benches]))
-    known = [p for p in parts if p is not None]
-    if len(known) < len(parts):
-        return None
-    return _pct(sum(p * p for p in known) ** 0.5)
+        per_key.append(scores)
+    parts: list[float | None] = []
+    for bench in benches:
+        if any(bench not in scores for scores in per_key):
+            parts.append(None)
+            continue
+        of_bench = [scores[bench] for scores in per_key]
+        resampled = [iv.resampling_se(s) for s in of_bench]
+        known = [r for r in resampled if r is not None]
+        both = math.sqrt(sum(r * r for r in known)) if len(known) == len(resampled) else None
+        between = iv.bench_se(of_bench[0]) if len(of_bench) == 1 else iv.paired_se(*of_bench)
+        parts.append(iv.noise_se(both, between))
+    return _pct(iv.versus_paper(parts))
 
 
 def paired_error(data: ReportData, key: str, base: str, column: str, reader: str | None) -> float | None:
@@ -210,8 +218,8 @@ def result_rows(data: ReportData, keys: list[str], table: str = "main") -> list[
                 ours, notes = value(data, key, column, reader)
                 paper = _paper(data, key, column, notes)
                 se = standard_error(data, key, column, reader) if ours is not None else None
-                resampled = resampling_error(data, (key,), column, reader) if ours is not None else None
-                diff, diff_se = _minus(ours, paper), iv.versus_paper(resampled, se)
+                diff = _minus(ours, paper)
+                diff_se = paper_error(data, (key,), column, reader) if diff is not None else None
                 rows.append(dict(table=table, key=key, label=data.label(key), versus="", bench=column,
                                  reader=reader or "", metric=metric, budget=data.budget, ours_pct=ours,
                                  ours_se_pct=se, paper_pct=paper, diff_pct=diff,
@@ -241,8 +249,8 @@ def _gain_rows(data: ReportData, key: str, base: str, table: str) -> list[dict[s
             gain = _minus(ours_a, ours_b)
             se = paired_error(data, key, base, column, reader) if gain is not None else None
             paper = _minus(_paper(data, key, column, notes), _paper(data, base, column, notes_b))
-            resampled = resampling_error(data, (key, base), column, reader) if gain is not None else None
-            diff, diff_se = _minus(gain, paper), iv.versus_paper(resampled, se)
+            diff = _minus(gain, paper)
+            diff_se = paper_error(data, (key, base), column, reader) if diff is not None else None
             rows.append(dict(table=table, key=key, label=data.label(key), versus=base, bench=column,
                              reader=reader or "", metric=metric, budget=data.budget, ours_pct=gain, ours_se_pct=se,
                              ours_inside_noise=iv.inside_noise(gain, se), paper_pct=paper, diff_pct=diff,
@@ -362,16 +370,21 @@ def _caption(data: ReportData, keys: list[str], paper: bool, gains: bool, reader
             "Rows 'A − B': LIE's gain over its baseline (ours, problem by problem)"
             f"{' beside the paper' + chr(39) + 's gain' if paper else ''}."
         )
-    interval = "±: the 95% interval (1.96 standard errors from the per-problem scores; paired for a gain"
+    interval = (
+        "±: the 95% interval (1.96 standard errors from the per-problem scores). Ours and a gain (paired, "
+        "problem by problem) take the problems as a sample of their kind"
+    )
     if paper:
         interval += (
-            "; a difference with the paper takes both numbers as re-samplings of one model on the same "
-            "problems: √2 · the re-sampling SE, from p(1−p)/(k−1) per problem, or √2 · SE with one sample "
-            "a problem"
+            "; Δ with the paper covers the noise of evaluating again, benchmark by benchmark and combined over "
+            "a domain average: on these problems, fixed, where a problem has k > 1 samples (√2 · the "
+            "re-sampling SE, p(1−p)/(k−1) a problem), else the problems as a sample (√2 · the between-problem "
+            "SE: wider than the re-sampling noise on the authors' own in-domain problems, the right one on "
+            "the out-of-domain inputs, which are not theirs)"
         )
     parts.append(
-        f"{interval}); ~: inside the noise (the interval holds 0). No interval includes the variance of "
-        f"training again with another seed. {MISSING}: not available (notes below). [n]: a footnote below."
+        f"{interval}; ~: inside the noise (the interval holds 0). No interval includes training again with "
+        f"another seed. {MISSING}: not available (notes below). [n]: a footnote below."
     )
     return " ".join(parts)
 
