@@ -382,3 +382,21 @@ def test_the_tables_of_one_reader_say_which(paper):
     assert {r["note"] for r in rows if r["bench"] in ("math500", "in_domain")} == {""}
     authors = report_data(paper_config(), mode="authors")
     assert tables.main_reader(authors) == said.replace("robust", "authors")
+
+
+def test_the_footnotes_say_how_prompts_are_tokenized_and_which_weights_float(paper):
+    families, main = rendered(paper, "families"), rendered(paper, "main")
+    for table in (families, main):
+        assert (
+            "- Prompt tokens: the chat template's text tokenized as training tokenizes it (verl 0.9.1's"
+            in table
+        )
+        assert "their prompts hold one BOS more than ours" in table
+    octo = row(families, "octothinker-3b_deepmath-5k_gspo ")
+    (number,) = [n for n in octo.split("|")[1].split("[")[1].rstrip("] ").split(",")
+                 if "OctoThinker/OctoThinker-3B-Long-Base at revision 'main', not a commit" in footnote(families, n)]  # fmt: skip
+    assert "so its weights float" in footnote(families, number)
+    assert "not a commit" not in main  # every Qwen model is pinned to a commit
+    pinned = copy.deepcopy(paper_config())
+    pinned["models"]["octothinker-3b"]["revision"] = "0123456789abcdef0123456789abcdef01234567"
+    assert "not a commit" not in rendered(report_data(pinned), "families")

@@ -3,6 +3,11 @@
 The template changes scores, so it lives in config and is recorded with the data (lighteval's
 rule). Prompts go through the tokenizer's chat template with a generation prompt, as verl does
 for the ``prompt`` column; too long prompts are cut on the left (``data.truncation=left``).
+
+The ids are training's: the rendered text tokenized with no special token added, as verl 0.9.1's
+rollouts (``apply_chat_template(tokenize=True)``) and TRL's prompts (this function), so a BOS is
+there exactly where the chat template writes ``{{ bos_token }}`` (tests/test_prompt_bos.py). The
+authors' evaluation instead gives vLLM the text, which adds the tokenizer's BOS in front.
 """
 
 from __future__ import annotations

@@ -13,11 +13,15 @@ whole table. What is noted, each only when a row of the table is concerned:
   of ``paper_numbers.yaml``;
 - bare questions (``evaluation.bare_questions``), where the problems come from, that the
   out-of-domain inputs are the project's, the multiple-choice grading mode each summary records, and
-  the thinking switch each evaluated model had (``evaluation.enable_thinking``).
+  the thinking switch each evaluated model had (``evaluation.enable_thinking``);
+- a base model at a hub revision that is not a commit (its weights float);
+- how the prompts are tokenized (training's way), against the authors' evaluation (one BOS more
+  where the tokenizer adds one).
 """
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -271,6 +275,43 @@ def choice_mode(data: ReportData, keys: list[str]) -> list[Note]:
     ]
 
 
+VLLM_TEXT = "vLLM 0.24's LLM.generate on text prompts (vllm/renderers/base.py: default_cmpl_tok_params)"
+
+
+def prompts(data: ReportData, keys: list[str]) -> list[Note]:
+    """Our prompt ids are training's; the authors' evaluation adds the tokenizer's BOS to the text."""
+    return [
+        Note(
+            "Prompt tokens: the chat template's text tokenized as training tokenizes it (verl 0.9.1's "
+            "apply_chat_template(tokenize=True); TRL the same), no special token added: a BOS only where the "
+            f"template writes one. The authors' evaluation hands the text to {VLLM_TEXT}, which adds the "
+            "tokenizer's own BOS (add_special_tokens=True) and removes no duplicate: with a tokenizer that "
+            "adds one (Llama-3's, OctoThinker's base) their prompts hold one BOS more than ours."
+        )
+    ]
+
+
+SHA = re.compile(r"[0-9a-f]{40}")
+
+
+def floating(data: ReportData, keys: list[str]) -> list[Note]:
+    """Rows whose base model is a hub revision that is not a commit: its weights may change."""
+    by_model: dict[str, list[str]] = defaultdict(list)
+    for key in keys:
+        entry = data.config.model(model_of(data.config, key))
+        if entry.hf_id and not entry.path and not entry.tiny and not SHA.fullmatch(str(entry.revision or "")):
+            by_model[entry.name].append(key)
+    return [
+        Note(
+            f"{data.config.model(name).hf_id} at revision {data.config.model(name).revision!r}, not a commit "
+            f"(models.{name}.revision): no commit of it was reachable when config.yaml was written, so its "
+            "weights float; the model folder's lie_source.json records the commit that was downloaded.",
+            tuple(rows),
+        )
+        for name, rows in by_model.items()
+    ]
+
+
 def tiny(data: ReportData, keys: list[str]) -> list[Note]:
     """A table of tiny models says first that its numbers test the pipeline, not LIE."""
     names = [m for m in dict.fromkeys(model_of(data.config, k) for k in keys) if data.config.model(m).tiny]
@@ -292,11 +333,13 @@ MAKERS = (
     continual,
     length_only,
     training_data,
+    floating,
     bare,
     problems,
     ood_inputs,
     choice_mode,
     thinking,
+    prompts,
 )
 
 
