@@ -142,9 +142,9 @@ def test_assumptions_are_footnotes_of_the_rows_they_concern(paper):
     octo = footnote(families, "2")
     assert "trained on deepmath-5k: deepmath-5k-octothinker_add1k.parquet of LINs-lab/LIE at 1b3bb02" in octo
     assert "the authors' training script for OctoThinker" in octo and "a DAPO-Math file" in octo
-    assert "evaluated on bare questions" in footnote(families, "3")
+    assert "not a commit" in footnote(families, "3") and "evaluated on bare questions" in footnote(families, "4")
     assert row(families, "octothinker-3b_deepmath-5k_gspo_lie").startswith(
-        "| octothinker-3b_deepmath-5k_gspo_lie [2,3] |"
+        "| octothinker-3b_deepmath-5k_gspo_lie [2,3,4] |"
     )
     assert "[" not in row(rendered(paper, "scale"), "qwen3-8b-base_dapo_gspo ").split("|")[1]
 
