@@ -470,3 +470,24 @@ def test_a_gpu_training_launch_checks_the_driver_first(tmp_path):
     assert proc.returncode != 0
     assert "driver here is 550.54" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert not (tmp_path / "out" / "runs" / run / "run.json").exists()  # nothing launched
+
+
+def test_a_verl_train_job_on_a_gpu_box_takes_gpus_no_other_job_holds(tmp_path):
+    """profiles/local-gpu on a box with more GPUs than a run takes (8, the paper's 4 a run): the train job
+    (train_job.sh, as the train rule runs it with its train_env) gets its GPUs through gpu_slots.sh, so it
+    neither shares GPU 0 with a running generate job nor starts Ray on all eight."""
+    import time
+
+    bin_dir = write_tools(tmp_path / "bin", {"lie": 'echo "lie sees GPUs $CUDA_VISIBLE_DEVICES"'})
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "LIE_GPUS": "8",
+           "LIE_GPU_LOCK_DIR": str(tmp_path / "locks"), "LIE_GPUS_PER_NODE": "4"}  # fmt: skip
+    env.pop("SLURM_JOB_ID", None)
+    generate = _slots(tmp_path, 1, "sleep 4", LIE_GPUS="8")  # a generate job holds GPU 0
+    time.sleep(0.5)
+    train = subprocess.run(
+        ["bash", str(REPO / "workflow/scripts/train_job.sh"), "verl", "run1", "--config", "c.yaml"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    generate.wait(timeout=30)
+    assert train.returncode == 0, train.stderr
+    assert "lie sees GPUs 1,2,3,4" in train.stdout

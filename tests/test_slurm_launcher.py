@@ -137,3 +137,47 @@ def test_train_sbatch_asks_its_ray_steps_for_gpus_as_the_job_did(fake_slurm):
     assert len(steps) == 3 and all("--gpus-per-node=4" in c and "--gres" not in c for c in steps), steps
     trainer = [c for c in log.read_text().splitlines() if c.startswith("lie train")]
     assert trainer == ["lie train qwen3-4b-base_dapo_gspo_lie --config config.yaml --nnodes 3"]
+
+
+def test_two_jobs_on_one_node_open_no_port_in_common(fake_slurm):
+    """Two 4-GPU jobs on one 8-GPU node: every port either job's Ray nodes listen on is its own (the GCS
+    port alone differed: the dashboard's, the client server's and the agents' collided)."""
+    import re
+
+    env, log = fake_slurm
+    ports = {}
+    for job in ("4242", "4243"):
+        log.write_text("")
+        proc = _launch({**env, "SLURM_JOB_ID": job}, "true")
+        assert proc.returncode == 0, proc.stderr
+        starts = [c for c in log.read_text().splitlines() if c.startswith("ray start")]
+        assert len(starts) == 3
+        head = next(c for c in starts if "--head" in c)
+        for option in ("--port", "--dashboard-port", "--ray-client-server-port", "--dashboard-agent-listen-port",
+                       "--dashboard-agent-grpc-port", "--metrics-export-port", "--runtime-env-agent-port",
+                       "--node-manager-port", "--object-manager-port"):  # fmt: skip
+            assert f"{option}=" in head, option  # none left to Ray's fixed defaults
+        ports[job] = {int(p) for c in starts for p in re.findall(r"port=(\d+)", c)}
+        assert all(not 10002 <= p <= 19999 for p in ports[job])  # clear of Ray's worker ports
+    assert ports["4242"] and not ports["4242"] & ports["4243"]
+
+
+def _sbatch_directives(script: Path) -> list[str]:
+    """The options sbatch reads from a script: each ``#SBATCH`` line of the comment block before its first
+    command (sbatch stops reading directives there)."""
+    options = []
+    for line in script.read_text().splitlines()[1:]:
+        if line.strip() and not line.startswith("#"):
+            break
+        if line.startswith("#SBATCH "):
+            options += line.split()[1:]
+    return options
+
+
+def test_train_sbatch_asks_each_nodes_whole_memory_beside_exclusive():
+    """--exclusive gives a job the node's GPUs and CPUs but, without --mem, only the partition's default
+    memory (DefMemPerNode/DefMemPerCPU, often a few GB); an 8B run needs ~100 GB of host memory."""
+    options = _sbatch_directives(REPO / "workflow/scripts/train.sbatch")
+    assert "--exclusive" in options
+    mem = [o for o in options if o.startswith(("--mem=", "--mem-per-cpu=", "--mem-per-gpu="))]
+    assert mem == ["--mem=0"]  # Slurm: every node's whole memory

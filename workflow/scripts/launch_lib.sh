@@ -47,3 +47,19 @@ image_commands() {
     in_image=("${image_exec[@]}" "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/in_image.sh")
   fi
 }
+
+# ray_ports JOB_KEY: every port a Ray node listens on, derived from the job (an integer: the Slurm job
+# id), so that two jobs on one node (two 4-GPU jobs on an 8-GPU node) never collide. Sets ray_port (the
+# GCS, RAY_PORT or 6379 + key mod 1000) and ray_port_args (the head's fixed ports: dashboard, Ray
+# client; and every node's: dashboard agent, metrics, runtime-env agent, node and object manager), a
+# block of 10 at 20000 + (key mod 1000) x 40, above Ray's worker range (10002-19999), whose ports each
+# worker takes only when free. RAY_PORT_BASE moves the block.
+ray_ports() {
+  local key=$1 base
+  ray_port=${RAY_PORT:-$((6379 + key % 1000))}
+  base=${RAY_PORT_BASE:-$((20000 + key % 1000 * 40))}
+  ray_head_port_args=(--dashboard-port=$((base + 1)) --ray-client-server-port=$((base + 2)))
+  ray_port_args=(--dashboard-agent-listen-port=$((base + 3)) --dashboard-agent-grpc-port=$((base + 4))
+    --metrics-export-port=$((base + 5)) --runtime-env-agent-port=$((base + 6))
+    --node-manager-port=$((base + 7)) --object-manager-port=$((base + 8)))
+}

@@ -15,7 +15,9 @@
 # seconds; verl's should_save_ckpt_esi saves a checkpoint ahead of it, trainer.esi_redundant_time
 # earlier); exported before `ray start`, so that the trainer (a Ray actor) inherits it, like the
 # NCCL_* settings of the caller.
-# Environment: RAY_PORT (default 6379 + job id mod 1000), LIE_GPUS_PER_NODE (default
+# Every port a Ray node opens is the job's own (launch_lib.sh's ray_ports), so that two jobs can share a
+# node. Environment: RAY_PORT (default 6379 + job id mod 1000), RAY_PORT_BASE (the other ports: default
+# 20000 + (job id mod 1000) x 40), LIE_GPUS_PER_NODE (default
 # SLURM_GPUS_ON_NODE or 4), LIE_CPUS_PER_NODE (default SLURM_CPUS_PER_TASK or 8: Ray's CPUs, shared
 # by verl's workers, vLLM and the graders), LIE_RAY_WAIT_S (default 300) and LIE_RAY_POLL_S (seconds
 # between its checks, default 5), LIE_RAY_HEAD_IP (default: the head node's address as
@@ -41,7 +43,8 @@ if ((num_nodes < 1)); then
   exit 1
 fi
 head_node=${nodes[0]}
-port=${RAY_PORT:-$((6379 + SLURM_JOB_ID % 1000))}
+ray_ports "$SLURM_JOB_ID"
+port=$ray_port
 gpus=${LIE_GPUS_PER_NODE:-${SLURM_GPUS_ON_NODE:-4}}
 cpus=${LIE_CPUS_PER_NODE:-${SLURM_CPUS_PER_TASK:-8}}
 wait_s=${LIE_RAY_WAIT_S:-300}
@@ -83,11 +86,12 @@ cleanup() {
 trap cleanup EXIT
 
 "${ray_step[@]}" -w "$head_node" "${in_image[@]}" \
-  ray start --head --node-ip-address="$head_ip" --port="$port" --num-gpus="$gpus" --num-cpus="$cpus" --block &
+  ray start --head --node-ip-address="$head_ip" --port="$port" "${ray_head_port_args[@]}" "${ray_port_args[@]}" \
+  --num-gpus="$gpus" --num-cpus="$cpus" --block &
 
 for ((i = 1; i < num_nodes; i++)); do
   "${ray_step[@]}" -w "${nodes[$i]}" "${in_image[@]}" \
-    ray start --address="$RAY_ADDRESS" --num-gpus="$gpus" --num-cpus="$cpus" --block &
+    ray start --address="$RAY_ADDRESS" "${ray_port_args[@]}" --num-gpus="$gpus" --num-cpus="$cpus" --block &
 done
 
 # Wait until every node has joined, so that verl finds all GPUs when it starts.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The train rule's command: `train_job.sh ENGINE RUN [lie train options]`.
 # verl inside a Slurm job: a Ray cluster over all its nodes (ray_on_slurm.sh), every process in the
-# image LIE_IMAGE; verl elsewhere: `lie train` in the image (or natively without one); TRL: `lie
-# train` directly. Each attempt starts with a header line (the rule appends every attempt to one
+# image LIE_IMAGE; verl elsewhere (one GPU box, profiles/local-gpu): `lie train` in the image (or
+# natively without one) on LIE_GPUS_PER_NODE GPUs that no other job holds (gpu_slots.sh: the box may
+# have more GPUs than a run takes, and generate/reflen jobs hold theirs); TRL: `lie train` directly. Each attempt starts with a header line (the rule appends every attempt to one
 # log): LIE_ATTEMPT, the time, the host and the Slurm job.
 set -euo pipefail
 engine=${1:?engine}
@@ -16,7 +17,7 @@ if [[ "$engine" == verl && -n "${SLURM_JOB_ID:-}" ]]; then
   exec "$here/ray_on_slurm.sh" lie train "$run" --engine verl --nnodes "$(slurm_job_field NumNodes)" "$@"
 fi
 image_commands
-if [[ "$engine" == verl && ${#in_image[@]} -gt 0 ]]; then
-  exec "${in_image[@]}" lie train "$run" --engine verl "$@"
+if [[ "$engine" == verl ]]; then
+  exec "$here/gpu_slots.sh" "${LIE_GPUS_PER_NODE:-0}" "${in_image[@]}" lie train "$run" --engine verl "$@"
 fi
 exec lie train "$run" --engine "$engine" "$@"
