@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: venv venv-vllm test test-all coverage smoke report study study-v2 study-full study-v1 preflight lint bench lock lock-gpu lock-vllm check-gpu-env dry-run clean-venv
+.PHONY: venv venv-vllm test test-all coverage smoke report study study-v2 study-full study-v1 preflight lint bench lock lock-gpu lock-vllm check-gpu-env device-kit dry-run clean-venv
 
 venv: $(STAMP)
 
@@ -147,6 +147,14 @@ check-gpu-env:
 	.venv-gpucheck/bin/python -m pip install --quiet --dry-run --ignore-installed --report .venv-gpucheck/report.json -r .venv-gpucheck/index.lock
 	.venv-gpucheck/bin/python envs/scripts/check_gpu_report.py .venv-gpucheck/report.json envs/gpu.lock
 	rm -rf .venv-gpucheck
+
+# The wheels verl's trainer needs on a borrowed GPU machine (tests/device/README.md): the pinned versions
+# of envs/gpu.lock (then envs/cpu.lock) for CPython $(DEVICE_KIT_PYTHON) on manylinux x86-64, beyond the
+# machine's image, Ray slimmed, lie as a wheel, no TRL; into .device-kit/ (git-ignored; downloads kept in
+# .device-kit-cache/). Needs the package index. Prints `carry: N MiB in F files` with the checkout.
+DEVICE_KIT_PYTHON ?= 3.12
+device-kit: $(STAMP)
+	$(BIN)/python envs/scripts/device_kit.py --out .device-kit --python-version $(DEVICE_KIT_PYTHON)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
