@@ -8,6 +8,7 @@ Snakemake plans for the smoke configuration (a dry run that prints the commands)
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
@@ -144,3 +145,60 @@ def test_a_folder_gets_the_thinking_flag_the_dag_gives_its_model_for_every_famil
 
     assert config_model_of(Config.of(config), "qwen3-4b") == "qwen3-4b"  # --model by its config name
     assert config_model_of(Config.of(config), str(tmp_path / "elsewhere")) is None  # no model of this config
+
+
+def test_equal_steps_evaluates_lie_and_its_ablations_after_the_baselines_epochs():
+    from lie.config.settings import EpochStep
+
+    config = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
+    assert config["evaluation"]["equal_steps"] is False  # the authors' comparison, as trained
+    r = "qwen3-4b-base_dapo_"
+    assert Config.of(config).run(r + "gspo_lie").eval_step == "final"
+    config["evaluation"]["equal_steps"] = True
+    config["runs"] = [
+        r + "gspo",
+        r + "gspo_lie",
+        r + "gspo_len-only",
+        r + "gspo_lie_theta5",
+        "qwen3-4b_polaris_gspo_lie",
+    ]
+    validate_config(config)
+    typed = Config.of(config)
+    for run in (r + "gspo_lie", r + "gspo_len-only", r + "gspo_lie_theta5"):
+        step = typed.run(run).eval_step
+        assert (
+            isinstance(step, EpochStep)
+            and (step.epochs, step.of) == (10, 15)
+            and step == "after 10 of 15 epochs"
+        )
+        assert (
+            typed.run(run).keep_checkpoints is None and not typed.run(run).final_eval
+        )  # verl keeps them all
+    assert typed.run(r + "gspo").eval_step == "final" and typed.run(r + "gspo").keep_checkpoints == 10
+    assert typed.run("qwen3-4b_polaris_gspo_lie").eval_step == "final"  # 10 epochs, as its baseline
+    # what it cannot honour is one line naming the fix
+    for change, fix in ((dict(runs=[r + "gspo_lie", r + "gspo_lie_12k"]), "the continual stage .*_12k starts from"),
+                        (dict(eval_step="best_val"), "training.eval_step is 'best_val': set it to final")):  # fmt: skip
+        broken = copy.deepcopy(config)
+        broken["runs"] = change.get("runs", broken["runs"])
+        broken["training"]["eval_step"] = change.get("eval_step", "final")
+        with pytest.raises(
+            LieError,
+            match=f"evaluation.equal_steps evaluates run {r}gspo_lie after {r}gspo's 10 epochs, but {fix}",
+        ):
+            Config.of(broken).run(r + "gspo_lie")
+
+
+def test_equal_steps_picks_the_checkpoint_at_the_baselines_step_count(tmp_path):
+    from lie.config.settings import EpochStep
+
+    rundir = verl_run(tmp_path / "a", {}, saved=[2, 4, 6])  # 3 epochs of 2 steps, a checkpoint every 2
+    assert evaluated_step(rundir, EpochStep(2, 3)) == 4
+    gap = verl_run(tmp_path / "b", {}, saved=[3, 6])
+    with pytest.raises(
+        LieError, match=r"step 4 \(after 2 of 3 epochs\), which has no kept checkpoint .*save_freq"
+    ):
+        evaluated_step(gap, EpochStep(2, 3))
+    short = verl_run(tmp_path / "c", {}, saved=[2, 4])  # stopped after step 4 of 6
+    with pytest.raises(LieError, match="step 4, is not the end of 3 whole epochs"):
+        evaluated_step(short, EpochStep(2, 3))

@@ -166,8 +166,11 @@ def test_main_md_and_tex_show_the_same_cells(report):
 
 def test_footnotes_state_the_assumptions_and_the_grading_mode(report):
     md = (report.layout.tables / "main.md").read_text()
-    assert "- Checkpoints: the paper's numbers probably come from the best checkpoint" in md
+    assert "- Checkpoints: the paper does not say which checkpoint its numbers come from" in md
     assert "ours are each run's final checkpoint (training.eval_step)" in md
+    steps = {run: json.loads(report.layout.run_dir(run).final_json.read_text())["step"] for run in RUNS}
+    assert f"{GRPO}: after 1 epoch, step {steps[GRPO]}" in md  # the evaluated step, from final.json
+    assert f"| {GSPO_LIE} − {GRPO} (1 vs 1 epochs, steps {steps[GSPO_LIE]} vs {steps[GRPO]}) |" in md
     assert "- Epochs (experiments.<run>.epochs" in md and "1: GRPO / GSPO+LIE." in md
     assert (
         "- Multiple choice (arc-c) graded in mode robust (evaluation.choice_grading); every table shows" in md
@@ -248,6 +251,20 @@ def test_diversity_tables_tell_the_looping_run_apart(report):
     md = (report.layout.tables / "diversity.md").read_text()
     assert f"| {BASE} | — | — | — |" in md
     assert "| math500 distinct | math500 overlap |" in md
+
+
+def test_every_table_lists_base_models_first_and_names_its_files_and_steps(report):
+    steps = {run: json.loads(report.layout.run_dir(run).final_json.read_text())["step"] for run in RUNS}
+    for name in ("main", "families", "lengths", "behaviours", "diversity"):
+        md = (report.layout.tables / f"{name}.md").read_text()
+        rows = [line.split("|")[1].strip() for line in md.splitlines()[4:] if line.startswith("| ")]
+        keys = [k for k in KEYS if any(r.split(" ")[0] == k for r in rows)]
+        if BASE in keys:
+            assert rows[0] == BASE, (name, rows)  # as the paper's Table 1
+        (files,) = [line for line in md.splitlines() if line.startswith("- Files: ")]
+        assert f"under {report.layout.root}." in files
+        for run in (k for k in keys if k in RUNS):
+            assert f"{run} {steps[run]}" in files, (name, files)
 
 
 def test_dynamics_csv_has_a_row_per_run_and_step(report):

@@ -109,6 +109,10 @@ def row(md: str, key: str) -> str:
     return next(line for line in md.splitlines() if line.startswith(f"| {key}"))
 
 
+def footnote_line(md: str, start: str) -> str:
+    return next(line for line in md.splitlines() if line.startswith(start))
+
+
 def footnote(md: str, number: str) -> str:
     return next(line for line in md.splitlines() if line.startswith(f"- [{number}]"))
 
@@ -127,9 +131,12 @@ def test_assumptions_are_footnotes_of_the_rows_they_concern(paper):
     assert f"5 epochs from {R}gspo_lie's final model with a 12288-token response limit" in stage
     assert "its L_ref are qwen3-4b-base's on dapo (reflen.max_tokens 8192, cap 9192)" in stage
     assert (
-        "- Checkpoints: the paper's numbers probably come from the best checkpoint, picked on these test sets"
-        in main
+        "- Checkpoints: the paper does not say which checkpoint its numbers come from (the authors' " in main
     )
+    assert (
+        "valid_ood_qwen3.parquet at 16,384 tokens beats the best so far, a file whose content was not" in main
+    )
+    assert "test sets" not in footnote_line(main, "- Checkpoints")  # an inference about an unread file
     assert "- Epochs (experiments.<run>.epochs" in main and "10: GRPO / GRPO w/ higher clip / GSPO" in main
     assert "valid.all_qwen3.parquet of LINs-lab/LIE at 1b3bb02 (git blob b7d15c4)" in main
     assert "- Multiple choice (arc-c, gpqa-diamond, mmlu-pro) graded in mode robust" in main
@@ -142,7 +149,9 @@ def test_assumptions_are_footnotes_of_the_rows_they_concern(paper):
     octo = footnote(families, "2")
     assert "trained on deepmath-5k: deepmath-5k-octothinker_add1k.parquet of LINs-lab/LIE at 1b3bb02" in octo
     assert "the authors' training script for OctoThinker" in octo and "a DAPO-Math file" in octo
-    assert "not a commit" in footnote(families, "3") and "evaluated on bare questions" in footnote(families, "4")
+    assert "not a commit" in footnote(families, "3") and "evaluated on bare questions" in footnote(
+        families, "4"
+    )
     assert row(families, "octothinker-3b_deepmath-5k_gspo_lie").startswith(
         "| octothinker-3b_deepmath-5k_gspo_lie [2,3,4] |"
     )
@@ -277,8 +286,8 @@ def test_every_difference_carries_its_interval_from_the_per_problem_scores(paper
     expected = csv_row(rows, lie, "math500")
     assert math_delta == tables.with_interval(expected["diff_pct"], expected["diff_se_pct"])
     assert math_delta.startswith("~") == expected["diff_inside_noise"] and "±" in math_delta
-    assert row(main, f"{lie} − {base}").startswith(f"| {lie} − {base} | GRPO+LIE − GRPO |")
-    assert f"| {R}gspo_lie − {R}gspo |" in main and "grpo-clip-higher_lie − " in main
+    assert row(main, f"{lie} − {base}").startswith(f"| {lie} − {base} (15 vs 10 epochs) | GRPO+LIE − GRPO |")
+    assert f"| {R}gspo_lie − {R}gspo (15 vs 10 epochs) |" in main and "grpo-clip-higher_lie − " in main
     assert "~: inside the noise" in main and "±: the 95% interval" in main
 
 
@@ -400,3 +409,61 @@ def test_the_footnotes_say_how_prompts_are_tokenized_and_which_weights_float(pap
     pinned = copy.deepcopy(paper_config())
     pinned["models"]["octothinker-3b"]["revision"] = "0123456789abcdef0123456789abcdef01234567"
     assert "not a commit" not in rendered(report_data(pinned), "families")
+
+
+def test_gain_rows_say_which_epochs_they_compare_and_the_equal_steps_switch_says_its_own():
+    lie, base = R + "gspo_lie", R + "gspo"
+    data = report_data(paper_config())
+    data.steps.update({lie: 2025, base: 1350})
+    main = rendered(data, "main")
+    assert row(main, f"{lie} − {base}").startswith(
+        f"| {lie} − {base} (15 vs 10 epochs, steps 2025 vs 1350) |"
+    )
+    assert (
+        "a 15-epoch LIE run against a 10-epoch baseline, not equal steps (evaluation.equal_steps: false)"
+        in main
+    )
+    assert (
+        f"{lie}: after 15 epochs, step 2025; " in main
+        and f"{R}grpo: after 10 epochs, step not recorded" in main
+    )
+    config = paper_config()
+    config["evaluation"]["equal_steps"] = True
+    config["runs"] = [lie, base, R + "grpo", R + "grpo_lie"]  # the continual stage would start from it
+    data = report_data(config)
+    data.steps.update({lie: 1350, base: 1350})
+    main = rendered(data, "main")
+    assert row(main, f"{lie} − {base}").startswith(
+        f"| {lie} − {base} (10 vs 10 epochs, steps 1350 vs 1350) |"
+    )
+    assert (
+        "a LIE run's checkpoint after its baseline's epochs, equal steps (evaluation.equal_steps: true)"
+        in main
+    )
+    assert (
+        f"{lie}: after 10 of 15 epochs, step 1350" in main and f"{base}: after 10 epochs, step 1350" in main
+    )
+    assert "a LIE run's after its baseline's epochs (evaluation.equal_steps)" in main
+
+
+def test_no_cell_prints_minus_zero():
+    assert tables.fmt(-0.04) == "0.0" and tables.fmt(-0.04, sign=True) == "+0.0"
+    assert tables.fmt(-0.06, sign=True) == "-0.1" and tables.fmt(0.0004, 3) == "0.000"
+    assert tables.with_interval(-0.04, 1.0) == "~+0.0±2.0" and tables.with_interval(-0.04, None) == "+0.0"
+
+
+def test_the_other_tables_list_base_models_first_and_name_their_files(paper):
+    from lie.report.inputs import EvalAnalysis
+
+    data = copy.copy(paper)
+    data.evals = {k: EvalAnalysis() for k in data.keys}
+    data.steps = {R + "gspo_lie": 2025}
+    bases = [k for k in data.keys if k not in data.config.experiments]
+    assert bases and data.keys[0] not in bases  # runs come first in the evaluated keys
+    for table in (tables.length_table(data, tables.length_rows(data)), tables.behaviour_table(data),
+                  tables.diversity_table(data)):  # fmt: skip
+        assert [r[0] for r in table.rows[: len(bases)]] == bases
+        assert table.notes[-1].startswith("Files: ") and f"{R}gspo_lie 2025; " in table.notes[-1]
+    assert (
+        tables.length_rows(data)[0]["key"] == bases[0] and tables.behaviour_rows(data)[0]["key"] == bases[0]
+    )

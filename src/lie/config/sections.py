@@ -39,6 +39,9 @@ class Evaluation:
     choice_grading: str | None = None  # None: not set, the grader's default (lie.grading.items)
     bare_questions: tuple[str, ...] = ()  # models evaluated on the bare-question files (optional key)
     limit: int | None = None  # only the first N problems of each benchmark (smoke runs; optional key)
+    # a LIE run with a baseline is evaluated at its checkpoint after the baseline's epochs (optional key;
+    # false: every run at training.eval_step, LIE after its own epochs): lie.config.settings.EpochStep
+    equal_steps: bool = False
 
     @classmethod
     def of(cls, config: Mapping[str, Any]) -> Evaluation:
@@ -62,6 +65,7 @@ class Evaluation:
                 choice_grading=section.get("choice_grading"),
                 bare_questions=tuple(section.get("bare_questions") or ()),
                 limit=section.get("limit"),
+                equal_steps=bool(section.get("equal_steps") or False),
             )
         except KeyError as exc:
             raise LieError(f"config: evaluation.{exc.args[0]} is missing") from None

@@ -33,6 +33,82 @@ BEST_VAL = "best_val"
 WORLD_SIZE_CHANGES = ("stop", "restart")
 
 
+class EpochStep(str):
+    """The ``eval_step`` of a LIE run under ``evaluation.equal_steps``: its checkpoint after ``epochs`` of
+    its ``of`` epochs (its baseline's count: same data and batch, so the same steps), resolved from the
+    run's own checkpoints by :func:`lie.stages.checkpoint.evaluated_step`. A string (Snakemake's params
+    hold it), neither ``final`` nor a fixed step: verl then keeps every checkpoint."""
+
+    epochs: int
+    of: int
+
+    def __new__(cls, epochs: int, of: int) -> EpochStep:
+        value = super().__new__(cls, f"after {epochs} of {of} epochs")
+        value.epochs, value.of = epochs, of
+        return value
+
+    def __getnewargs__(self) -> tuple[int, int]:  # type: ignore[override]  # copies and pickles
+        return self.epochs, self.of
+
+
+def _lie_off(config: Config, spec: Any) -> str | None:
+    """The first-stage LIE-off run of ``spec``'s model, data and algorithm (its baseline), if any."""
+    for name, other in config.experiments.items():
+        same = (other.model, other.data, other.algorithm) == (spec.model, spec.data, spec.algorithm)
+        if same and other.lie == "off" and not other.parent and not other.group:
+            return name
+    return None
+
+
+def baseline_of(config: Config, run: str) -> str | None:
+    """The run a LIE run is compared with: same model, data and algorithm, LIE off (first stages only)."""
+    spec = config.experiments.get(run)
+    if spec is None or spec.lie != "on" or spec.parent or spec.group:
+        return None
+    return _lie_off(config, spec)
+
+
+def steps_reference(config: Config, run: str) -> str | None:
+    """Under ``evaluation.equal_steps``, the run whose epochs ``run`` is evaluated after: the LIE-off run
+    of the same model, data and algorithm (first stages), for every other first-stage run of that start
+    (LIE, its length-only ablation, its sensitivity runs: all then compare at equal steps); else None."""
+    spec = config.experiments.get(run)
+    if not config.evaluation.equal_steps or spec is None or spec.lie == "off" or spec.parent:
+        return None
+    return _lie_off(config, spec)
+
+
+def _equal_steps(config: Config, run: str, r: _Reader) -> EpochStep | None:
+    """A run's :class:`EpochStep` under ``evaluation.equal_steps`` where its reference (the baseline)
+    trains fewer epochs (None otherwise); a setting it cannot honour is one line."""
+    from lie.config.load import selected_runs
+
+    base = steps_reference(config, run)
+    if base is None:
+        return None
+    epochs, theirs = r.integer("epochs"), _Reader(config, base).integer("epochs")
+    if theirs >= epochs:
+        return None  # its final checkpoint is already at (or before) the baseline's step count
+    why = None
+    stages = [name for name in selected_runs(config) if config.experiment(name).parent == run]
+    if r.eval_step() != FINAL:
+        why = f"training.eval_step is {r.eval_step()!r}: set it to final"
+    elif train_engine(config, run) != "verl":
+        why = "it trains with TRL, which evaluates its final or a fixed step only: train it with verl"
+    elif r.integer_or_none("max_steps") is not None:
+        why = "its max_steps cuts the epochs short: set max_steps to null"
+    elif stages:
+        why = (
+            f"the continual stage {stages[0]} starts from its evaluated model: leave that stage out "
+            "(runs: [...]) or the switch off"
+        )
+    if why:
+        raise LieError(
+            f"config: evaluation.equal_steps evaluates run {run} after {base}'s {theirs} epochs, but {why}"
+        )
+    return EpochStep(theirs, epochs)
+
+
 def _spec(config: Config, run: str) -> dict[str, Any]:
     """``experiments.<run>`` as written (a copy); an unknown run is one line naming the known ones."""
     return config.as_written("experiments", config.experiment(run).name)
@@ -203,10 +279,10 @@ class RunSettings:
     test_freq: int
     val_temperature: float
     val_sets: tuple[str, ...]
-    eval_step: str | int  # final | best_val | a step
+    eval_step: str | int  # final | best_val | a step | an EpochStep (evaluation.equal_steps)
     logger: tuple[str, ...]
     max_steps: int | None  # None: the epochs decide
-    keep_checkpoints: int | None  # None: all
+    keep_checkpoints: int | None  # None: all (so for an EpochStep: its step is known at the end only)
     walltime_min: int
     retries: int
     world_size_change: str  # stop | restart (optional key; stop when absent)
@@ -231,6 +307,7 @@ class RunSettings:
         if world not in WORLD_SIZE_CHANGES:
             raise r.bad("world_size_change", f"one of {WORLD_SIZE_CHANGES}")
         knobs = reward_settings(config, run)
+        equal = _equal_steps(config, run, r)  # evaluation.equal_steps: its step is known once it has run
         if not isinstance(knobs["extra_tokens"], int) or isinstance(knobs["extra_tokens"], bool):
             raise r.bad("extra_tokens", "an integer")
         return cls(
@@ -265,10 +342,10 @@ class RunSettings:
             test_freq=r.integer("test_freq"),
             val_temperature=r.number("val_temperature"),
             val_sets=r.names("val_sets"),
-            eval_step=r.eval_step(),
+            eval_step=equal or r.eval_step(),
             logger=r.names("logger"),
             max_steps=r.integer_or_none("max_steps"),
-            keep_checkpoints=r.integer_or_none("keep_checkpoints"),
+            keep_checkpoints=None if equal else r.integer_or_none("keep_checkpoints"),
             walltime_min=r.integer("walltime_min"),
             retries=r.integer("retries"),
             world_size_change=world,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 
 from lie import config as cfgmod
+from lie.config import settings
 from lie.config.typed import Config, Experiment
 
 TABLES = {  # name: title
@@ -88,13 +89,7 @@ def _same_start(one: Experiment, other: Experiment) -> bool:
 
 def baseline_of(config: Config, run: str) -> str | None:
     """The run a LIE run is compared with: same model, data and algorithm, LIE off (first stages only)."""
-    spec = config.experiments.get(run)
-    if spec is None or spec.lie != "on" or spec.parent or spec.group:
-        return None
-    for name, other in config.experiments.items():
-        if _same_start(other, spec) and other.lie == "off" and not other.parent and not other.group:
-            return name
-    return None
+    return settings.baseline_of(config, run)
 
 
 def table_keys(config: Config, keys: list[str]) -> dict[str, list[str]]:

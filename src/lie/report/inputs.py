@@ -6,6 +6,8 @@
   shown as missing (e.g. GPQA without an HF token);
 - ``scores/<key>/scores.jsonl`` of every evaluated key: the per-problem scores at that budget, under
   each multiple-choice reader, for the intervals (``lie.report.intervals``); missing is an error;
+- ``runs/<run>/final.json``: the step each run was evaluated at (named under every table); missing is
+  shown as an unknown step (a run folder moved away after its evaluation);
 - ``runs/<run>/{metrics,rollouts}``: per-step dynamics (``lie.analysis.dynamics``; missing is an
   error there);
 - ``generations/<key>/<bench>.jsonl``: behaviours and diversity on the evaluation generations; a
@@ -14,6 +16,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -126,9 +129,21 @@ class ReportData:
     unit: str
     # key -> reader (None: the main grades) -> per-problem scores at ``budget`` (lie.report.intervals)
     problem_scores: dict[str, dict[str | None, ProblemScores]] = field(default_factory=dict)
+    steps: dict[str, int | None] = field(default_factory=dict)  # run -> evaluated step (final.json)
 
     def label(self, key: str) -> str:
         return self.paper.label(key) or ""
+
+
+def evaluated_step(layout: Layout, run: str) -> int | None:
+    """The step ``runs/<run>/final.json`` names (None where it is missing or names none)."""
+    path = layout.run_dir(run).final_json
+    try:
+        step = json.loads(path.read_text(encoding="utf-8")).get("step")
+    except (OSError, ValueError, AttributeError):
+        log.warning("%s is missing or unreadable: the report names no evaluated step for %s", path, run)
+        return None
+    return step if isinstance(step, int) and not isinstance(step, bool) else None
 
 
 def collect(config: Config, max_points: int = 200, paper: Paper | None = None) -> ReportData:
@@ -167,4 +182,5 @@ def collect(config: Config, max_points: int = 200, paper: Paper | None = None) -
         n=n,
         unit=unit,
         problem_scores=problem_scores,
+        steps={run: evaluated_step(layout, run) for run in runs},
     )

@@ -3,8 +3,9 @@
 A :class:`Note` either marks rows (``keys``: a ``[n]`` after the model's name) or speaks for the
 whole table. What is noted, each only when a row of the table is concerned:
 
-- the checkpoint: the paper's (probably the best one, picked on the test sets) against ours
-  (``training.eval_step``: ``final``, a step, or ``best_val``, labelled a selection on the test sets);
+- the checkpoint: what is known of the paper's (paper_numbers.yaml) against ours (``training.eval_step``:
+  ``final``, a step, or ``best_val``, labelled a selection on the test sets), with each run's epochs
+  and evaluated step (``runs/<run>/final.json``);
 - the epochs of every run (the paper gives none; the authors' scripts ran 10 and 15);
 - a higher clip (``clip_ratio_high`` above ``clip_ratio_low``): DAPO's value, no script of the authors';
 - a continual stage: its epochs, its response limit and the L_ref it keeps (its base model's);
@@ -26,6 +27,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from lie.config.datasets import DatasetSpec
+from lie.config.settings import EpochStep
 from lie.config.typed import Config
 from lie.report.groups import main_model, model_of
 from lie.report.inputs import ReportData
@@ -43,6 +45,23 @@ def _runs(data: ReportData, keys: list[str]) -> list[str]:
 
 def _epochs(count: int) -> str:
     return f"{count} epoch{'' if int(count) == 1 else 's'}"
+
+
+def evaluated_at(data: ReportData, run: str) -> str:
+    """Where ``run`` was evaluated, in a few words: its epochs (or step choice) and, where its
+    ``runs/<run>/final.json`` names it, the step."""
+    settings = data.config.run(run)
+    choice = settings.eval_step
+    if isinstance(choice, EpochStep):
+        at = f"after {choice.epochs} of {choice.of} epochs"
+    elif choice == "final":
+        at = f"after {_epochs(settings.epochs)}"
+    elif choice == "best_val":
+        at = f"best_val of {_epochs(settings.epochs)}"
+    else:
+        at = f"step {choice} of {_epochs(settings.epochs)}"
+    step = data.steps.get(run)
+    return f"{at}, step {step}" if step is not None else f"{at}, step not recorded"
 
 
 def checkpoint(data: ReportData, keys: list[str]) -> list[Note]:
@@ -64,7 +83,10 @@ def checkpoint(data: ReportData, keys: list[str]) -> list[Note]:
     else:
         which = "final" if step == "final" else f"step-{step}"
         ours = f"ours are each run's {which} checkpoint (training.eval_step)"
-    return [Note(f"Checkpoints: {paper}; {ours}.")]
+        if data.config.evaluation.equal_steps:
+            ours += ", a LIE run's after its baseline's epochs (evaluation.equal_steps)"
+    at = "; ".join(f"{run}: {evaluated_at(data, run)}" for run in runs)
+    return [Note(f"Checkpoints: {paper}; {ours}. Evaluated (runs/<run>/final.json): {at}.")]
 
 
 def epochs(data: ReportData, keys: list[str]) -> list[Note]:

@@ -48,6 +48,8 @@ def fmt(value: float | None, digits: int = 1, sign: bool = False) -> str:
     """A number for a table cell; ``MISSING`` for ``None``."""
     if value is None:
         return MISSING
+    if round(value, digits) == 0:
+        value = 0.0  # -0.04 prints 0.0 (+0.0 with a sign), never -0.0
     return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from lie.analysis.behaviours import Tally
 from lie.analysis.dynamics import FIELDS, phase_mean
+from lie.config.settings import EpochStep
 from lie.core.errors import LieError
 from lie.report import intervals as iv
 from lie.report.groups import baseline_of
@@ -260,6 +261,28 @@ def _gain_rows(data: ReportData, key: str, base: str, table: str) -> list[dict[s
     return rows
 
 
+def compared_steps(data: ReportData, key: str, base: str) -> str:
+    """What a gain row compares: ``15 vs 10 epochs``, with the evaluated steps where final.json names them."""
+
+    def side(run: str) -> tuple[str, str]:
+        choice = data.config.run(run).eval_step
+        epochs = choice.epochs if isinstance(choice, EpochStep) else data.config.run(run).epochs
+        step = data.steps.get(run)
+        return str(epochs), "?" if step is None else str(step)
+
+    (a, step_a), (b, step_b) = side(key), side(base)
+    steps = "" if step_a == step_b == "?" else f", steps {step_a} vs {step_b}"
+    return f"{a} vs {b} epochs{steps}"
+
+
+def sources(data: ReportData, keys: list[str], files: str) -> str:
+    """The note naming the files a table's numbers come from and the step each run was evaluated at."""
+    runs = [k for k in keys if k in data.config.experiments]
+    at = "; ".join(f"{run} {data.steps.get(run) or '?'}" for run in runs)
+    steps = f" Evaluated steps (runs/<run>/final.json; ?: not recorded): {at}." if runs else ""
+    return f"Files: {files} under {data.layout.root}.{steps}"
+
+
 def _title(data: ReportData, column: str) -> str:
     return DOMAIN_TITLES.get(column) or data.paper.title(column)
 
@@ -273,7 +296,7 @@ def with_interval(diff: float | None, se: float | None) -> str:
     if se == 0:  # every problem moved alike (an all-zero column): no spread to put an interval on
         return f"{fmt(diff, sign=True)} (no spread)"
     mark = "~" if iv.inside_noise(diff, se) else ""
-    return f"{mark}{diff:+.1f}±{iv.Z95 * se:.1f}"
+    return f"{mark}{fmt(diff, sign=True)}±{iv.Z95 * se:.1f}"
 
 
 def result_table(data: ReportData, keys: list[str], rows: list[dict[str, Any]]) -> Table:
@@ -298,7 +321,11 @@ def result_table(data: ReportData, keys: list[str], rows: list[dict[str, Any]]) 
     table = Table(groups)
     grouped: dict[tuple[str, str], list[str]] = {}  # (column, note) -> keys
     for key, versus in compared:
-        name = key + marks.get(key, "") if not versus else f"{key} − {versus}"
+        name = (
+            key + marks.get(key, "")
+            if not versus
+            else f"{key} − {versus} ({compared_steps(data, key, versus)})"
+        )
         cells = [name]
         if labelled:
             label = data.label(key) if not versus else f"{data.label(key)} − {data.label(versus)}"
@@ -327,7 +354,9 @@ def result_table(data: ReportData, keys: list[str], rows: list[dict[str, Any]]) 
     notes = [f"{column}: {note} ({', '.join(dict.fromkeys(k))})" for (column, note), k in grouped.items()]
     if data.budget != data.paper.budget and with_paper:
         notes.insert(0, f"our largest budget is {data.budget} tokens, the paper's {data.paper.budget}")
-    table.notes = footnotes + notes
+    table.notes = (
+        footnotes + notes + [sources(data, keys, "scores/<key>/summary.json and scores/<key>/scores.jsonl")]
+    )
     return table
 
 
@@ -368,7 +397,14 @@ def _caption(data: ReportData, keys: list[str], paper: bool, gains: bool, reader
     if gains:
         parts.append(
             "Rows 'A − B': LIE's gain over its baseline (ours, problem by problem)"
-            f"{' beside the paper' + chr(39) + 's gain' if paper else ''}."
+            f"{' beside the paper' + chr(39) + 's gain' if paper else ''}, each side at the epochs the row names: "
+            + (
+                "a LIE run's checkpoint after its baseline's epochs, equal steps (evaluation.equal_steps: true)"
+                if data.config.evaluation.equal_steps
+                else "each run after its own epochs, so with config.yaml's (the authors' scripts) a 15-epoch "
+                "LIE run against a 10-epoch baseline, not equal steps (evaluation.equal_steps: false)"
+            )
+            + ("; the paper's gain is its runs as the paper reports them." if paper else ".")
         )
     interval = (
         "±: the 95% interval (1.96 standard errors from the per-problem scores). Ours and a gain (paired, "
@@ -390,10 +426,15 @@ def _caption(data: ReportData, keys: list[str], paper: bool, gains: bool, reader
 
 
 # ---------------------------------------------------------------- evaluation lengths
+def bases_first(data: ReportData) -> list[str]:
+    """The evaluated keys with the base models first, as the paper's tables and the result tables."""
+    return sorted(data.keys, key=lambda k: k in data.config.experiments)
+
+
 def length_rows(data: ReportData) -> list[dict[str, Any]]:
     """Mean response length (tokens) per key and benchmark, at every budget of its summary."""
     rows: list[dict[str, Any]] = []
-    for key in data.keys:
+    for key in bases_first(data):
         summary = data.summaries[key]
         for bench in data.benchmarks:
             entry = summary["benchmarks"].get(bench)
@@ -422,13 +463,14 @@ def length_table(data: ReportData, rows: list[dict[str, Any]]) -> Table:
         (r["key"], r["bench"]): r.get("mean_tokens") for r in rows if r.get("budget") in (None, data.budget)
     }
     table = Table([Group("model", [""], "l")] + [Group(data.paper.title(b), [""]) for b in benches])
-    for key in data.keys:
+    for key in bases_first(data):
         table.add([key] + [fmt(value.get((key, b)), 0) for b in benches])
     table.caption = (
         f"Mean response length at evaluation (tokens, a response longer than {data.budget} counted as "
         f"{data.budget}): the paper's claim is that LIE's responses are longer and deeper; training lengths are "
         "in figures/dynamics.png. Every budget: lengths.csv."
     )
+    table.notes.append(sources(data, bases_first(data), "scores/<key>/summary.json (mean_tokens)"))
     return table
 
 
@@ -465,6 +507,7 @@ def sensitivity_table(data: ReportData, rows: list[dict[str, Any]]) -> Table:
         "beside the run the others vary (the paper's appendix discusses these knobs)."
         + (f" The averages' {main_reader(data)}." if main_reader(data) else "")
     )
+    table.notes.append(sources(data, [r["key"] for r in rows], "scores/<key>/summary.json"))
     return table
 
 
@@ -512,7 +555,7 @@ def _total(data: ReportData, key: str) -> Tally:
 
 def behaviour_rows(data: ReportData) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
-    for key in data.keys:
+    for key in bases_first(data):
         analysis = data.evals[key]
         parts = [("all", _total(data, key))] + list(analysis.behaviours.items())
         note = f"no generations: {' '.join(analysis.missing)}" if analysis.missing else ""
@@ -532,7 +575,7 @@ def behaviour_table(data: ReportData) -> Table:
     groups = [Group("model", [""], "l"), Group("responses", [""])]
     groups += [Group(n, [""]) for n in names] + [Group(f"{n} (paper)", [""]) for n in with_paper]
     table = Table(groups)
-    for key in data.keys:
+    for key in bases_first(data):
         total = _total(data, key)
         cells = [key, str(total.responses)]
         for name in names:
@@ -548,6 +591,7 @@ def behaviour_table(data: ReportData) -> Table:
         "responses. The paper gives raw counts on an unstated set: compare directions, not levels. "
         "Per-benchmark counts: behaviours.csv."
     )
+    table.notes.append(sources(data, bases_first(data), "generations/<key>/<benchmark>.jsonl"))
     return table
 
 
@@ -555,7 +599,7 @@ def behaviour_table(data: ReportData) -> Table:
 def diversity_rows(data: ReportData) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     distinct, overlap = f"group_distinct:n={data.n}", f"group_overlap:n={data.n}"
-    for key in data.keys:
+    for key in bases_first(data):
         dyn = data.dynamics.get(key)
         if dyn is not None:
             note = "; ".join(dyn.notes)
@@ -584,7 +628,7 @@ def diversity_table(data: ReportData) -> Table:
     for bench in benches:
         groups.append(Group(bench, ["distinct", "overlap"]))
     table = Table(groups)
-    for key in data.keys:
+    for key in bases_first(data):
         dyn = data.dynamics.get(key)
         cells = [key]
         for name in ("group_distinct", "group_overlap", "entropy"):
@@ -605,6 +649,8 @@ def diversity_table(data: ReportData) -> Table:
         f"generations of benchmarks with several samples a problem, mean over problems. {MISSING}: no "
         "training (base models) or no n-gram window."
     )
+    files = "runs/<run>/rollouts and metrics (train), generations/<key>/<benchmark>.jsonl (benchmarks)"
+    table.notes.append(sources(data, bases_first(data), files))
     return table
 
 
