@@ -186,7 +186,7 @@ def test_a_broken_json_line_names_file_and_line(tmp_path, line, says):
 def test_out_that_is_a_folder_or_under_a_file(tmp_path, capsys):
     src = write_rows(tmp_path / "in.jsonl", [json.dumps(ROW)])
     assert main(["score", "--in", str(src), "--out", str(tmp_path)]) == 2
-    assert f"cannot write {tmp_path}: it is a folder" in capsys.readouterr().err
+    assert f"--out {tmp_path} holds the input --in {src}" in capsys.readouterr().err
     proc = lie("score", "--in", str(src), "--out", str(src / "out.jsonl"))
     assert proc.returncode == 2
     assert f"cannot write {src / 'out.jsonl'}" in one_error_line(proc.stderr, "score")

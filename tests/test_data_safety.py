@@ -143,7 +143,7 @@ def test_out_inside_the_model_folder_is_refused_before_anything_is_written(tmp_p
         args += ["--model", str(model), "--data", str(data), "--out", str(out), "--limit", "2"]
         proc = lie(*args, cwd=tmp_path)
         assert proc.returncode == 2, proc.stderr[-2000:]
-        assert f"is inside the input folder {model}" in one_error_line(proc.stderr, command)
+        assert f"is inside the input folder --model {model}" in one_error_line(proc.stderr, command)
         assert {p.name: p.read_bytes() for p in model.iterdir()} == before
 
 

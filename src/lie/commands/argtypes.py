@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from lie.config.typed import Config
@@ -88,26 +89,60 @@ def _paths(value: object) -> list[str]:
     return []
 
 
-def check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Every ``--out*`` of every command, before it runs: not a symlink, FIFO or device, and not one
-    of the command's inputs by another spelling (``realpath``); the rule of ``lie.formats.outputs``."""
-    from lie.core.errors import LieError
-    from lie.formats.outputs import refuse_special, same_file
+OUTPUT_DESTS = ("workdir",)  # outputs besides every --out*: folders a command writes into
 
+
+def _is_output(dest: str) -> bool:
+    return dest.startswith("out") or dest in OUTPUT_DESTS
+
+
+def _input_flags(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """dest -> flag of the options that may name an input path: not the outputs, flags without a
+    value, nor choices (an engine's name)."""
+    return {
+        action.dest: action.option_strings[-1]
+        for action in parser._actions
+        if action.option_strings and action.nargs != 0 and not action.choices and not _is_output(action.dest)
+    }
+
+
+def command_inputs(args: argparse.Namespace) -> dict[str, str]:
+    """Every existing path the command line names as an input (``--config``, ``--model``, ``--data``,
+    ``--in``...), labelled ``--flag``; several values of one flag as ``--flag[i]``."""
+    flags: dict[str, str] = getattr(args, "input_flags", {})
+    found: dict[str, str] = {}
+    for dest, flag in flags.items():
+        values = _paths(getattr(args, dest, None))
+        for i, path in enumerate(values):
+            if path != "-" and os.path.lexists(path):
+                found[flag if len(values) == 1 else f"{flag}[{i}]"] = path
+    return found
+
+
+def check_written(args: argparse.Namespace, outputs: Mapping[str, str | os.PathLike[str] | None]) -> None:
+    """What a command writes besides its ``--out*`` (a manifest, a run folder, the report's tables),
+    apart from every input of its command line (``lie.formats.outputs.refuse_overlap``): called by a
+    command once its config says where those outputs go."""
+    from lie.formats.outputs import refuse_overlap
+
+    refuse_overlap(outputs, command_inputs(args))
+
+
+def check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Every ``--out*`` of every command, before it runs: not a symlink, FIFO or device, and apart
+    from every input of the command line (``lie.formats.outputs.refuse_overlap``: not an input, not
+    inside an input folder, not holding an input, through symlinks). A command's ``written(args)``
+    names what it writes beside them (``lie generate``'s manifest); what its config decides is
+    checked by the command (:func:`check_written`)."""
+    from lie.formats.outputs import refuse_special
+
+    args.input_flags = _input_flags(parser)
     flags = {a.dest: (a.option_strings or [a.dest])[-1] for a in parser._actions}
-    values = vars(args)
-    outputs = {dest for dest, value in values.items() if dest.startswith("out") and isinstance(value, str)}
-    for dest in outputs:
-        out = values[dest]
-        if out == "-":
-            continue
+    outputs = {
+        flags.get(dest, dest): value
+        for dest, value in vars(args).items()
+        if _is_output(dest) and isinstance(value, str) and value != "-"
+    }
+    for out in outputs.values():
         refuse_special(out)
-        inputs = [
-            (other, p) for other, value in values.items() if other not in outputs for p in _paths(value)
-        ]
-        for other, path in inputs:
-            if path != "-" and os.path.exists(path) and same_file(out, path):
-                raise LieError(
-                    f"{flags.get(dest, dest)} {out} is the input {flags.get(other, other)} {path}: "
-                    "write the output to another file"
-                )
+    check_written(args, outputs)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from lie.commands.argtypes import add_config_option, load_config_option
+from lie.commands.argtypes import add_config_option, check_written, load_config_option
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,5 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from lie.stages.base_model import make_base_model
 
-    make_base_model(load_config_option(args), args.name, args.out, args.corpus)
+    config = load_config_option(args)
+    if not args.out:
+        check_written(args, {"the model folder": config.outdir / "base" / args.name})
+    make_base_model(config, args.name, args.out, args.corpus)
     return 0

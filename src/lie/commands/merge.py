@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from lie.commands.argtypes import add_config_option, load_config_option
+from lie.commands.argtypes import add_config_option, check_written, load_config_option
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,5 +20,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from lie.stages.merge import merge
 
-    merge(load_config_option(args), args.run, args.out)
+    config = load_config_option(args)
+    if not args.out and args.run in config.experiments:
+        from lie.config.layout import Layout
+
+        check_written(args, {"the merged model": Layout(config).merged_model(args.run)})
+    merge(config, args.run, args.out)
     return 0

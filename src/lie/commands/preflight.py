@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from lie.commands.argtypes import add_config_option, load_config_option
+from lie.commands.argtypes import add_config_option, check_written, load_config_option
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,5 +45,6 @@ def run(args: argparse.Namespace) -> int:
             f"preflight --fetch: {', '.join(fetched) or 'nothing to fetch'}; next: lie preflight on a GPU node"
         )
         return 0
+    check_written(args, {"--workdir": args.workdir or config.outdir / "preflight"})
     passed = run_preflight(config, args.runs, args.workdir, args.device)  # prints each row as it ends
     return 0 if passed else 1

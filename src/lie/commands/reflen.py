@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from lie.commands.argtypes import add_config_option, add_engine_options, load_config_option
-from lie.core.errors import LieError
+from lie.commands.argtypes import add_config_option, add_engine_options, check_written, load_config_option
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,8 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from lie.stages.reflen import run_reflen
 
-    if args.out == args.data:
-        raise LieError("--out must differ from --data (the input is read while the output is written)")
+    check_written(args, {"the shard folder": f"{args.out}.shards"})
     config = load_config_option(args)
     run_reflen(
         config,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from lie.commands.argtypes import add_config_option, load_config_option
+from lie.commands.argtypes import add_config_option, check_written, load_config_option
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,9 +25,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from lie.config.layout import Layout
     from lie.stages.report import report
 
-    paths = report(load_config_option(args), max_points=args.max_points)
+    config = load_config_option(args)
+    layout = Layout(config)
+    check_written(args, {"the tables": layout.tables, "the figures": layout.figures})
+    paths = report(config, max_points=args.max_points)
     if paths:
         print(*paths, sep="\n")
     return 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from lie.commands.argtypes import add_config_option, load_config_option
+from lie.commands.argtypes import add_config_option, check_written, load_config_option
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,7 +17,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from lie.config.layout import Layout
     from lie.stages.study import study_gates
 
-    study_gates(load_config_option(args))
+    config = load_config_option(args)
+    check_written(args, {"the tables": Layout(config).tables})
+    study_gates(config)
     return 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from lie.commands.argtypes import add_config_option, load_config_option
+from lie.commands.argtypes import add_config_option, check_written, load_config_option
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +25,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from lie.config.layout import Layout
     from lie.stages.study import study_report
 
-    study_report(load_config_option(args), pool_with=args.pool)
+    config = load_config_option(args)
+    layout = Layout(config)
+    check_written(args, {"the tables": layout.tables, "the figures": layout.figures})
+    study_report(config, pool_with=args.pool)
     return 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from lie.commands.argtypes import add_config_option, load_config_option, positive_int
+from lie.commands.argtypes import add_config_option, check_written, load_config_option, positive_int
 
 log = logging.getLogger(__name__)
 
@@ -64,5 +64,9 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(composition(config, request))
         return 0
+    if args.run in config.experiments:  # an unknown run is the stage's one line
+        from lie.config.layout import Layout
+
+        check_written(args, {"the run folder": Layout(config).run_dir(args.run).root})
     train(config, request)
     return 0

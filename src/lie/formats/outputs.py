@@ -17,7 +17,7 @@ import logging
 import os
 import shutil
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +43,11 @@ def _kind(mode: int) -> str | None:
 
 
 def refuse_special(path: str | os.PathLike[str]) -> None:
-    """A symlink, FIFO, device or socket at ``path`` is a LieError: writing would replace (or hang on) it."""
-    path = os.path.normpath(os.fspath(path))
+    """A symlink, FIFO, device or socket at ``path`` is a LieError: writing would replace (or hang on) it.
+
+    ``path`` is looked at as the system will open it: ``DIR/LINK/../name`` is ``name`` beside where
+    LINK points, never ``DIR/name`` (no ``normpath`` first)."""
+    path = os.fspath(path)
     try:
         mode = os.lstat(path).st_mode
     except OSError:
@@ -65,23 +68,48 @@ def _inside(path: str | os.PathLike[str], folder: str | os.PathLike[str]) -> boo
     return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
 
 
-def check_output_file(
-    out: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str] | None] = ()
-) -> None:
-    """Before any work: ``out`` can be written as a new file, is none of ``inputs`` and lies inside none
-    of the input folders (a model's: ``--out <model>/model.safetensors`` would overwrite it)."""
+Labelled = Mapping[str, "str | os.PathLike[str] | None"] | Iterable["str | os.PathLike[str] | None"]
+
+
+def _labelled(paths: Labelled, label: str) -> list[tuple[str, str]]:
+    """``paths`` as (label, path) pairs: a mapping gives each its own label (a flag), a list ``label``."""
+    pairs = paths.items() if isinstance(paths, Mapping) else ((label, p) for p in paths)
+    return [(name, os.fspath(p)) for name, p in pairs if p is not None and os.fspath(p) != "-"]
+
+
+def refuse_overlap(outputs: Labelled, inputs: Labelled) -> None:
+    """The one rule of what a command may write against what it reads (every ``lie`` command, before
+    any work): an output is refused if it is, or lies inside, an input file or folder (a model, a
+    tokenizer, data, the config), or if it holds an input (a folder it builds and swaps in would
+    remove it). Paths are compared as the system resolves them (``realpath``: through symlinks and
+    ``..``), so no other spelling of an input escapes.
+    """
+    for out_label, out in _labelled(outputs, "--out"):
+        for in_label, source in _labelled(inputs, ""):
+            named = f"{in_label} {source}".strip()
+            if same_file(out, source):  # also two outputs of one name, neither written yet
+                raise LieError(f"{out_label} {out} is the input {named}: write the output to another file")
+            if not os.path.lexists(source):
+                continue
+            if os.path.isdir(source) and _inside(out, source):
+                raise LieError(
+                    f"{out_label} {out} is inside the input folder {named}: write the output elsewhere"
+                )
+            if _inside(source, out):
+                raise LieError(
+                    f"{out_label} {out} holds the input {named}: write the output to another folder"
+                )
+
+
+def check_output_file(out: str | os.PathLike[str], inputs: Labelled = (), label: str = "--out") -> None:
+    """Before any work: ``out`` can be written as a new file and :func:`refuse_overlap` finds it apart
+    from every input (``--out <model>/model.safetensors`` would overwrite the model)."""
     if os.fspath(out) == "-":
         return
     refuse_special(out)
     if os.path.isdir(out):
         raise LieError(f"cannot write {out}: it is a folder; give a file name")
-    for source in inputs:
-        if source is None or os.fspath(source) == "-":
-            continue
-        if same_file(out, source):
-            raise LieError(f"--out {out} is the input {source}: write the output to another file")
-        if os.path.isdir(source) and _inside(out, source):
-            raise LieError(f"--out {out} is inside the input folder {source}: write the output elsewhere")
+    refuse_overlap({label: out}, inputs)
     parent = os.path.dirname(os.path.abspath(out))
     if os.path.exists(parent) and not os.path.isdir(parent):
         raise LieError(f"cannot write {out}: {parent} is a file, not a folder")
@@ -144,7 +172,7 @@ def owned(folder: str | os.PathLike[str], legacy: str | None = None) -> bool:
 
 def check_output_folder(
     out: str | os.PathLike[str],
-    inputs: Iterable[str | os.PathLike[str] | None] = (),
+    inputs: Labelled = (),
     legacy: str | None = None,
 ) -> None:
     """Before any work: ``out`` is absent, empty, or a folder a command built whose record lists the files
@@ -155,9 +183,7 @@ def check_output_folder(
     """
     refuse_special(out)
     path = Path(out)
-    for source in inputs:
-        if source is not None and _inside(source, path):
-            raise LieError(f"--out {out} holds the input {source}: write the output to another folder")
+    refuse_overlap({"--out": out}, inputs)
     if path.exists() and not path.is_dir():
         raise LieError(f"cannot write the folder {out}: it is a file; give a new folder")
     if path.is_dir() and os.path.lexists(path / OWNER) and record_problem(path):
