@@ -18,7 +18,15 @@ from lie.stages.grade import CHOICE_GRADINGS, DEFAULT_CHOICE_GRADING
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--in", dest="inp", required=True, help="JSON-lines input file, or - for stdin")
+    parser.add_argument(
+        "--in",
+        dest="inp",
+        required=True,
+        help='JSON-lines input file, or - for stdin; one item a line: {"response": "... \\\\boxed{42}", '
+        '"gold": "42", "kind": "math"}, or for multiple choice {"response": "... (B)", "gold": "B", '
+        '"kind": "choice", "choices": ["A", "B", "C", "D"]} (the item\'s letters, A-J), optionally '
+        '"options" (the option texts, aligned with choices) and "choice_grading"',
+    )
     parser.add_argument("--out", required=True, help="JSON-lines output file, or - for stdout")
     parser.add_argument("--config", help="config.yaml, for evaluation.grade_timeout_s and grade_workers")
     parser.add_argument("--timeout", type=float, default=None, help="hard limit per item, seconds")
