@@ -81,62 +81,29 @@ def load_config_option(args: argparse.Namespace) -> Config:
     return load_config(args.config)
 
 
-def _paths(value: object) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [v for v in value if isinstance(v, str)]
-    return []
-
-
-OUTPUT_DESTS = ("workdir",)  # outputs besides every --out*: folders a command writes into
-
-
 def _is_output(dest: str) -> bool:
-    return dest.startswith("out") or dest in OUTPUT_DESTS
-
-
-def _input_flags(parser: argparse.ArgumentParser) -> dict[str, str]:
-    """dest -> flag of the options that may name an input path: not the outputs, flags without a
-    value, nor choices (an engine's name)."""
-    return {
-        action.dest: action.option_strings[-1]
-        for action in parser._actions
-        if action.option_strings and action.nargs != 0 and not action.choices and not _is_output(action.dest)
-    }
-
-
-def command_inputs(args: argparse.Namespace) -> dict[str, str]:
-    """Every existing path the command line names as an input (``--config``, ``--model``, ``--data``,
-    ``--in``...), labelled ``--flag``; several values of one flag as ``--flag[i]``."""
-    flags: dict[str, str] = getattr(args, "input_flags", {})
-    found: dict[str, str] = {}
-    for dest, flag in flags.items():
-        values = _paths(getattr(args, dest, None))
-        for i, path in enumerate(values):
-            if path != "-" and os.path.lexists(path):
-                found[flag if len(values) == 1 else f"{flag}[{i}]"] = path
-    return found
+    return dest.startswith("out") or dest == "workdir"  # the preflight's trial folders
 
 
 def check_written(args: argparse.Namespace, outputs: Mapping[str, str | os.PathLike[str] | None]) -> None:
-    """What a command writes besides its ``--out*`` (a manifest, a run folder, the report's tables),
-    apart from every input of its command line (``lie.formats.outputs.refuse_overlap``): called by a
-    command once its config says where those outputs go."""
-    from lie.formats.outputs import refuse_overlap
+    """Outputs apart from every input path of the command line (``lie.formats.outputs.refuse_overlap``):
+    its ``--out*`` (:func:`check_outputs`), and what a command writes where its config says."""
+    from lie.formats.outputs import input_paths, refuse_overlap
 
-    refuse_overlap(outputs, command_inputs(args))
+    refuse_overlap(outputs, input_paths(getattr(args, "input_flags", {}), vars(args)))
 
 
 def check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Every ``--out*`` of every command, before it runs: not a symlink, FIFO or device, and apart
-    from every input of the command line (``lie.formats.outputs.refuse_overlap``: not an input, not
-    inside an input folder, not holding an input, through symlinks). A command's ``written(args)``
-    names what it writes beside them (``lie generate``'s manifest); what its config decides is
-    checked by the command (:func:`check_written`)."""
+    from every input of the command line (:func:`check_written`). The input flags: options with a
+    value that are no output and no choice (an engine's name), kept on ``args`` for the command."""
     from lie.formats.outputs import refuse_special
 
-    args.input_flags = _input_flags(parser)
+    args.input_flags = {
+        a.dest: a.option_strings[-1]
+        for a in parser._actions
+        if a.option_strings and a.nargs != 0 and not a.choices and not _is_output(a.dest)
+    }
     flags = {a.dest: (a.option_strings or [a.dest])[-1] for a in parser._actions}
     outputs = {
         flags.get(dest, dest): value

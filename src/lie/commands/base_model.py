@@ -27,6 +27,8 @@ def run(args: argparse.Namespace) -> int:
 
     config = load_config_option(args)
     if not args.out:
-        check_written(args, {"the model folder": config.outdir / "base" / args.name})
+        from lie.stages.placed import placed_outputs
+
+        check_written(args, placed_outputs(config, "base-model", args.name))
     make_base_model(config, args.name, args.out, args.corpus)
     return 0

@@ -21,9 +21,9 @@ def run(args: argparse.Namespace) -> int:
     from lie.stages.merge import merge
 
     config = load_config_option(args)
-    if not args.out and args.run in config.experiments:
-        from lie.config.layout import Layout
+    if not args.out:
+        from lie.stages.placed import placed_outputs
 
-        check_written(args, {"the merged model": Layout(config).merged_model(args.run)})
+        check_written(args, placed_outputs(config, "merge", args.run))
     merge(config, args.run, args.out)
     return 0

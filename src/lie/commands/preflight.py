@@ -45,6 +45,9 @@ def run(args: argparse.Namespace) -> int:
             f"preflight --fetch: {', '.join(fetched) or 'nothing to fetch'}; next: lie preflight on a GPU node"
         )
         return 0
-    check_written(args, {"--workdir": args.workdir or config.outdir / "preflight"})
+    if not args.workdir:
+        from lie.stages.placed import placed_outputs
+
+        check_written(args, placed_outputs(config, "preflight"))
     passed = run_preflight(config, args.runs, args.workdir, args.device)  # prints each row as it ends
     return 0 if passed else 1

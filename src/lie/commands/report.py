@@ -25,12 +25,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.config.layout import Layout
+    from lie.stages.placed import placed_outputs
     from lie.stages.report import report
 
     config = load_config_option(args)
-    layout = Layout(config)
-    check_written(args, {"the tables": layout.tables, "the figures": layout.figures})
+    check_written(args, placed_outputs(config, "report"))
     paths = report(config, max_points=args.max_points)
     if paths:
         print(*paths, sep="\n")

@@ -17,10 +17,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.config.layout import Layout
+    from lie.stages.placed import placed_outputs
     from lie.stages.study import study_gates
 
     config = load_config_option(args)
-    check_written(args, {"the tables": Layout(config).tables})
+    check_written(args, placed_outputs(config, "study-gates"))
     study_gates(config)
     return 0

@@ -25,11 +25,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.config.layout import Layout
+    from lie.stages.placed import placed_outputs
     from lie.stages.study import study_report
 
     config = load_config_option(args)
-    layout = Layout(config)
-    check_written(args, {"the tables": layout.tables, "the figures": layout.figures})
+    check_written(args, placed_outputs(config, "study-report"))
     study_report(config, pool_with=args.pool)
     return 0

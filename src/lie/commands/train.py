@@ -64,9 +64,8 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(composition(config, request))
         return 0
-    if args.run in config.experiments:  # an unknown run is the stage's one line
-        from lie.config.layout import Layout
+    from lie.stages.placed import placed_outputs
 
-        check_written(args, {"the run folder": Layout(config).run_dir(args.run).root})
+    check_written(args, placed_outputs(config, "train", args.run))
     train(config, request)
     return 0

@@ -101,6 +101,20 @@ def refuse_overlap(outputs: Labelled, inputs: Labelled) -> None:
                 )
 
 
+def input_paths(flags: Mapping[str, str], values: Mapping[str, Any]) -> dict[str, str]:
+    """The existing paths a command line names as inputs: ``flags`` maps an option's dest to its flag
+    (``--model``), ``values`` holds what was given; several values of one flag are ``--flag[i]``."""
+    found: dict[str, str] = {}
+    for dest, flag in flags.items():
+        value = values.get(dest)
+        given = [value] if isinstance(value, str) else value if isinstance(value, (list, tuple)) else []
+        paths = [p for p in given if isinstance(p, str) and p != "-"]
+        for i, path in enumerate(paths):
+            if os.path.lexists(path):
+                found[flag if len(paths) == 1 else f"{flag}[{i}]"] = path
+    return found
+
+
 def check_output_file(out: str | os.PathLike[str], inputs: Labelled = (), label: str = "--out") -> None:
     """Before any work: ``out`` can be written as a new file and :func:`refuse_overlap` finds it apart
     from every input (``--out <model>/model.safetensors`` would overwrite the model)."""
