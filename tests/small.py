@@ -50,6 +50,7 @@ def small_config(outdir: Path, model_path: Path, **training: Any) -> dict[str, A
             "lr_warmup_steps": 0,
             "max_steps": 3,
             "logger": ["console", "file"],
+            "n_gpus_per_node": 1,  # one CPU rank a node (verl's CPU backend runs nnodes x n_gpus_per_node ranks)
         }
     )
     config["training"].update(training)

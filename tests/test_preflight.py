@@ -307,16 +307,55 @@ def test_the_throughput_row_fails_on_a_step_with_a_save_or_short_responses():
     from small import paper_config
 
     from lie.stages.preflight import shapes
-    from lie.stages.preflight_trial import projection
+    from lie.stages.preflight_trial import projection, trial_config
 
     config = paper_config()
     shape = shapes(Config.of(config), ["qwen3-4b-base_dapo_gspo_lie"])[0]
     trial = SimpleNamespace(gpu=True, params_b=8.0)
+    trial.config = trial_config(Config.of(config), shape, Path("unused"), "m", None, gpu=True)
     assert projection(Config.of(config), shape, trial, _timed_step()).status == "pass"
     saved = projection(Config.of(config), shape, trial, _timed_step(**{"timing_s/save_checkpoint": 4.5}))
     assert saved.status == "fail" and "includes a checkpoint save (4.5 s)" in saved.detail
     short = projection(Config.of(config), shape, trial, _timed_step(**{"response_length/clip_ratio": 0.25}))
     assert short.status == "fail" and "only 25% of step 3's responses" in short.detail
+
+
+def test_the_projection_is_a_range_whose_generation_part_says_it_ran_at_a_fraction_of_the_runs_concurrency(
+    tmp_path,
+):
+    """The trial generates 2 prompts x rollout_n a GPU where a run decodes up to its batch (1,024 samples over
+    4 GPUs): memory-bound decoding is faster per token at the run's concurrency, so the trial's generation rate
+    projects an upper bound; the lower end takes its update rate with lie plan's generation rate."""
+    import re
+
+    from small import paper_config
+
+    from lie.stages.plan import plan_run
+    from lie.stages.preflight import shapes
+    from lie.stages.preflight_trial import RUN, Trial, projection, trial_config
+
+    config = Config.of(paper_config())
+    shape = shapes(config, ["qwen3-4b-base_dapo_gspo_lie"])[0]
+    trial = Trial.__new__(Trial)  # its config and size alone
+    trial.gpu, trial.params_b = True, 4.0
+    trial.config = trial_config(config, shape, tmp_path, "m", None, gpu=True)
+
+    def hours(**metrics) -> tuple[float, float]:
+        check = projection(config, shape, trial, _timed_step(**metrics))
+        assert check.status == "pass", check.detail
+        low, high = re.search(r"gspo_lie: ([\d,.]+)-([\d,.]+) GPU-h", check.detail).groups()
+        return float(low.replace(",", "")), float(high.replace(",", ""))
+
+    low, high = hours(**{"timing_s/gen": 1.2})  # 60% of a 2 s step generating
+    assert low < high
+    all_update = hours(**{"timing_s/gen": 0.0})
+    assert all_update[0] == pytest.approx(all_update[1], rel=1e-2)  # nothing left to scale: one figure
+    assert high == pytest.approx(all_update[1], rel=1e-2)  # the upper end: the trial's whole-step rate
+    detail = projection(config, shape, trial, _timed_step(**{"timing_s/gen": 1.2})).detail
+    assert (
+        f"{2 * trial.config.run(RUN).rollout_n} sequences a GPU" in detail and "256 sequences a GPU" in detail
+    )
+    assert plan_run(config, "qwen3-4b-base_dapo_gspo_lie", {}, 8000, 0.35).gpu_hours > 0
 
 
 def test_the_trial_loads_the_shape_with_the_largest_model_and_saves_outside_its_timed_step(tmp_path):
@@ -564,3 +603,32 @@ def test_a_trial_command_past_its_time_or_logging_other_steps_is_one_line(tmp_pa
         LieError, match=rf"verl logged steps \[1\], not 1..{TRIAL_STEPS} \(log: .*train.log\)"
     ):
         check_steps([{"step": 1}], tmp_path / "train.log")
+
+
+@pytest.mark.parametrize("gpus", [1, 4, 8])
+@pytest.mark.parametrize("gpu", [True, False], ids=["gpu", "cpu"])
+def test_the_trial_at_the_nodes_gpu_count_runs_all_its_steps_by_verls_arithmetic(tmp_path, gpus, gpu):
+    """The trial's batch grows with the node's GPUs (2 prompts each); its rows must hold TRIAL_STEPS such
+    batches in its one epoch, or verl stops at the epoch's end (16 rows at 4 GPUs: 2 of 4 steps). Read from
+    verl's own composition of the trial's run, checked by verl's validation; on a CPU the same ranks."""
+    import dataclasses
+
+    from small import paper_config
+
+    from lie.engines.verl import overrides as verl_overrides
+    from lie.stages.plan import verl_steps
+    from lie.stages.preflight import TRIAL_STEPS, shapes
+    from lie.stages.preflight_trial import RUN, trial_config, trial_rows
+
+    config = Config.of(paper_config())
+    shape = dataclasses.replace(shapes(config, ["qwen3-8b-base_dapo_gspo_lie"])[0], gpus_per_node=gpus)
+    trial = trial_config(config, shape, tmp_path, "m", None, gpu=gpu)
+    inputs = verl_overrides.VerlInputs("train.parquet", ("val.parquet",), "m")
+    composed = verl_overrides.compose(
+        verl_overrides.overrides(trial, trial.run(RUN), inputs, device="gpu" if gpu else "cpu")
+    )
+    verl_overrides.check_composed(composed)  # verl's own checks of batch and mini-batch against the ranks
+    trainer, batch = composed.trainer, composed.data.train_batch_size
+    assert trainer.nnodes * trainer.n_gpus_per_node == gpus and batch == 2 * gpus
+    rows = trial_rows(batch)
+    assert verl_steps(rows, batch, trainer.total_epochs, trainer.total_training_steps) == TRIAL_STEPS

@@ -393,6 +393,19 @@ def probes(tiny) -> dict:
         "print(json.dumps([r._registry['vllm'].__module__, base._ROLLOUT_REGISTRY[('vllm', 'async')],\n"
         "                  r._registry['transformers']().__name__, 'vllm' in sys.modules]))\n"
     )
+    fsdp1 = (  # verl's FSDP1 engine (the cluster's strategy) on a CPU without patches.py: torch, then verl
+        "import torch, torch.distributed as dist\n"
+        "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+        "dist.init_process_group('gloo')\n"
+        "try:\n    FSDP(torch.nn.Linear(4, 4), sync_module_states=True, device_id=torch.device('cpu'))\n"
+        "    print('SYNC RAN')\n"
+        "except ValueError as e:\n    print('SYNC FAILED', e)\n"
+        "import lie.engines.verl.cpu.platform\n"
+        "from verl.utils import fsdp_utils\n"
+        "model = FSDP(torch.nn.Linear(4, 4), device_id=torch.device('cpu'))\n"
+        "try:\n    fsdp_utils.load_fsdp_model_to_gpu(model)\n    print('LOAD RAN')\n"
+        "except RuntimeError as e:\n    print('LOAD FAILED', e)\n"
+    )
     clean = {k: v for k, v in os.environ.items() if not k.startswith("VERL_")}
     return run_probes(
         sys.executable,
@@ -401,6 +414,7 @@ def probes(tiny) -> dict:
             "value_head": {"code": value_head},
             "gpu_visible": {"code": gpu_visible},
             "registries": {"code": registries, "env": {"VERL_PLATFORM": "cpu"}},
+            "fsdp1": {"code": fsdp1, "env": {**distributed, "MASTER_PORT": str(_free_port())}},
         },
         preload=("torch", "transformers"),
         env=clean,
@@ -419,6 +433,19 @@ def test_verls_trl_value_head_import_still_fails(probes):
     assert "FAILED" in out.stdout and "AutoModelForCausalLMWithValueHead" in out.stdout, (
         out.stdout + out.stderr
     )
+
+
+def test_torchs_fsdp1_still_refuses_to_sync_cpu_module_states(probes):
+    """If this fails, torch's FSDP1 syncs CPU states itself now: remove patches._states_on_any_device."""
+    out = probes["fsdp1"]
+    assert "SYNC FAILED The module has CPU parameters or buffers" in out.stdout, out.stdout + out.stderr
+
+
+def test_verls_fsdp1_load_still_names_the_cpu_device_cpu_cpu(probes):
+    """If this fails, verl's load_fsdp_model_to_gpu names a CPU device torch accepts: remove
+    patches._load_fsdp_model_to_device."""
+    out = probes["fsdp1"]
+    assert "LOAD FAILED Invalid device string: 'cpu:cpu'" in out.stdout, out.stdout + out.stderr
 
 
 def test_the_backend_is_refused_where_a_gpu_is_visible(probes):
@@ -450,11 +477,28 @@ def test_rollout_vllm_is_ours_in_verls_registries_and_loads_vllm_only_when_used(
 def test_the_cpu_rollout_is_chosen_per_run_and_vllm_adds_only_what_the_cpu_build_needs():
     from lie.engines.verl import cpu as verl_cpu
 
-    plain, vllm = verl_cpu.overrides(1), verl_cpu.overrides(1, "vllm")
+    plain, vllm = verl_cpu.overrides(1, 1), verl_cpu.overrides(1, 1, "vllm")
     assert plain["actor_rollout_ref.rollout.name"] == "transformers"
     assert {k: v for k, v in vllm.items() if plain.get(k) != v} == verl_cpu.VLLM_OVERRIDES
     with pytest.raises(ValueError, match="CPU rollout 'sglang' is not one of"):
-        verl_cpu.overrides(1, "sglang")
+        verl_cpu.overrides(1, 1, "sglang")
+
+
+def test_the_cpu_backend_keeps_the_clusters_shape_and_strategy(monkeypatch):
+    """nnodes x n_gpus_per_node ranks as verl's node pools (they ran as nnodes ranks on one pool), the
+    actor's strategy the recipe's (it was forced to fsdp2); with RAY_ADDRESS (a running Ray cluster, as the
+    Slurm launcher starts) no resources for ray.init, which refuses them when it connects."""
+    from lie.engines.verl import cpu as verl_cpu
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    local = verl_cpu.overrides(2, 4)
+    assert (local["trainer.nnodes"], local["trainer.n_gpus_per_node"]) == (2, 4)
+    assert local["+ray_kwargs.ray_init.num_gpus"] == 8
+    assert not any("strategy" in key for key in local)
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6380")
+    joined = verl_cpu.overrides(2, 2)
+    assert (joined["trainer.nnodes"], joined["trainer.n_gpus_per_node"]) == (2, 2)
+    assert not [key for key in joined if key.startswith("+ray_kwargs.ray_init.")]
 
 
 def test_every_call_of_verls_platform_interface_runs_on_the_cpu_platform():
@@ -569,6 +613,21 @@ def test_the_trainer_saves_ahead_of_the_jobs_end_where_verl_would_not(monkeypatc
     monkeypatch.delenv("MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP")
     trainer(8).on_step_end()  # no end known
     assert saved == [7]
+    # verl validates after on_step_end and logs the step after that: the margin holds the longest validation
+    monkeypatch.setattr(PPOTrainerSync, "on_validate_begin", lambda self: None)
+    monkeypatch.setattr(PPOTrainerSync, "on_validate_end", lambda self: None)
+    monkeypatch.setenv("MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP", str(time.time() + 700))
+    trainer(11).on_step_end()  # 700 s left: room for a 120 s step and the save
+    assert saved == [7]
+    validated = trainer(11)
+    clock = iter([1000.0, 1400.0])  # a 400 s validation
+    monkeypatch.setattr(time, "monotonic", lambda: next(clock))
+    validated.on_validate_begin()
+    validated.on_validate_end()
+    monkeypatch.setattr(time, "monotonic", lambda: 2000.0)
+    validated._step_started = 2000.0
+    validated.on_step_end()  # 120 s step + 400 s validation + 60 s save + 300 s margin > 700 s left
+    assert saved == [7, 11]
 
 
 # ---- verl's main_ppo, end to end on the CPU -----------------------------------------------------

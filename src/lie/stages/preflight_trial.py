@@ -46,8 +46,22 @@ VLLM_CPU: dict[str, Any] = {
             "TORCH_COMPILE_DISABLE": 1},
     "engine_args": {"dtype": "float32", "enforce_eager": "true"},
 }  # fmt: skip
-CPU_SHAPE = {"max_prompt_length": 64, "max_response_length": 24, "train_batch_size": 2, "rollout_n": 4}
-ROWS = 16
+# On a CPU only the sizes that leave verl's control flow as it is shrink: the lengths, the model, the
+# samples per prompt. The ranks (one per GPU of the shape's node), batches, epochs and steps stay.
+CPU_SHAPE = {"max_prompt_length": 64, "max_response_length": 24, "rollout_n": 4}
+PROMPTS_PER_GPU = 2  # a step's prompts per GPU: few, at the real lengths (memory depends on the lengths)
+
+
+def trial_batch(gpus_per_node: int) -> int:
+    """A trial step's prompts: PROMPTS_PER_GPU for each GPU (rank) of the node."""
+    return PROMPTS_PER_GPU * gpus_per_node
+
+
+def trial_rows(batch: int) -> int:
+    """Training rows for TRIAL_STEPS steps of ``batch`` prompts in one epoch: verl's trainer drops an
+    incomplete batch and stops at the end of its epochs even before ``total_training_steps``
+    (lie.stages.plan.verl_steps), so fewer rows cut the trial short (16 rows gave 2 steps at 4 GPUs)."""
+    return TRIAL_STEPS * batch
 
 
 def _lie(
@@ -145,14 +159,12 @@ def trial_config(config: Config, shape: Shape, root: Path, model: str, thinking:
     training = {"max_steps": TRIAL_STEPS, "save_freq": TRIAL_SAVE_FREQ, "test_freq": TRIAL_STEPS,
                 "keep_checkpoints": TRIAL_STEPS + 1, "val_sets": ["preflight-val"], "nnodes": 1,
                 "logger": ["console", "file"], "eval_step": "final", "rollout_ignore_eos": True}  # fmt: skip
+    batch = trial_batch(shape.gpus_per_node)
+    training.update(n_gpus_per_node=shape.gpus_per_node, train_batch_size=batch, ppo_mini_batch_size=batch)
     if gpu:
-        batch = 2 * shape.gpus_per_node  # few prompts, the real lengths: memory depends on the lengths
-        training.update(max_prompt_length=shape.prompt_len, max_response_length=shape.response_len,
-                        n_gpus_per_node=shape.gpus_per_node, train_batch_size=batch, ppo_mini_batch_size=batch)  # fmt: skip
+        training.update(max_prompt_length=shape.prompt_len, max_response_length=shape.response_len)
     else:
-        training.update(
-            CPU_SHAPE, ppo_mini_batch_size=CPU_SHAPE["train_batch_size"], n_gpus_per_node=1, lr=1e-3
-        )
+        training.update(CPU_SHAPE, lr=1e-3)
     trial["training"].update(training)
     trial["experiments"] = {RUN: {"model": "preflight-model", "data": "preflight-train", "algorithm": algorithm,
                                   "lie": "on", "extra_tokens": 0, "epochs": 1, "parent": None,
@@ -199,7 +211,8 @@ class Trial:
             cfgmod.write_effective_config(self.config, self.config_file)
             cfgmod.load_config(self.config_file)  # the trial's config is a valid one
             ref_len = self.config.run(RUN).max_response_length // 2
-            self.train_rows = _rows(self.config, "preflight-train", ROWS, 1, ref_len)
+            rows = trial_rows(self.config.run(RUN).train_batch_size)
+            self.train_rows = _rows(self.config, "preflight-train", rows, 1, ref_len)
             self.train_file = _write_rows(self.train_rows, root / "train.parquet")
             self.val_file = _write_rows(_rows(self.config, "preflight-val", 4, 2, None), root / "val.parquet")
         self.model = model
@@ -245,7 +258,12 @@ def _rundir(config: Config):
 def trial_checks(config: Config, shape: Shape, root: Path, gpu: bool) -> Iterator[Check]:
     """The trial's rows, each as soon as it is known; its commands' logs under ``root/logs``."""
     where = f"{shape.family}, {shape.prompt_len}+{shape.response_len} tokens, {shape.gpus_per_node} GPU(s)"
-    label = where if gpu else f"small CPU shape for {where}"
+    cpu = CPU_SHAPE
+    label = (
+        where
+        if gpu
+        else f"{where} as CPU ranks at {cpu['max_prompt_length']}+{cpu['max_response_length']} tokens"
+    )
     name = f"{TRIAL_STEPS}-step verl run ({label})"
     try:
         trial = Trial(config, shape, root, gpu)
@@ -295,21 +313,40 @@ def check_steps(metrics: list[dict], train_log: Path) -> None:
         raise LieError(f"verl logged steps {steps}, not 1..{TRIAL_STEPS} (log: {train_log})")
 
 
+GEN_TIMER = "timing_s/gen"  # verl's timer of the rollouts, inside its step timer
+
+
 def projection(config: Config, shape: Shape, trial: Trial, last: dict) -> Check:
-    """The measured tokens/s per GPU in place of lie plan's assumptions: GPU-hours of each run of the shape."""
+    """The measured rates in place of lie plan's assumptions: GPU-hours of each run of the shape, as a
+    range. The trial's phases after generation (log-probs, update) are compute-bound and project by
+    tokens; its generation ran only PROMPTS_PER_GPU x rollout_n sequences a GPU where a run decodes up to
+    its whole batch at once (as many as the KV cache holds), and decoding is memory-bound, so the trial's
+    generation rate understates a run's, typically 2-3x. The upper figure takes the trial's rates for
+    both; the lower its update rate with lie plan's generation rate (``--gen-tps``)."""
     name = "throughput, projected to the runs" + ("" if trial.gpu else " (a CPU figure)")
     tps = float(last.get("perf/throughput") or 0)
     if tps <= 0:
         return Check(name, "fail", "verl logged no perf/throughput")
     if why := _saved(last) or _short(last):
         return Check(name, "fail", why)
-    parts = [f"{tps:.0f} tokens/s/GPU at {trial.params_b:g}B"]
+    step_s = float(last.get("timing_s/step") or 0)
+    gen_share = min(max(float(last.get(GEN_TIMER) or 0) / step_s, 0.0), 0.99) if step_s > 0 else 0.0
+    concurrent = PROMPTS_PER_GPU * trial.config.run(RUN).rollout_n
+    parts = [f"{tps:.0f} tokens/s/GPU at {trial.params_b:g}B over a step, {gen_share:.0%} of it generating "
+             f"{concurrent} sequences a GPU"]  # fmt: skip
     for run in shape.runs:
         p = planmod.plan_run(config, run, {}, planmod.GEN_TOKENS_PER_S_4B, planmod.MFU)
         s = config.run(run)
+        scale = trial.params_b / p.params_b  # per-GPU throughput ~ 1 / size
         per_step = s.train_batch_size * s.rollout_n * (p.mean_response + 0.5 * s.max_prompt_length)
-        hours = p.steps * per_step / (tps * trial.params_b / p.params_b) / 3600  # throughput ~ 1 / size
-        parts.append(f"{run}: {hours:,.3g} GPU-h (lie plan: {p.gpu_hours:,.3g})")
+        trial_rate = tps * scale  # tokens/s/GPU of the whole step at the run's size
+        upper = p.steps * per_step / trial_rate / 3600
+        update_h = upper * (1 - gen_share)  # the compute-bound phases at the trial's rate
+        gen_h = p.rollout_tokens / (planmod.GEN_TOKENS_PER_S_4B * 4.0 / p.params_b) / 3600
+        lower = min(update_h + gen_h, upper)
+        low, high, plan_h = (planmod.hours_text(h) for h in (lower, upper, p.gpu_hours))
+        parts.append(f"{run}: {low}-{high} GPU-h without validation (lie plan: {plan_h} with it; "
+                     f"{s.train_batch_size * s.rollout_n // s.gpus} sequences a GPU)")  # fmt: skip
     return Check(name, "pass", "; ".join(parts))
 
 

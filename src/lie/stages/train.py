@@ -122,7 +122,7 @@ def _train_verl(config: Config, settings: RunSettings, request: TrainRequest) ->
     check_model_folder(
         inputs.model_path
     )  # before verl starts (after the driver): one line, not verl's traceback
-    ranks = verl_overrides.launch_ranks(settings, device)
+    ranks = verl_overrides.launch_ranks(settings)
     rundir.claim_inputs(inputs_digest(inputs.train_file, inputs.model_path))  # other inputs: afresh
     if not verl_overrides.prepare_resume(config, settings, rundir, ranks):
         overrides = verl_overrides.overrides(
@@ -204,7 +204,7 @@ def _verl_composition(config: Config, settings: RunSettings, request: TrainReque
         lines.append(
             "# the CPU backend's overrides (lie.engines.verl.cpu.overrides), on top of the cluster's"
         )
-        cpu = verl_cpu.overrides(settings.nnodes, settings.cpu_rollout)
+        cpu = verl_cpu.overrides(settings.nnodes, settings.n_gpus_per_node, settings.cpu_rollout)
         lines += [f"#   {k}={v}" for k, v in cpu.items()]
     for title, section in (("reward (verl 0.9 `reward` group, as composed)", composed.reward),
                            ("data", composed.data), ("actor_rollout_ref.actor", composed.actor_rollout_ref.actor)):  # fmt: skip

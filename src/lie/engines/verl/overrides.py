@@ -140,7 +140,7 @@ def overrides(
     if device == "cpu":
         from lie.engines.verl import cpu as verl_cpu
 
-        o.update(verl_cpu.overrides(s.nnodes, s.cpu_rollout))
+        o.update(verl_cpu.overrides(s.nnodes, s.n_gpus_per_node, s.cpu_rollout))
     if metrics_file is not None:
         o["+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH"] = metrics_file
     return [f"{k}={_q(v)}" for k, v in o.items()]
@@ -149,14 +149,9 @@ def overrides(
 COMPLETED = "lie_completed.json"  # in checkpoints/: training finished with these settings
 
 
-def launch_ranks(s: RunSettings, device: str = "gpu") -> int:
+def launch_ranks(s: RunSettings) -> int:
     """The FSDP ranks of a launch (verl names its checkpoint shards by this number)."""
-    if device == "cpu":
-        from lie.engines.verl import cpu as verl_cpu
-
-        cpu = verl_cpu.overrides(s.nnodes)
-        return int(cpu["trainer.nnodes"]) * int(cpu["trainer.n_gpus_per_node"])
-    return s.gpus
+    return s.gpus  # nnodes x n_gpus_per_node on a CPU too (lie.engines.verl.cpu.overrides)
 
 
 def prepare_resume(config: Config, s: RunSettings, rundir: RunDir, ranks: int) -> bool:

@@ -96,6 +96,8 @@ class LIETrainer(PPOTrainerSync):
     _fetches: tuple[int, int] = (-1, 0)  # (step, batches fetched in it)
     _step_started: float = 0.0
     _longest_step_s: float = 0.0
+    _validation_started: float = 0.0
+    _longest_validation_s: float = 0.0  # verl validates after on_step_end, before it logs the step
 
     def on_step_begin(self) -> None:
         super().on_step_begin()
@@ -109,15 +111,28 @@ class LIETrainer(PPOTrainerSync):
                 self._save_checkpoint()
         super().on_step_end()
 
+    def on_validate_begin(self) -> None:
+        super().on_validate_begin()
+        self._validation_started = time.monotonic()
+
+    def on_validate_end(self) -> None:
+        super().on_validate_end()
+        self._longest_validation_s = max(
+            self._longest_validation_s, time.monotonic() - self._validation_started
+        )
+
     def _saves_ahead_of_the_end(self) -> bool:
-        """True when verl did not save this step and the job's end leaves no room for another step
-        and a save (verl's ``should_save_ckpt_esi``, the legacy trainer's rule)."""
+        """True when verl did not save this step and the job's end leaves no room for another step,
+        a validation and a save (verl's ``should_save_ckpt_esi``, the legacy trainer's rule, with the
+        longest validation added to the longest step: verl validates after this hook and logs the step
+        after that, and a checkpoint whose step was never logged is set aside on resume)."""
         trainer = self.config.trainer
         if trainer.save_freq <= 0:
             return False
         saved = self.global_steps >= self.total_training_steps or self.global_steps % trainer.save_freq == 0
         return not saved and should_save_ckpt_esi(
-            max_steps_duration=self._longest_step_s, redundant_time=trainer.esi_redundant_time
+            max_steps_duration=self._longest_step_s + self._longest_validation_s,
+            redundant_time=trainer.esi_redundant_time,
         )
 
     def _build_replay_buffer(self) -> Any:

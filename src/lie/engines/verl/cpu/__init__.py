@@ -11,8 +11,8 @@ included) by ``VERL_USE_EXTERNAL_MODULES=lie.engines.verl.cpu.plugin``:
   (``vllm_rollout``; ``.venv-vllm``), for a run whose ``cpu_rollout`` is ``vllm``;
 - ``agent_loop``: verl's single-turn agent loop that tells that server which sample each request
   is (agent loop ``lie_single_turn``), so that a CPU run is reproducible;
-- ``patches``: two verl lines that cannot run on a CPU, each named, each with a test that fails
-  once verl fixes it.
+- ``patches``: three lines of verl and torch that cannot run on a CPU, each named, each with a test
+  that fails once they are fixed (two of them let verl's FSDP1 engine, the cluster's strategy, run).
 
 This package's top level imports nothing of verl or torch: ``lie train`` reads the CPU settings
 below without loading the backend, and on a GPU machine nothing of it is loaded at all.
@@ -26,6 +26,7 @@ from typing import Any
 PLUGIN = "lie.engines.verl.cpu.plugin"
 ROLLOUT = "transformers"
 AGENT_LOOP = "lie_single_turn"  # lie.engines.verl.cpu.agent_loop.NAME (not imported: no verl here)
+RAY_INIT = "+ray_kwargs.ray_init."  # verl's ray.init arguments, for a Ray it starts itself
 RAY_CPUS = 16  # Ray's logical CPUs for verl's many small actors (agent loop, reward, storage)
 
 
@@ -34,16 +35,16 @@ RAY_CPUS = 16  # Ray's logical CPUs for verl's many small actors (agent loop, re
 OVERRIDES: dict[str, Any] = {
     "trainer.device": "cpu",
     "actor_rollout_ref.rollout.name": ROLLOUT,  # vLLM needs a GPU
-    "actor_rollout_ref.actor.strategy": "fsdp2",  # FSDP1's sync_module_states needs GPU tensors
-    "actor_rollout_ref.ref.strategy": "fsdp2",
+    # the actor's strategy is the cluster's (verl's FSDP1, ``strategy: fsdp``, with param and optimizer
+    # offload), through two patches of patches.py; the entropy kernel stays uncompiled (below)
     "+actor_rollout_ref.model.override_config.attn_implementation": "sdpa",  # no flash-attn on a CPU
     "actor_rollout_ref.actor.use_torch_compile": False,
     # the engine workers read their FSDP engine's own flag (true by default): inductor's C++ compiler
     # in every actor process, for an entropy kernel the GPU never runs
     "actor_rollout_ref.actor.fsdp_config.use_torch_compile": False,
     "actor_rollout_ref.ref.fsdp_config.use_torch_compile": False,
-    "+ray_kwargs.ray_init.num_cpus": RAY_CPUS,
-    "+ray_kwargs.ray_init.include_dashboard": False,
+    f"{RAY_INIT}num_cpus": RAY_CPUS,
+    f"{RAY_INIT}include_dashboard": False,
     "transfer_queue.backend.SimpleStorage.num_data_storage_units": 1,  # 8 by default, a Ray CPU each
     "actor_rollout_ref.rollout.agent.num_workers": 1,
     "actor_rollout_ref.rollout.agent.default_agent_loop": AGENT_LOOP,  # seeds by sample: reproducible
@@ -70,16 +71,21 @@ VLLM_OVERRIDES: dict[str, Any] = {
 ROLLOUTS = (ROLLOUT, VLLM_ROLLOUT)
 
 
-def overrides(ranks: int = 1, rollout: str = ROLLOUT) -> dict[str, Any]:
-    """OVERRIDES for ``ranks`` FSDP ranks on this machine: one per node of ``training.nnodes`` (the
-    Slurm launcher's ``--nnodes``), one fake GPU each, since verl's resource pools count GPU bundles;
+def overrides(nnodes: int = 1, gpus_per_node: int = 1, rollout: str = ROLLOUT) -> dict[str, Any]:
+    """OVERRIDES for the cluster's shape, ``nnodes`` x ``gpus_per_node`` FSDP ranks, one process each
+    and one fake GPU each (verl's resource pools count GPU bundles). verl composes its resource pool as
+    on the cluster (``trainer.nnodes`` pools of ``gpus_per_node``): with ``RAY_ADDRESS`` set (a Ray
+    cluster of that many nodes, as the Slurm launcher starts) verl joins it and leaves Ray's resources
+    to it; without, verl's own Ray on this machine gets every fake GPU, and the pools share its one node.
     ``rollout`` ``vllm`` samples with verl's vLLM server (VLLM_OVERRIDES)."""
     if rollout not in ROLLOUTS:
         raise ValueError(f"CPU rollout {rollout!r} is not one of {ROLLOUTS}")
-    ranks = int(ranks)
+    nnodes, gpus_per_node = int(nnodes), int(gpus_per_node)
     chosen = {**OVERRIDES, **(VLLM_OVERRIDES if rollout == VLLM_ROLLOUT else {})}
-    return {**chosen, "trainer.nnodes": 1, "trainer.n_gpus_per_node": ranks,
-            "+ray_kwargs.ray_init.num_gpus": ranks}  # fmt: skip
+    chosen.update({"trainer.nnodes": nnodes, "trainer.n_gpus_per_node": gpus_per_node})
+    if os.environ.get("RAY_ADDRESS"):  # ray.init refuses resources when it connects to a cluster
+        return {k: v for k, v in chosen.items() if not k.startswith(RAY_INIT)}
+    return {**chosen, f"{RAY_INIT}num_gpus": nnodes * gpus_per_node}
 
 
 def environment(base: dict[str, str] | None = None) -> dict[str, str]:
