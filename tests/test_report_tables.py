@@ -133,9 +133,7 @@ def test_assumptions_are_footnotes_of_the_rows_they_concern(paper):
     assert (
         "- Checkpoints: the paper does not say which checkpoint its numbers come from (the authors' " in main
     )
-    assert (
-        "valid_ood_qwen3.parquet at 16,384 tokens beats the best so far, a file whose content was not" in main
-    )
+    assert "valid_ood_qwen3.parquet at 16,384 tokens beats the best so far, a file whose content this" in main
     assert "test sets" not in footnote_line(main, "- Checkpoints")  # an inference about an unread file
     assert "- Epochs (experiments.<run>.epochs" in main and "10: GRPO / GRPO w/ higher clip / GSPO" in main
     assert "valid.all_qwen3.parquet of LINs-lab/LIE at 1b3bb02 (git blob b7d15c4)" in main
