@@ -79,8 +79,10 @@ def epoch_step(rundir: RunDir, at: EpochStep) -> int:
     if step not in kept:
         raise LieError(
             f"run {rundir.run}: evaluation.equal_steps evaluates it at step {step} (after {at.epochs} of {at.of} "
-            f"epochs), which has no kept checkpoint (kept: {sorted(kept)}): make training.save_freq divide {step} "
-            "and train again, or set evaluation.equal_steps to false"
+            f"epochs), which has no kept checkpoint (kept: {sorted(kept)}): it was never saved (training.save_freq "
+            f"must divide {step}) or was pruned while the run trained with the switch off (training."
+            "keep_checkpoints); set evaluation.equal_steps to false, or move the run folder aside and train it "
+            "again with the switch on (it then keeps every checkpoint)"
         )
     log.info(
         "%s: step %d, after %d of its %d epochs (evaluation.equal_steps)", rundir.run, step, at.epochs, at.of
