@@ -63,3 +63,32 @@ ray_ports() {
     --metrics-export-port=$((base + 5)) --runtime-env-agent-port=$((base + 6))
     --node-manager-port=$((base + 7)) --object-manager-port=$((base + 8)))
 }
+
+# sky_ray_ports TEXT: ray_ports for a job named by TEXT (a SkyPilot task id), hashed to an integer
+# (cksum), its GCS port never SkyPilot's own Ray's (6380) on the same node: a key that would give
+# 6380 takes the next one; RAY_PORT=6380 is refused (one line, status 1).
+sky_ray_ports() {
+  local key
+  key=$(printf '%s' "$1" | cksum | cut -d ' ' -f 1)
+  if ((key % 1000 == 1)); then
+    key=$((key + 1))
+  fi
+  ray_ports "$key"
+  if ((ray_port == 6380)); then
+    echo "launch_lib.sh: RAY_PORT=6380 is SkyPilot's own Ray on every node of the task: choose another port" >&2
+    return 1
+  fi
+}
+
+# ray_head_listens IP PORT: whether something accepts a TCP connection at IP:PORT (2 s at most).
+ray_head_listens() {
+  python3 -c 'import socket, sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), 2).close()' \
+    "$1" "$2" 2>/dev/null
+}
+
+# ray_alive_nodes ADDRESS: how many nodes of the Ray cluster at ADDRESS are alive (fails while it
+# cannot be reached).
+ray_alive_nodes() {
+  python3 -c 'import sys, ray; ray.init(address=sys.argv[1], logging_level="ERROR")
+print(sum(n["Alive"] for n in ray.nodes()))' "$1" 2>/dev/null
+}
