@@ -98,20 +98,21 @@ def get_train_inputs(wildcards) -> dict[str, str]:
     return inputs
 
 
-def get_val_args(wildcards, input) -> str:
-    return " ".join(f"--val-file {v}" for k, v in input.items() if k.startswith("val_"))
+def get_val_args(wildcards, input) -> list[str]:
+    """`--val-file F` for each validation set, as words: the rule quotes each (`{params.val:q}`)."""
+    return [word for k, v in input.items() if k.startswith("val_") for word in ("--val-file", v)]
 
 
-def thinking_flag(key: str) -> str:
+def thinking_flag(key: str) -> list[str]:
     """`--enable-thinking` for a base model or a run's model when its entry sets it (Qwen3-4B: off)."""
     value = CFG.enable_thinking(CFG.model_of(key))
-    return "" if value is None else f"--enable-thinking {str(value).lower()}"
+    return [] if value is None else ["--enable-thinking", str(value).lower()]
 
 
-def eval_thinking_flag(key: str) -> str:
+def eval_thinking_flag(key: str) -> list[str]:
     """`--enable-thinking` at evaluation (evaluation.enable_thinking, else the model's entry); none: the template's default."""
     value = CFG.thinking_at_evaluation(CFG.model_of(key))
-    return "" if value is None else f"--enable-thinking {str(value).lower()}"
+    return [] if value is None else ["--enable-thinking", str(value).lower()]
 
 
 def get_evaluated_model(wildcards) -> str:
@@ -193,27 +194,26 @@ def on_gpu(engine: str) -> bool:
     return engine == "vllm" and CFG.engines.vllm_cpu is None
 
 
-def lie_for(engine: str) -> str:
+def lie_for(engine: str) -> list[str]:
     """The `lie` a job of `engine` runs: for vLLM's CPU build, that environment's, under its settings.
     A relative `venv` stays relative: the job's shell finds it from the working directory (the
     checkout, as it finds workflow/scripts/), so that no param holds where the checkout lies and a
-    moved or cloned checkout reruns nothing (tests/test_checkout_move.py)."""
-    import shlex
-
+    moved or cloned checkout reruns nothing (tests/test_checkout_move.py). Words: the rule quotes each."""
     cpu = CFG.engines.vllm_cpu
     if engine != "vllm" or cpu is None:
-        return "lie"
-    lie = shlex.quote(str(Path(cpu.venv) / "bin" / "lie"))
+        return ["lie"]
+    lie = str(Path(cpu.venv) / "bin" / "lie")
     env = [f"{k}={v}" for k, v in sorted((cpu.env or {}).items())]
-    return " ".join(["env", *env, lie] if env else [lie])
+    return ["env", *env, lie] if env else [lie]
 
 
-def engine_args_for(engine: str) -> str:
-    """engines.vllm_cpu.engine_args as `--engine-arg KEY=VALUE` options of a vLLM job on the CPU."""
+def engine_args_for(engine: str) -> list[str]:
+    """engines.vllm_cpu.engine_args as `--engine-arg KEY=VALUE` options of a vLLM job on the CPU (words:
+    the rule quotes each, so a value is one argument, never shell code)."""
     cpu = CFG.engines.vllm_cpu
     if engine != "vllm" or cpu is None:
-        return ""
-    return " ".join(f"--engine-arg {k}={v}" for k, v in sorted((cpu.engine_args or {}).items()))
+        return []
+    return [w for k, v in sorted((cpu.engine_args or {}).items()) for w in ("--engine-arg", f"{k}={v}")]
 
 
 def gpu_gres(engine: str | None = None) -> str:

@@ -16,7 +16,7 @@ rule data:
         runtime=120,
     container: IMAGE or None
     shell:
-        "lie data {wildcards.dataset} --config {params.config} --out {output} > {log} 2>&1"
+        "lie data {wildcards.dataset:q} --config {params.config:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule base_model:
@@ -29,14 +29,14 @@ rule base_model:
     params:
         config=CONFIG,
         entry=lambda w: json.dumps(identity.written_entry(CFG, "models", w.model), sort_keys=True),
-        corpus=lambda w, input: " ".join(f"--corpus {p}" for p in input.corpus),
+        corpus=lambda w, input: [word for p in input.corpus for word in ("--corpus", p)],
     threads: 1
     resources:
         mem_mb=16000,
         runtime=120,
     container: IMAGE or None
     shell:
-        "lie base-model {wildcards.model} --config {params.config} --out {output} {params.corpus} > {log} 2>&1"
+        "lie base-model {wildcards.model:q} --config {params.config:q} --out {output:q} {params.corpus:q} > {log:q} 2>&1"
 
 
 rule reflen:
@@ -61,5 +61,5 @@ rule reflen:
         gpus=gpu_count(),
     container: IMAGE or None
     shell:
-        "workflow/scripts/gpu_slots.sh {resources.gpus} lie reflen --config {params.config} --model {input.model} --data {input.data} --out {output}"
-        " --engine {params.engine} {params.thinking} > {log} 2>&1"
+        "workflow/scripts/gpu_slots.sh {resources.gpus:q} lie reflen --config {params.config:q} --model {input.model:q}"
+        " --data {input.data:q} --out {output:q} --engine {params.engine:q} {params.thinking:q} > {log:q} 2>&1"

@@ -19,7 +19,7 @@ rule data_bare:
         runtime=120,
     container: IMAGE or None
     shell:
-        "lie data {wildcards.bench} --config {params.config} --bare --out {output} > {log} 2>&1"
+        "lie data {wildcards.bench:q} --config {params.config:q} --bare --out {output:q} > {log:q} 2>&1"
 
 
 rule generate:
@@ -40,7 +40,7 @@ rule generate:
         engine=lambda w: generate_engine(w.key),
         lie=lambda w: lie_for(generate_engine(w.key)),
         engine_args=lambda w: engine_args_for(generate_engine(w.key)),
-        limit=lambda w: f"--limit {CFG.evaluation.limit}" if CFG.evaluation.limit else "",
+        limit=lambda w: ["--limit", str(CFG.evaluation.limit)] if CFG.evaluation.limit else [],
         thinking=lambda w: eval_thinking_flag(w.key),
     threads: 2
     resources:
@@ -51,8 +51,9 @@ rule generate:
         gpus=lambda w: gpu_count(generate_engine(w.key)),
     container: IMAGE or None
     shell:
-        "workflow/scripts/gpu_slots.sh {resources.gpus} {params.lie} generate {wildcards.bench} --config {params.config} --model {input.model} --data {input.data}"
-        " --out {output.gen} --engine {params.engine} {params.engine_args} {params.limit} {params.thinking} > {log} 2>&1"
+        "workflow/scripts/gpu_slots.sh {resources.gpus:q} {params.lie:q} generate {wildcards.bench:q} --config {params.config:q}"
+        " --model {input.model:q} --data {input.data:q} --out {output.gen:q} --engine {params.engine:q}"
+        " {params.engine_args:q} {params.limit:q} {params.thinking:q} > {log:q} 2>&1"
 
 
 rule evaluate:
@@ -67,8 +68,8 @@ rule evaluate:
         f"{OUT}/logs/evaluate/{{key}}.log",
     params:
         config=CONFIG,
-        gens=lambda w, input: " ".join(f"--gen {g}" for g in input.gens),
-        data=lambda w, input: " ".join(f"--data {d}" for d in input.data),
+        gens=lambda w, input: [word for g in input.gens for word in ("--gen", g)],
+        data=lambda w, input: [word for d in input.data for word in ("--data", d)],
         settings=lambda w: json.dumps(
             identity.written_part(CFG, "evaluation", only=("budgets", "in_domain", "out_of_domain")),
             sort_keys=True,
@@ -88,5 +89,5 @@ rule evaluate:
         **site_resources("cpu"),
     container: IMAGE or None
     shell:
-        "lie evaluate --config {params.config} {params.gens} {params.data} --tokenizer {input.model}"
-        " --out-scores {output.scores} --out-summary {output.summary} --no-progress > {log} 2>&1"
+        "lie evaluate --config {params.config:q} {params.gens:q} {params.data:q} --tokenizer {input.model:q}"
+        " --out-scores {output.scores:q} --out-summary {output.summary:q} --no-progress > {log:q} 2>&1"

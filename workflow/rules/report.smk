@@ -27,4 +27,4 @@ rule report:
         **site_resources("cpu"),
     container: IMAGE or None
     shell:
-        "lie report --config {params.config} > {log} 2>&1"
+        "lie report --config {params.config:q} > {log:q} 2>&1"

@@ -26,7 +26,7 @@ rule study_probe:
         f"{OUT}/logs/study/{{probe}}/{{model}}.log",
     params:
         config=CONFIG,
-        forced=lambda w: " --forced" if w.probe == "probe-forced" else "",
+        forced=lambda w: ["--forced"] if w.probe == "probe-forced" else [],
         # what the probe reads, and no more: make study-full (more runs, more base models) keeps the probes
         settings=lambda w: json.dumps(
             {
@@ -45,12 +45,12 @@ rule study_probe:
         **site_resources("cpu"),
     container: IMAGE or None
     shell:
-        "(lie study-probe --config {params.config} --model {input.model} --data {input.data} --out {output.gen}"
-        " --no-progress{params.forced}"
-        " && lie evaluate --config {params.config} --gen {output.gen} --tokenizer {input.model}"
-        " --out-scores {output.scores} --out-summary {output.summary} --no-progress"
-        " && lie study-responses --config {params.config} --gen {output.gen} --scores {output.scores}"
-        " --data {input.data} --tokenizer {input.model} --out {output.responses}) > {log} 2>&1"
+        "(lie study-probe --config {params.config:q} --model {input.model:q} --data {input.data:q} --out {output.gen:q}"
+        " --no-progress {params.forced:q}"
+        " && lie evaluate --config {params.config:q} --gen {output.gen:q} --tokenizer {input.model:q}"
+        " --out-scores {output.scores:q} --out-summary {output.summary:q} --no-progress"
+        " && lie study-responses --config {params.config:q} --gen {output.gen:q} --scores {output.scores:q}"
+        " --data {input.data:q} --tokenizer {input.model:q} --out {output.responses:q}) > {log:q} 2>&1"
 
 
 rule study_responses:
@@ -73,8 +73,8 @@ rule study_responses:
         **site_resources("cpu"),
     container: IMAGE or None
     shell:
-        "lie study-responses --config {params.config} --gen {input.gen} --scores {input.scores}"
-        " --data {input.data} --tokenizer {input.model} --out {output} > {log} 2>&1"
+        "lie study-responses --config {params.config:q} --gen {input.gen:q} --scores {input.scores:q}"
+        " --data {input.data:q} --tokenizer {input.model:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule study_gates:
@@ -94,7 +94,7 @@ rule study_gates:
         **site_resources("cpu"),
     container: IMAGE or None
     shell:
-        "lie study-gates --config {params.config} > {log} 2>&1"
+        "lie study-gates --config {params.config:q} > {log:q} 2>&1"
 
 
 rule study:
@@ -114,4 +114,4 @@ rule study:
         **site_resources("cpu"),
     container: IMAGE or None
     shell:
-        "lie study-report --config {params.config} > {log} 2>&1"
+        "lie study-report --config {params.config:q} > {log:q} 2>&1"

@@ -49,10 +49,10 @@ rule train:
     # not a param: a changed NCCL setting must not rerun a finished run; the Slurm plugin passes no
     # string resource on, the job inside Slurm computes it again from the same config.
     shell:
-        "{resources.train_env} LIE_ATTEMPT={resources.attempt_no} LIE_IMAGE={params.image}"
-        " workflow/scripts/train_job.sh {params.engine} {wildcards.run} --config {params.config}"
-        " --train-file {input.data} --model {input.model} {params.val}"
-        " 2>&1 | tee -a $(dirname {log:q})/{wildcards.run}.attempts.log > {log:q}"
+        "{resources.train_env} LIE_ATTEMPT={resources.attempt_no:q} LIE_IMAGE={params.image:q}"
+        " workflow/scripts/train_job.sh {params.engine:q} {wildcards.run:q} --config {params.config:q}"
+        " --train-file {input.data:q} --model {input.model:q} {params.val:q}"
+        " 2>&1 | tee -a \"$(dirname {log:q})\"/{wildcards.run:q}.attempts.log > {log:q}"
 
 rule merge:
     input:
@@ -70,4 +70,4 @@ rule merge:
         **site_resources("cpu"),
     container: IMAGE or None
     shell:
-        "lie merge {wildcards.run} --config {params.config} --out {output} > {log} 2>&1"
+        "lie merge {wildcards.run:q} --config {params.config:q} --out {output:q} > {log:q} 2>&1"
