@@ -28,3 +28,26 @@ def test_the_items_lie_grade_help_shows_grade_as_shown(tmp_path):
     )  # fmt: skip
     graded = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
     assert [(g["status"], g["correct"]) for g in graded] == [("ok", True), ("ok", True)], graded
+
+
+def test_licence_and_citation_agree_with_pyproject_and_readme():
+    import tomllib
+
+    import yaml
+
+    repo = Path(__file__).resolve().parents[1]
+    licence = (repo / "LICENSE").read_text(encoding="utf-8")
+    assert "Apache License" in licence.splitlines()[0] and "Version 2.0, January 2004" in licence
+    assert tomllib.loads((repo / "pyproject.toml").read_text(encoding="utf-8"))["project"]["license"][
+        "text"
+    ] == ("Apache-2.0")
+    cff = yaml.safe_load((repo / "CITATION.cff").read_text(encoding="utf-8"))
+    assert cff["cff-version"] == "1.2.0" and cff["license"] == "Apache-2.0"
+    paper = cff["preferred-citation"]
+    readme = (repo / "README.md").read_text(encoding="utf-8")
+    bibtex = re.search(r"```bibtex\n(.*?)```", readme, flags=re.S).group(1)
+    assert f"eprint        = {{{paper['url'].rsplit('/', 1)[1]}}}" in bibtex
+    authors = " and ".join(f"{a['given-names']} {a['family-names']}" for a in paper["authors"])
+    assert f"author        = {{{authors}}}" in bibtex
+    assert paper["title"] in bibtex and paper["url"] in readme
+    assert cff["references"][0]["repository-code"] in readme
