@@ -51,3 +51,39 @@ def test_licence_and_citation_agree_with_pyproject_and_readme():
     assert f"author        = {{{authors}}}" in bibtex
     assert paper["title"] in bibtex and paper["url"] in readme
     assert cff["references"][0]["repository-code"] in readme
+
+
+def fake_python(tmp_path: Path, version: tuple[int, int]) -> Path:
+    """A ``python`` that runs a script as this one does but reports ``version`` (what make's checks read)."""
+    path = tmp_path / f"python{version[0]}.{version[1]}"
+    code = (
+        f"import runpy, sys; sys.version_info = ({version[0]}, {version[1]}, 0, 'final', 0); "
+        "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+    )
+    path.write_text(f'#!/bin/sh\nexec {sys.executable} -c "{code}" "$@"\n', encoding="utf-8")
+    path.chmod(0o755)
+    return path
+
+
+def test_make_venv_names_the_python_it_needs_before_building_anything(tmp_path):
+    repo = Path(__file__).resolve().parents[1]
+    for version, says in (
+        ((3, 10), "found 3.10:"),
+        ((3, 13), "found 3.13 (verl 0.9.1 requires Python < 3.13):"),
+    ):
+        venv = tmp_path / f"venv-{version[1]}"
+        proc = subprocess.run(
+            ["make", "venv", f"PYTHON={fake_python(tmp_path, version)}", f"VENV={venv}"],
+            cwd=repo, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert proc.returncode == 2 and not venv.exists(), proc
+        first = proc.stderr.splitlines()[0]
+        assert first.startswith("make venv: envs/cpu.lock is installable with Python 3.11, 3.12, " + says), (
+            first
+        )
+    proc = subprocess.run(
+        [fake_python(tmp_path, (3, 12)), repo / "envs/scripts/python_check.py"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0 and proc.stderr == "", proc
