@@ -195,6 +195,8 @@ def test_outside_a_task_or_with_inconsistent_nodes_it_says_so(sky, unset, ips, n
     env = {**sky, "SKYPILOT_NODE_RANK": "0", "SKYPILOT_NODE_IPS": ips, "SKYPILOT_NUM_NODES": nodes}
     if unset:
         del env[unset]
-    proc = subprocess.run(["bash", str(LAUNCHER), "true"], env=env, capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        ["bash", str(LAUNCHER), "true"], env=env, capture_output=True, text=True, timeout=30
+    )
     assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.splitlines()) == 1
     assert not _calls(sky)

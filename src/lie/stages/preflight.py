@@ -23,7 +23,7 @@ import logging
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -224,6 +224,61 @@ def check_flash_attn(gpu: bool) -> Check:
     return _guarded(name, run) if gpu else Check(name, NO_GPU)
 
 
+SHARED_OUTDIR_ROW = "the outdir is the same folder on every node"
+
+
+def check_shared_outdir(workdir: Path, reader: Callable[[str], str] | None = None) -> Check:
+    """verl writes each rank's checkpoint shard under the run folder on that rank's node: unless the outdir
+    is one folder on every node (shared storage mounted at the same path), a resume or merge finds a partial
+    checkpoint. A file written here (rank 0) must be read, with the same content, by a Ray task pinned to
+    each node of the cluster at RAY_ADDRESS (the Slurm and SkyPilot launchers export it); skipped without.
+    ``reader``: what reads the file on a node (default :func:`_read_probe`; a test's stands for a node
+    whose storage differs)."""
+    import os
+
+    address = os.environ.get("RAY_ADDRESS")
+    if not address:
+        return Check(SHARED_OUTDIR_ROW, "skipped: no Ray cluster (RAY_ADDRESS unset)")
+
+    def run() -> Check:
+        import secrets
+
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        token = secrets.token_hex(8)
+        probe = workdir.resolve() / f"shared-outdir-{token}.txt"
+        probe.parent.mkdir(parents=True, exist_ok=True)
+        probe.write_text(token)
+        started = not ray.is_initialized()
+        try:
+            if started:
+                ray.init(address=address, logging_level="ERROR")
+            read = ray.remote(num_cpus=0)(reader or _read_probe)
+            nodes = [n for n in ray.nodes() if n["Alive"]]
+            on = [NodeAffinitySchedulingStrategy(n["NodeID"], soft=False) for n in nodes]
+            texts = ray.get([read.options(scheduling_strategy=s).remote(str(probe)) for s in on], timeout=300)
+        finally:
+            probe.unlink(missing_ok=True)
+            if started:
+                ray.shutdown()
+        apart = [
+            f"{n['NodeManagerAddress']} ({n['NodeID'][:8]}): {t}" for n, t in zip(nodes, texts) if t != token
+        ]
+        detail = f"{len(nodes) - len(apart)} of {len(nodes)} node(s) read {probe.parent}"
+        return Check(SHARED_OUTDIR_ROW, "fail" if apart else "pass", "; ".join([detail, *apart]))
+
+    return _guarded(SHARED_OUTDIR_ROW, run)
+
+
+def _read_probe(path: str) -> str:
+    """On one node: the probe file's text, or why it cannot be read there."""
+    try:
+        return Path(path).read_text()
+    except OSError as exc:
+        return f"cannot read it there ({exc.strerror})"
+
+
 # ---- the table ----------------------------------------------------------------------------------
 
 
@@ -263,6 +318,7 @@ def iter_preflight(config: Config, runs: list[str], workdir: Path, gpu: bool) ->
     yield check_driver(gpu)
     yield check_nccl(gpu)
     yield check_flash_attn(gpu)
+    yield check_shared_outdir(workdir)
     if gpu:
         for i, shape in enumerate(found):
             yield from trial_checks(config, shape, workdir / f"shape-{i + 1}", gpu=True)
