@@ -758,3 +758,26 @@ def test_a_seal_lie_did_not_write_is_never_trusted(tmp_path, tamper, caplog):
     assert list(iter_shards(again)) == whole
     warnings = [r.getMessage() for r in caplog.records if "shard-00001" in r.getMessage()]
     assert len(warnings) == 1 and "redoing it" in warnings[0] and "\n" not in warnings[0], warnings
+
+
+def test_merge_refuses_a_checkpoint_whose_weights_miss_a_layer(tmp_path, arith_tiny):
+    """A sealed TRL checkpoint whose weights lack a layer of its config: one line, no merged model."""
+    from safetensors.torch import load_file, save_file
+
+    from lie.engines.trl.train import seal_checkpoint
+
+    config, _ = smoke_config(tmp_path)
+    rundir = RunDir(tmp_path / "results", RUN)
+    checkpoint = rundir.checkpoints / "checkpoint-4"
+    shutil.copytree(arith_tiny, checkpoint, ignore=shutil.ignore_patterns(".*", "lie_output.json"))
+    weights = checkpoint / "model.safetensors"
+    kept = {k: v for k, v in load_file(weights).items() if ".layers.1." not in k}
+    save_file(kept, weights, metadata={"format": "pt"})
+    (checkpoint / "trainer_state.json").write_text("{}")
+    seal_checkpoint(checkpoint)
+    rundir.final_json.write_text(json.dumps({"engine": "trl", "checkpoint": str(checkpoint), "step": 4}))
+    proc = lie("merge", RUN, "--config", str(config))
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    line = one_error_line(proc.stderr, "merge")
+    assert "do not match config.json's qwen3 architecture: 11 parameter(s) missing (model.layers.1." in line
+    assert not (tmp_path / "results" / "models" / RUN).exists()

@@ -167,6 +167,29 @@ def nan_weights(model: Path) -> None:
     save_file(tensors, model / "model.safetensors", metadata={"format": "pt"})
 
 
+def renamed_weights(
+    keep: Callable[[str], bool], rename: Callable[[str], str] = lambda n: n
+) -> Callable[[Path], Any]:
+    """The weights rewritten with only the tensors ``keep`` accepts, each under ``rename(name)``."""
+
+    def change(model: Path) -> None:
+        from safetensors.torch import load_file, save_file
+
+        tensors = load_file(model / "model.safetensors")
+        kept = {rename(k): v for k, v in tensors.items() if keep(k)}
+        save_file(kept, model / "model.safetensors", metadata={"format": "pt"})
+
+    return change
+
+
+def config_says(**changes: Any) -> Callable[[Path], Any]:
+    def change(model: Path) -> None:
+        config = json.loads((model / "config.json").read_text(encoding="utf-8"))
+        (model / "config.json").write_text(json.dumps({**config, **changes}), encoding="utf-8")
+
+    return change
+
+
 def merger_says(*lines: str) -> Callable[[Path, pytest.MonkeyPatch], None]:
     """A verl run whose final checkpoint verl's merger fails on, its error output ending in ``lines``."""
 
@@ -215,6 +238,7 @@ MODEL_COMMANDS = {
     "evaluate": "evaluate --config {smoke} --gen {tmp}/tiny-gen.jsonl --tokenizer {tmp}/m --out-scores {tmp}/s.jsonl "
     "--out-summary {tmp}/s.json --no-progress",
     "train": "train smoke_grpo --config {smoke} --engine trl --model {tmp}/m --train-file {tmp}/train.parquet",
+    "judge": "behaviours --gen {tmp}/tiny-gen.jsonl --judge --engine hf --model {tmp}/m --limit 1",
     "train-verl": "train smoke_gspo_lie --config {smoke} --engine verl --model {tmp}/m --train-file "
     "{tmp}/train.parquet --val-file {tmp}/test.parquet --device cpu",
 }
@@ -385,6 +409,22 @@ ROWS: list[Row] = [
            ("generate",)),
           ("empty", emptied, "model folder {tmp}/m is empty", ("generate", "evaluate", "train", "train-verl")),
           ("nan", nan_weights, "the model's logits are NaN or infinite", ("generate", "reflen", "train")),
+          ("weights-one-tensor", renamed_weights(lambda n: n == "model.embed_tokens.weight"),
+           "model folder {tmp}/m: the weights (model.safetensors) do not match config.json's qwen3 architecture: "
+           "23 parameter(s) missing (model.layers.0.input_layernorm.weight, ", ("generate", "reflen", "train", "judge")),
+          ("weights-layer-missing", renamed_weights(lambda n: ".layers.1." not in n),
+           "11 parameter(s) missing (model.layers.1.input_layernorm.weight, ", ("generate", "train-verl")),
+          ("weights-prefixed", renamed_weights(lambda n: True, lambda n: "foo." + n),
+           "24 parameter(s) missing (model.embed_tokens.weight, model.layers.0.input_layernorm.weight, "
+           "model.layers.0.mlp.down_proj.weight and 21 more); 24 unexpected (foo.model.embed_tokens.weight, ",
+           ("generate", "reflen")),
+          ("weights-extra", renamed_weights(lambda n: True, lambda n: n.replace("model.norm.", "model.norm2.")),
+           "1 parameter(s) missing (model.norm.weight); 1 unexpected (model.norm2.weight)", ("generate",)),
+          ("config-llama-over-qwen", config_says(model_type="llama", architectures=["LlamaForCausalLM"]),
+           "do not match config.json's llama architecture: 4 unexpected (model.layers.0.self_attn.k_norm.weight, ",
+           ("generate", "reflen", "train", "judge")),
+          ("config-wider", config_says(intermediate_size=256),
+           "6 of another shape (model.layers.0.mlp.down_proj.weight [64, 128] (expected [64, 256]), ", ("generate",)),
       )
       for cmd in cmds
       for command in [MODEL_COMMANDS[cmd]]),

@@ -113,11 +113,102 @@ def check_model_folder(path: str | os.PathLike[str], weights: bool = True) -> di
         except UnicodeDecodeError:
             raise LieError(f"{folder / 'chat_template.jinja'}: not UTF-8 text; {REFETCH}") from None
     if weights:
-        for file in _weights(folder):
+        files = _weights(folder)
+        for file in files:
             problem = _safetensors_problem(file)
             if problem:
                 raise LieError(f"{file}: {problem}; {REFETCH}")
+        if files and config is not None:
+            check_weights_match(folder, files, config)
     return config
+
+
+def _saved_shapes(files: list[Path]) -> dict[str, tuple[int, ...]]:
+    """Every tensor's name and shape in the safetensors ``files``, read from their headers only."""
+    from safetensors import safe_open
+
+    shapes: dict[str, tuple[int, ...]] = {}
+    for file in files:
+        with safe_open(str(file), framework="numpy") as handle:
+            for name in handle.keys():  # noqa: SIM118 (a safetensors handle, not a dict)
+                shapes[name] = tuple(handle.get_slice(name).get_shape())
+    return shapes
+
+
+def _expected_shapes(config: dict[str, Any]) -> tuple[dict[str, tuple[int, ...]], str, set[str]] | None:
+    """The parameters the architecture ``config`` describes (built on the meta device: no memory, no
+    weights read), its base model's prefix and the names tied to another (the output embedding); None
+    where transformers cannot build it (its loader then says why)."""
+    import logging
+
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    quiet = logging.getLogger("transformers")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        settings = AutoConfig.for_model(**config)
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(settings, trust_remote_code=False)
+    except Exception:  # an architecture only the folder's own code builds, or none transformers knows
+        return None
+    finally:
+        quiet.setLevel(level)
+    tied: set[str] = set()
+    if getattr(settings, "tie_word_embeddings", False):
+        output = model.get_output_embeddings()
+        tied = {
+            f"{name}.weight"
+            for name, module in model.named_modules()
+            if output is not None and module is output
+        }
+    import re
+
+    ignored = [re.compile(p) for p in getattr(model, "_keys_to_ignore_on_load_missing", None) or []]
+    shapes = {name: tuple(t.shape) for name, t in model.state_dict().items()
+              if not any(p.search(name) for p in ignored)}  # fmt: skip
+    return shapes, str(getattr(model, "base_model_prefix", "") or ""), tied
+
+
+def _listed(names: list[str]) -> str:
+    shown = ", ".join(sorted(names)[:3])
+    return shown + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
+def check_weights_match(folder: str | os.PathLike[str], files: list[Path], config: dict[str, Any]) -> None:
+    """The weights hold exactly the parameters ``config.json``'s architecture has, of its shapes: none
+    missing (the output embedding aside where tied to the input's), none unexpected, one line naming
+    the first of each. transformers would otherwise load such a folder with the missing parameters
+    randomly initialised and only a table in its log (a one-tensor file, a layer missing, every name
+    prefixed, ``model_type: llama`` over Qwen weights); vLLM's loader differs again. Every engine that
+    loads a folder goes through :func:`check_model_folder`, which calls this."""
+    built = _expected_shapes(config)
+    if built is None:
+        return
+    expected, prefix, tied = built
+    saved = _saved_shapes(files)
+    if prefix and not any(n.startswith(prefix + ".") for n in saved):  # a base model's own checkpoint?
+        bare = {n.removeprefix(prefix + "."): s for n, s in expected.items()}
+        if len(bare.keys() & saved.keys()) > len(expected.keys() & saved.keys()):
+            expected, tied = bare, {n.removeprefix(prefix + ".") for n in tied}
+    missing = [n for n in expected if n not in saved and n not in tied]
+    unexpected = [n for n in saved if n not in expected]
+    wrong = [f"{n} {list(saved[n])} (expected {list(expected[n])})" for n in expected
+             if n in saved and saved[n] != expected[n]]  # fmt: skip
+    problems = []
+    if missing:
+        problems.append(f"{len(missing)} parameter(s) missing ({_listed(missing)})")
+    if unexpected:
+        problems.append(f"{len(unexpected)} unexpected ({_listed(unexpected)})")
+    if wrong:
+        problems.append(f"{len(wrong)} of another shape ({_listed(wrong)})")
+    if problems:
+        names = ", ".join(f.name for f in files)
+        raise LieError(
+            f"model folder {folder}: the weights ({names}) do not match config.json's "
+            f"{config.get('model_type')} architecture: {'; '.join(problems)}; {REFETCH}"
+        )
 
 
 # what torch ("file write failed"), safetensors ("os error 28") and Python say when a disk is full

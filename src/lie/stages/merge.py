@@ -18,6 +18,7 @@ from pathlib import Path
 from lie.config.layout import Layout
 from lie.config.typed import Config
 from lie.core.errors import LieError
+from lie.formats.model_folder import check_model_folder
 from lie.formats.outputs import check_output_folder, partial_folder, replace_folder
 from lie.formats.runs import RunDir, read_final
 
@@ -55,6 +56,7 @@ def _merge(config: Config, layout: Layout, rundir: RunDir, out: str | Path | Non
 
         tmp = partial_folder(target)
         export_model(checkpoint, tmp)
+        check_model_folder(tmp)  # the weights the architecture needs, before the folder appears
         return replace_folder(tmp, target, record)
     from lie.engines.verl.checkpoints import checkpoint_problem
 
@@ -71,6 +73,7 @@ def _merge(config: Config, layout: Layout, rundir: RunDir, out: str | Path | Non
         log.debug("verl.model_merger's standard error:\n%s", proc.stderr[-20000:])
     if proc.returncode != 0:
         raise merger_failure(proc.returncode, proc.stderr, checkpoint, tmp, target)
+    check_model_folder(tmp)
     return replace_folder(tmp, target, record)
 
 
