@@ -38,7 +38,9 @@ def _shell_templates() -> dict[str, str]:
 
 def test_every_substituted_value_is_quoted():
     templates = _shell_templates()
-    assert {"data", "base_model", "reflen", "train", "merge", "generate", "evaluate", "report"} <= set(templates)
+    assert {"data", "base_model", "reflen", "train", "merge", "generate", "evaluate", "report"} <= set(
+        templates
+    )
     bare = {
         (rule, field)
         for rule, text in templates.items()

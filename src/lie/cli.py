@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from lie import __version__
 from lie.commands.argtypes import check_outputs
-from lie.core.errors import LieError, describe
+from lie.core.errors import LieError, Terminated, describe, raise_terminated
 
 log = logging.getLogger("lie.cli")
 
@@ -146,6 +146,20 @@ def _fail(name: str, message: str, status: int = 2) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``lie COMMAND``; SIGTERM is handled as Ctrl-C while it runs (:class:`Terminated`)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
+        return _main(argv)
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        return _main(argv)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:  # a usage error: the whole help, on standard error, status 2 (argparse's)
         _top_parser().print_help(sys.stderr)
@@ -158,6 +172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(name, argv[1:])
     except LieError as exc:
         return _fail(name, f"error: {exc}")
+    except Terminated:
+        return _fail(name, "terminated (SIGTERM); rerun to resume", 143)
     except KeyboardInterrupt:
         return _fail(name, "interrupted", 130)
     except Exception as exc:

@@ -24,6 +24,17 @@ class LieError(Exception):
     """Bad input (config, data row, model output): the message names the file, key or row."""
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (Slurm's time limit, ``scancel``, ``kill``) raised where the program is, as Ctrl-C raises
+    KeyboardInterrupt: every cleanup that runs on an interrupt (an all-or-none swap put back, a
+    temporary removed) runs on it too. Python's default for SIGTERM ends the process without any."""
+
+
+def raise_terminated(signum: int, frame: object) -> None:
+    """The SIGTERM handler of every ``lie`` command (``lie.cli``)."""
+    raise Terminated()
+
+
 def _chain(exc: BaseException) -> Iterator[BaseException]:
     seen: set[int] = set()
     cause: BaseException | None = exc

@@ -399,6 +399,33 @@ def replace_folder(
 
 
 @contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait until the block ends (a few renames that must happen all or none): one
+    that arrives meanwhile is noted, and its handler runs right after the block (raising, as ever,
+    KeyboardInterrupt or lie's Terminated). Outside the main thread, where no handler runs, a no-op."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+    held = (signal.SIGINT, signal.SIGTERM)
+    handlers = {number: signal.signal(number, lambda n, frame: arrived.append(n)) for number in held}
+    try:
+        yield
+    finally:
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+    for signum in arrived[:1]:
+        handler = handlers[signal.Signals(signum)]
+        if callable(handler):
+            handler(signum, None)
+        elif handler == signal.SIG_DFL:
+            signal.raise_signal(signum)
+
+
+@contextlib.contextmanager
 def hold(lock_file: Path, what: str, name: str) -> Iterator[None]:
     """One command at a time on ``name`` (``lie <what>``); another one stops with a line naming the holder.
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from lie.config.layout import Layout
 from lie.config.typed import Config
 from lie.core.errors import LieError
+from lie.formats.outputs import signals_held
 from lie.report import figures, render, tables
 from lie.report.groups import TABLES, table_keys, tables_of
 from lie.report.inputs import ReportData, collect
@@ -116,24 +117,30 @@ def _swap_in(staging: Path, relative: dict[Path, str]) -> None:
             path.parent.mkdir(parents=True, exist_ok=True)
             beside[path] = path.with_name(f".{path.name}.new-{pid}")
             shutil.copyfile(staging / rel, beside[path])
-        for path in relative:
-            if os.path.lexists(path):
-                aside[path] = path.with_name(f".{path.name}.old-{pid}")
-                os.replace(path, aside[path])
-            os.replace(beside[path], path)
-            placed.append(path)
-    except BaseException:
-        for path in placed:
-            if path not in aside:  # a file the report added: nothing to put back
-                path.unlink(missing_ok=True)
-        for path, old in aside.items():
-            if os.path.lexists(old):
-                os.replace(old, path)
+    except BaseException:  # a failure or a kill (Ctrl-C, SIGTERM) while copying: the old report is untouched
         for new in beside.values():
             new.unlink(missing_ok=True)
         raise
-    for old in aside.values():
-        old.unlink(missing_ok=True)
+    with signals_held():  # the renames and their undoing are never cut in the middle by a kill
+        try:
+            for path in relative:
+                if os.path.lexists(path):
+                    aside[path] = path.with_name(f".{path.name}.old-{pid}")
+                    os.replace(path, aside[path])
+                os.replace(beside[path], path)
+                placed.append(path)
+        except BaseException:
+            for path in placed:
+                if path not in aside:  # a file the report added: nothing to put back
+                    path.unlink(missing_ok=True)
+            for path, old in aside.items():
+                if os.path.lexists(old):
+                    os.replace(old, path)
+            for new in beside.values():
+                new.unlink(missing_ok=True)
+            raise
+        for old in aside.values():
+            old.unlink(missing_ok=True)
 
 
 def build_report(config: Config, max_points: int = 200, paper: Paper | None = None) -> list[Path]:

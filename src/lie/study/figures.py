@@ -15,6 +15,15 @@ def _figure(width: float, height: float) -> Any:
     return new_figure(width, height, dpi=100)
 
 
+def _save(fig: Any, path: Path, **kwargs: Any) -> None:
+    """The figure written whole or not at all (a temporary beside it, renamed: ``atomic_output``), so
+    that a kill (Ctrl-C, SIGTERM) never leaves a cut-short image under the figure's name."""
+    from lie.formats.jsonl import atomic_output
+
+    with atomic_output(path, "wb") as handle:
+        fig.savefig(handle, format=path.suffix.lstrip(".") or "png", **kwargs)
+
+
 def _draw_band(ax: Any, b: Band, colour: str, label: str, smooth: int = 1) -> None:
     mean = running_mean(b.mean, smooth)
     low, high = running_mean(b.low, smooth), running_mean(b.high, smooth)
@@ -77,7 +86,7 @@ def dynamics_figure(data: StudyData, path: Path) -> None:
         dynamics_panels(data, c, row)
         row[0].legend(fontsize=6, loc="best")
     fig.suptitle(f"training dynamics: mean over seeds (line, {SMOOTH}-step running mean) and min-max (band)")
-    fig.savefig(path)
+    _save(fig, path)
 
 
 def budget_figure(data: StudyData, path: Path) -> None:
@@ -87,7 +96,7 @@ def budget_figure(data: StudyData, path: Path) -> None:
     for c, ax in zip(rows, axes):
         budget_panel(data, c, ax)
         ax.legend(fontsize=6, loc="best")
-    fig.savefig(path)
+    _save(fig, path)
 
 
 def combined_figure(data: StudyData, path: Path) -> None:
@@ -103,4 +112,4 @@ def combined_figure(data: StudyData, path: Path) -> None:
         f"dynamics drawn as a {SMOOTH}-step running mean",
         fontsize=10,
     )
-    fig.savefig(path, dpi=72)
+    _save(fig, path, dpi=72)
