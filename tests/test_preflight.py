@@ -208,6 +208,37 @@ def test_a_file_the_user_puts_in_the_folder_while_a_command_runs_stays_unlisted_
     ).exists()
 
 
+def test_a_file_the_user_drops_in_the_trials_outdir_while_it_trains_stays_unlisted_and_is_kept(
+    tmp_path, monkeypatch
+):
+    """The train and merge steps listed every file under out/ after they ran: a file the user dropped in
+    out/ meanwhile became lie's and the next preflight removed it. They list the run's folder only (the
+    trial's own train step, its command stood in for by one that writes the run folder)."""
+    from lie.core.errors import LieError
+    from lie.formats.outputs import record_of
+    from lie.stages import preflight_trial
+    from lie.stages.preflight_trial import RUN_FOLDER
+
+    prepare = _gpu_trial(tmp_path)
+    root = tmp_path / "preflight" / "shape-1"
+    trial = prepare(root)
+
+    def train_command(args, log_file, **kwargs):
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        log_file.write_text("$ lie train\n")
+        (root / RUN_FOLDER).mkdir(parents=True)
+        (root / RUN_FOLDER / "final.json").write_text("{}\n")
+        (root / "out" / "notes.txt").write_text("keep me")  # the user's, beside the run, meanwhile
+
+    monkeypatch.setattr(preflight_trial, "_lie", train_command)
+    trial.train()
+    files = record_of(root)["files"]
+    assert f"{RUN_FOLDER}/final.json" in files and "out/notes.txt" not in files, files
+    with pytest.raises(LieError, match="notes.txt"):
+        prepare(root)
+    assert (root / "out" / "notes.txt").read_text() == "keep me"
+
+
 def test_a_trial_folder_whose_older_record_lists_no_files_is_refused_and_kept(tmp_path):
     """A record of older code lists no files: lie's cannot be told from the user's, so nothing goes."""
     import json
@@ -632,3 +663,25 @@ def test_the_trial_at_the_nodes_gpu_count_runs_all_its_steps_by_verls_arithmetic
     assert trainer.nnodes * trainer.n_gpus_per_node == gpus and batch == 2 * gpus
     rows = trial_rows(batch)
     assert verl_steps(rows, batch, trainer.total_epochs, trainer.total_training_steps) == TRIAL_STEPS
+
+
+def test_a_gpu_trial_can_sample_without_vllm_and_then_skips_its_vllm_row(tmp_path):
+    """`lie preflight --rollout transformers`: the GPU trials' gpu_rollout, for a machine with torch and verl
+    but no vLLM; the vLLM row says why it did not run. The CLI takes the option."""
+    from small import paper_config
+
+    from lie.cli import command_parser
+    from lie.stages.preflight import shapes
+    from lie.stages.preflight_trial import RUN, Trial, trial_config, vllm_generation
+
+    config = Config.of(paper_config())
+    shape = shapes(config, ["qwen3-4b-base_dapo_gspo_lie"])[0]
+    trial = Trial.__new__(Trial)
+    trial.gpu = True
+    trial.config = trial_config(config, shape, tmp_path, "m", None, gpu=True, rollout="transformers")
+    assert trial.config.run(RUN).gpu_rollout == "transformers"
+    check = vllm_generation(trial, tmp_path / "merged")
+    assert check.status == "skipped: the trial samples without vLLM (training.gpu_rollout transformers)"
+    assert trial_config(config, shape, tmp_path, "m", None, gpu=True).run(RUN).gpu_rollout == "vllm"
+    args = command_parser("preflight").parse_args(["--rollout", "transformers", "--device", "gpu"])
+    assert args.rollout == "transformers"

@@ -406,6 +406,17 @@ def probes(tiny) -> dict:
         "try:\n    fsdp_utils.load_fsdp_model_to_gpu(model)\n    print('LOAD RAN')\n"
         "except RuntimeError as e:\n    print('LOAD FAILED', e)\n"
     )
+    rollout_on_gpu = (  # a GPU run with gpu_rollout transformers: the rollout server, none of the CPU backend
+        "import json, sys, torch\n"
+        "torch.cuda.is_available = lambda: True\n"
+        "import lie.engines.verl.cpu.rollout_plugin\n"
+        "from verl.workers.rollout import base\n"
+        "from verl.workers.rollout.replica import RolloutReplicaRegistry as r\n"
+        "from verl.experimental.agent_loop.agent_loop import _agent_loop_registry as loops\n"
+        "print(json.dumps([r._registry['transformers']().__name__, base._ROLLOUT_REGISTRY[('transformers', 'async')],\n"
+        "                  'lie_single_turn' in loops,\n"
+        "                  sorted(m for m in sys.modules if m.startswith('lie.engines.verl.cpu.'))]))\n"
+    )
     clean = {k: v for k, v in os.environ.items() if not k.startswith("VERL_")}
     return run_probes(
         sys.executable,
@@ -415,6 +426,7 @@ def probes(tiny) -> dict:
             "gpu_visible": {"code": gpu_visible},
             "registries": {"code": registries, "env": {"VERL_PLATFORM": "cpu"}},
             "fsdp1": {"code": fsdp1, "env": {**distributed, "MASTER_PORT": str(_free_port())}},
+            "rollout_on_gpu": {"code": rollout_on_gpu},
         },
         preload=("torch", "transformers"),
         env=clean,
@@ -482,6 +494,41 @@ def test_the_cpu_rollout_is_chosen_per_run_and_vllm_adds_only_what_the_cpu_build
     assert {k: v for k, v in vllm.items() if plain.get(k) != v} == verl_cpu.VLLM_OVERRIDES
     with pytest.raises(ValueError, match="CPU rollout 'sglang' is not one of"):
         verl_cpu.overrides(1, 1, "sglang")
+
+
+def test_a_gpu_run_samples_with_the_transformers_server_where_vllm_is_not_installed(probes):
+    """training.gpu_rollout transformers: verl's cluster composition (FSDP1 on the GPUs) with only the rollout
+    and its agent loop changed, checked by verl; every verl process imports rollout_plugin, which registers
+    the server where a GPU is visible and loads nothing of the CPU platform, engines or patches."""
+    from small import paper_config
+
+    from lie.config import Config
+    from lie.engines.verl import cpu as verl_cpu
+    from lie.engines.verl import overrides as verl_overrides
+
+    config = paper_config()
+    config["training"]["gpu_rollout"] = "transformers"
+    cfg = Config.of(config)
+    run = "qwen3-4b-base_dapo_gspo_lie"
+    inputs = verl_overrides.VerlInputs("train.parquet", ("val.parquet",), "m")
+    with_server = verl_overrides.compose(verl_overrides.overrides(cfg, cfg.run(run), inputs, device="gpu"))
+    verl_overrides.check_composed(with_server)
+    cluster = Config.of(paper_config())
+    plain = verl_overrides.compose(verl_overrides.overrides(cluster, cluster.run(run), inputs, device="gpu"))
+    rollout = with_server.actor_rollout_ref.rollout
+    assert (rollout.name, rollout.agent.default_agent_loop) == ("transformers", verl_cpu.AGENT_LOOP)
+    assert plain.actor_rollout_ref.rollout.name == "vllm"
+    assert with_server.actor_rollout_ref.actor == plain.actor_rollout_ref.actor  # the cluster's actor, FSDP1
+    assert with_server.trainer == plain.trainer and with_server.actor_rollout_ref.actor.strategy == "fsdp"
+    env = verl_cpu.with_module({"VERL_USE_EXTERNAL_MODULES": "other"}, verl_cpu.ROLLOUT_PLUGIN)
+    assert (
+        env["VERL_USE_EXTERNAL_MODULES"] == f"other,{verl_cpu.ROLLOUT_PLUGIN}" and "VERL_PLATFORM" not in env
+    )
+    out = probes["rollout_on_gpu"]
+    assert out.returncode == 0, out.stderr[-3000:]
+    replica, adapter, loop, loaded = json.loads(out.stdout.strip().splitlines()[-1])
+    assert replica == "TransformersReplica" and adapter == "lie.engines.verl.cpu.rollout.TransformersAdapter"
+    assert loop and not {"lie.engines.verl.cpu.platform", "lie.engines.verl.cpu.patches"} & set(loaded)
 
 
 def test_the_cpu_backend_keeps_the_clusters_shape_and_strategy(monkeypatch):

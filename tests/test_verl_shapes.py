@@ -23,7 +23,8 @@ from small import arithmetic_rows, small_config, write_config, write_parquet  # 
 from lie.formats.runs import RunDir, read_metrics, read_rollouts  # noqa: E402
 from lie.stages.plan import verl_steps  # noqa: E402
 
-pytestmark = pytest.mark.heavy  # minutes each on 2 cores: make test-all
+# minutes each on 2 cores (make test-all), more on a loaded machine: beyond pytest-timeout's 600 s default
+pytestmark = [pytest.mark.heavy, pytest.mark.timeout(2400)]
 RUN = "tiny_gspo_lie"
 BATCH, MINI, SAMPLES = 8, 2, 4  # prompts a step (2 a rank), 4 mini-batches a step as the paper's 128/32
 

@@ -29,6 +29,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--device", choices=["auto", "gpu", "cpu"], default="auto", help="auto: gpu when one is visible"
     )
     parser.add_argument(
+        "--rollout",
+        choices=["vllm", "transformers"],
+        help="the server that samples the GPU trials' rollouts (default: the config's training.gpu_rollout, "
+        "vllm): transformers where vLLM is not installed, with a tiny model (its vLLM row is then skipped)",
+    )
+    parser.add_argument(
         "--fetch",
         action="store_true",
         help="only download the models the GPU trials train (lie base-model), on a node with network",
@@ -49,5 +55,7 @@ def run(args: argparse.Namespace) -> int:
         from lie.stages.placed import placed_outputs
 
         check_written(args, placed_outputs(config, "preflight"))
-    passed = run_preflight(config, args.runs, args.workdir, args.device)  # prints each row as it ends
+    passed = run_preflight(
+        config, args.runs, args.workdir, args.device, rollout=args.rollout
+    )  # prints each row as it ends
     return 0 if passed else 1

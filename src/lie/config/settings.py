@@ -6,7 +6,7 @@ shared ones), its engine, its parent and its reward knobs (``lie.core.reward.Rew
 engines (``lie.engines.verl.overrides``, ``lie.engines.trl.train``), ``lie train``, ``lie plan``,
 ``lie preflight`` and the Snakemake rules read a run's settings here and nowhere else, so that each
 key has one type and no second default in code: the schema requires every key this object reads
-except the optional ``seed``, ``threads``, ``world_size_change``, ``rollout_ignore_eos``, ``cpu_rollout`` (below) and a
+except the optional ``seed``, ``threads``, ``world_size_change``, ``rollout_ignore_eos``, ``cpu_rollout``, ``gpu_rollout`` (below) and a
 run's ``engine``, ``group`` and ``reward``. A changed value for one launch (``lie train --nnodes``) is a
 ``dataclasses.replace`` of the object, never an edit of the loaded config.
 
@@ -293,6 +293,9 @@ class RunSettings:
     # optional (transformers): the server of a verl run's rollouts on the CPU backend; vllm: verl's own
     # vLLM server on vLLM's CPU build (lie.engines.verl.cpu.vllm_rollout). GPUs always sample with vLLM.
     cpu_rollout: str
+    # optional (vllm): the server of a verl run's rollouts on GPUs; transformers: lie's transformers server
+    # on the CPU beside them (a check where vLLM is not installed; lie.engines.verl.cpu.rollout_plugin)
+    gpu_rollout: str
     # the algorithm's loss (algorithms.<name>)
     loss_mode: str
     clip_ratio_low: float
@@ -352,6 +355,7 @@ class RunSettings:
             threads=r.integer_or_none("threads", optional=True),
             rollout_ignore_eos=r.flag("rollout_ignore_eos", optional=True),
             cpu_rollout=r.text_or_none("cpu_rollout", optional=True) or "transformers",
+            gpu_rollout=r.text_or_none("gpu_rollout", optional=True) or "vllm",
             loss_mode=r.text("loss_mode"),
             clip_ratio_low=r.number("clip_ratio_low"),
             clip_ratio_high=r.number("clip_ratio_high"),

@@ -301,8 +301,11 @@ def summary(checks: list[Check]) -> str:
     )
 
 
-def iter_preflight(config: Config, runs: list[str], workdir: Path, gpu: bool) -> Iterator[Check]:
-    """Every check, in order, each as soon as it has finished; a failed one does not stop the others."""
+def iter_preflight(
+    config: Config, runs: list[str], workdir: Path, gpu: bool, rollout: str | None = None
+) -> Iterator[Check]:
+    """Every check, in order, each as soon as it has finished; a failed one does not stop the others.
+    ``rollout``: the GPU trials' ``training.gpu_rollout`` (None: the config's)."""
     from lie.stages.preflight_trial import trial_checks
 
     found = shapes(config, runs)
@@ -321,16 +324,18 @@ def iter_preflight(config: Config, runs: list[str], workdir: Path, gpu: bool) ->
     yield check_shared_outdir(workdir)
     if gpu:
         for i, shape in enumerate(found):
-            yield from trial_checks(config, shape, workdir / f"shape-{i + 1}", gpu=True)
+            yield from trial_checks(config, shape, workdir / f"shape-{i + 1}", gpu=True, rollout=rollout)
     else:
         label = f"{len(found)} shape(s) of {len(runs)} run(s); on a CPU one trial at a small shape"
         log.info("preflight: %s", label)
         yield from trial_checks(config, found[0], workdir / "cpu", gpu=False)
 
 
-def preflight(config: Config, runs: list[str], workdir: Path, gpu: bool) -> list[Check]:
+def preflight(
+    config: Config, runs: list[str], workdir: Path, gpu: bool, rollout: str | None = None
+) -> list[Check]:
     """Every check of :func:`iter_preflight`, once all have finished."""
-    return list(iter_preflight(config, runs, workdir, gpu))
+    return list(iter_preflight(config, runs, workdir, gpu, rollout))
 
 
 def run_preflight(
@@ -339,11 +344,13 @@ def run_preflight(
     workdir: str | Path | None = None,
     device: str = "auto",
     out: TextIO | None = None,
+    rollout: str | None = None,
 ) -> bool:
     """``lie preflight``: the table printed to ``out`` (default stdout) one row as each check finishes
     (a trial takes minutes), for ``runs`` (default: the config's) in ``workdir`` (default
     ``<outdir>/preflight``; each trial keeps its commands' logs under ``<trial>/logs``, named in its
-    rows); ``device``: gpu, cpu, or auto (gpu when visible). Whether every check passed."""
+    rows); ``device``: gpu, cpu, or auto (gpu when visible); ``rollout``: the GPU trials' server
+    (``training.gpu_rollout``; None: the config's). Whether every check passed."""
     out = out or sys.stdout
     runs = list(runs) if runs else cfgmod.selected_runs(config)
     folder = Path(workdir) if workdir else config.outdir / "preflight"
@@ -355,7 +362,7 @@ def run_preflight(
         gpu = device == "gpu"
     checks = []
     print(header(), file=out, flush=True)
-    for check in iter_preflight(config, runs, folder, gpu):
+    for check in iter_preflight(config, runs, folder, gpu, rollout):
         checks.append(check)
         print(row(check), file=out, flush=True)
     print(summary(checks), file=out, flush=True)

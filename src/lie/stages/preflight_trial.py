@@ -138,9 +138,12 @@ def _model(config: Config, shape: Shape, root: Path, gpu: bool) -> tuple[str, fl
     return str(folder.resolve()), planmod.params_billions(config, name), thinking
 
 
-def trial_config(config: Config, shape: Shape, root: Path, model: str, thinking: Any, gpu: bool) -> Config:
+def trial_config(
+    config: Config, shape: Shape, root: Path, model: str, thinking: Any, gpu: bool, rollout: str | None = None
+) -> Config:
     """The user's config narrowed to one trial run of ``shape`` under ``root`` (written for its child
-    processes: built from the config as written, checked whole like any config)."""
+    processes: built from the config as written, checked whole like any config); ``rollout`` replaces
+    its ``training.gpu_rollout``."""
     trial = config.as_written()
     trial.update(name="preflight", outdir=str(root / "out"), runs=[RUN])
     if "generate_by" in trial["engines"]:  # it names the user's runs, which the trial has not
@@ -161,6 +164,8 @@ def trial_config(config: Config, shape: Shape, root: Path, model: str, thinking:
                 "logger": ["console", "file"], "eval_step": "final", "rollout_ignore_eos": True}  # fmt: skip
     batch = trial_batch(shape.gpus_per_node)
     training.update(n_gpus_per_node=shape.gpus_per_node, train_batch_size=batch, ppo_mini_batch_size=batch)
+    if rollout is not None:
+        training["gpu_rollout"] = rollout
     if gpu:
         training.update(max_prompt_length=shape.prompt_len, max_response_length=shape.response_len)
     else:
@@ -175,6 +180,9 @@ def trial_config(config: Config, shape: Shape, root: Path, model: str, thinking:
 
 
 COMMAND = "lie preflight"  # the trial folder's record (lie_output.json) names it
+# What lie train and lie merge write under the trial's outdir: the run's folder (Layout.run_dir), and no
+# more, so that a file the user drops elsewhere under out/ while they run stays the user's (unlisted).
+RUN_FOLDER = f"out/runs/{RUN}"
 
 
 def _prepare(root: Path) -> None:
@@ -200,13 +208,13 @@ def _prepare(root: Path) -> None:
 class Trial:
     """The files of one trial and the ``lie`` commands run on them."""
 
-    def __init__(self, config: Config, shape: Shape, root: Path, gpu: bool):
+    def __init__(self, config: Config, shape: Shape, root: Path, gpu: bool, rollout: str | None = None):
         _prepare(root)  # before anything reads the config
         self.shape, self.root, self.gpu = shape, root, gpu
         self.listed: set[str] = set()  # the files the trial wrote, as its record lists them
         with self.writing("the trial's setup", "model", "config.yaml", "train.parquet", "val.parquet"):
             model, self.params_b, thinking = _model(config, shape, root, gpu)
-            self.config = trial_config(config, shape, root, model, thinking, gpu)
+            self.config = trial_config(config, shape, root, model, thinking, gpu, rollout)
             self.config_file = root / "config.yaml"
             cfgmod.write_effective_config(self.config, self.config_file)
             cfgmod.load_config(self.config_file)  # the trial's config is a valid one
@@ -245,7 +253,7 @@ class Trial:
         return self.run(["train", RUN, "--config", str(self.config_file), "--engine", "verl",
                          "--device", "gpu" if self.gpu else "cpu", "--train-file", self.train_file,
                          "--val-file", self.val_file, "--model", self.model], log_name,
-                        writes=["out"])  # fmt: skip
+                        writes=[RUN_FOLDER])  # fmt: skip
 
 
 def _rundir(config: Config):
@@ -255,8 +263,11 @@ def _rundir(config: Config):
 # ---- the checks of a trial ----------------------------------------------------------------------
 
 
-def trial_checks(config: Config, shape: Shape, root: Path, gpu: bool) -> Iterator[Check]:
-    """The trial's rows, each as soon as it is known; its commands' logs under ``root/logs``."""
+def trial_checks(
+    config: Config, shape: Shape, root: Path, gpu: bool, rollout: str | None = None
+) -> Iterator[Check]:
+    """The trial's rows, each as soon as it is known; its commands' logs under ``root/logs``; ``rollout``:
+    its ``training.gpu_rollout`` (None: the config's)."""
     where = f"{shape.family}, {shape.prompt_len}+{shape.response_len} tokens, {shape.gpus_per_node} GPU(s)"
     cpu = CPU_SHAPE
     label = (
@@ -266,7 +277,7 @@ def trial_checks(config: Config, shape: Shape, root: Path, gpu: bool) -> Iterato
     )
     name = f"{TRIAL_STEPS}-step verl run ({label})"
     try:
-        trial = Trial(config, shape, root, gpu)
+        trial = Trial(config, shape, root, gpu, rollout)
         started = time.monotonic()
         train_log = trial.train()
         from lie.formats.runs import read_metrics
@@ -448,7 +459,7 @@ def resume_and_merge(trial: Trial) -> Iterator[Check]:
         merge_log = trial.run(
             ["merge", RUN, "--config", str(trial.config_file), "--out", str(merged)],
             "merge.log",
-            writes=["out", merged.name, f".{merged.name}.*"],  # and its temporaries beside it
+            writes=[RUN_FOLDER, merged.name, f".{merged.name}.*"],  # and its temporaries beside it
         )
         if not (merged / "config.json").exists() or not list(merged.glob("*.safetensors")):
             raise LieError(f"lie merge wrote no Hugging Face model to {merged}")
@@ -464,6 +475,8 @@ def resume_and_merge(trial: Trial) -> Iterator[Check]:
 def vllm_generation(trial: Trial, merged: Path) -> Check:
     """A few samples of the merged model with vLLM: in the image on a GPU, the CPU engine elsewhere."""
     name = "vLLM generation" + ("" if trial.gpu else " (vLLM CPU engine)")
+    if trial.gpu and trial.config.run(RUN).gpu_rollout != "vllm":
+        return Check(name, "skipped: the trial samples without vLLM (training.gpu_rollout transformers)")
     python = sys.executable
     env: dict[str, str] = {}
     engine_args: dict[str, Any] = {}

@@ -131,7 +131,7 @@ def _train_verl(config: Config, settings: RunSettings, request: TrainRequest) ->
         verl_overrides.write_composed(overrides, rundir.verl_config)
         python = verl_python(config, settings, device)
         cmd = verl_overrides.command(overrides, python=python, hydra_dir=(rundir.root / "hydra").resolve())
-        rollout = settings.cpu_rollout if device == "cpu" else "vllm"  # which server sampled the run
+        rollout = settings.cpu_rollout if device == "cpu" else settings.gpu_rollout  # which server sampled
         write_json(
             rundir.run_json,
             {"engine": "verl", "device": device, "rollout": rollout, "run": run, "settings": settings.as_dict(),
@@ -140,6 +140,8 @@ def _train_verl(config: Config, settings: RunSettings, request: TrainRequest) ->
         env = {**os.environ, "HYDRA_FULL_ERROR": "1"}
         if device == "cpu":
             env = verl_cpu.environment(env)
+        elif settings.gpu_rollout != "vllm":
+            env = verl_cpu.with_module(env, verl_cpu.ROLLOUT_PLUGIN)
         log.info("running verl (%s): %s", device, " ".join(cmd[:4]) + " ...")
         code = subprocess.run(cmd, env=env).returncode
         if code != 0:

@@ -141,6 +141,10 @@ def overrides(
         from lie.engines.verl import cpu as verl_cpu
 
         o.update(verl_cpu.overrides(s.nnodes, s.n_gpus_per_node, s.cpu_rollout))
+    elif s.gpu_rollout != "vllm":
+        from lie.engines.verl import cpu as verl_cpu
+
+        o.update(verl_cpu.gpu_rollout_overrides(s.gpu_rollout))
     if metrics_file is not None:
         o["+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH"] = metrics_file
     return [f"{k}={_q(v)}" for k, v in o.items()]

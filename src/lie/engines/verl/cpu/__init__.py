@@ -88,14 +88,38 @@ def overrides(nnodes: int = 1, gpus_per_node: int = 1, rollout: str = ROLLOUT) -
     return {**chosen, f"{RAY_INIT}num_gpus": nnodes * gpus_per_node}
 
 
+# A GPU run whose ``gpu_rollout`` is ``transformers``: verl's FSDP workers on the GPUs as the cluster runs
+# them, the rollouts from the transformers server on the CPU beside them (rollout_plugin registers it and
+# the sample-tagging agent loop, nothing of the CPU platform): a verl run where vLLM is not installed.
+ROLLOUT_PLUGIN = "lie.engines.verl.cpu.rollout_plugin"
+GPU_ROLLOUTS = (VLLM_ROLLOUT, ROLLOUT)
+
+
+def gpu_rollout_overrides(rollout: str) -> dict[str, Any]:
+    """What a GPU run's ``gpu_rollout`` changes in the cluster's overrides (nothing for vllm)."""
+    if rollout not in GPU_ROLLOUTS:
+        raise ValueError(f"GPU rollout {rollout!r} is not one of {GPU_ROLLOUTS}")
+    if rollout == VLLM_ROLLOUT:
+        return {}
+    return {
+        "actor_rollout_ref.rollout.name": ROLLOUT,
+        "actor_rollout_ref.rollout.agent.default_agent_loop": AGENT_LOOP,
+    }
+
+
+def with_module(env: dict[str, str], module: str) -> dict[str, str]:
+    """``env`` with ``module`` last in VERL_USE_EXTERNAL_MODULES (every verl process imports it)."""
+    modules = [m for m in env.get("VERL_USE_EXTERNAL_MODULES", "").split(",") if m and m != module]
+    return {**env, "VERL_USE_EXTERNAL_MODULES": ",".join([*modules, module])}
+
+
 def environment(base: dict[str, str] | None = None) -> dict[str, str]:
     """The process environment of a CPU run: the plugin in every verl process, no visible GPU."""
     env = dict(os.environ if base is None else base)
     env.pop("CUDA_VISIBLE_DEVICES", None)  # Ray refuses num_gpus when it is set but empty
-    modules = [m for m in env.get("VERL_USE_EXTERNAL_MODULES", "").split(",") if m and m != PLUGIN]
+    env = with_module(env, PLUGIN)
     env.update(
         VERL_PLATFORM="cpu",
-        VERL_USE_EXTERNAL_MODULES=",".join([*modules, PLUGIN]),
         RAY_USAGE_STATS_ENABLED="0",
         RAY_DEDUP_LOGS="0",
         TOKENIZERS_PARALLELISM="false",
