@@ -56,6 +56,7 @@ KIT = (
     "hydra-core", "omegaconf", "antlr4-python3-runtime",  # main_ppo's config
     "codetiming", "tensordict", "pyvers", "cloudpickle", "orjson", "torchdata",
     "datasets", "dill", "multiprocess", "xxhash",  # verl's RLHFDataset reads the parquet files
+    "pillow",  # ... and imports PIL whatever the data (verl/utils/dataset/rl_dataset.py)
     "fastapi", "starlette", "pydantic", "pydantic_core", "annotated-types", "typing-inspection",
     "annotated-doc", "uvicorn", "click",  # verl's rollout server and agent loop
     "cachetools", "pylatexenc", "nvtx",
