@@ -54,7 +54,7 @@ CASES: dict[str, tuple[str, int, int]] = {
     "4b-12k": ("qwen3-4b", 1024, 12288),
     "tiny": ("tiny", 16, 16),
 }
-# written before any GPU measured it (docs/cluster.md, "The memory probe"): a GPU's peak in a step
+# written before any GPU measured it (docs/cluster.md, "verl's trainer on one borrowed GPU"): a GPU's peak in a step
 ESTIMATE_GB = {"8b-8k": "~40-45 GB", "4b-12k": "~35 GB"}
 PASSES = ("log-prob", "update", "update+entropy")
 GiB = 1024**3

@@ -33,36 +33,34 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 RUN_OF_SHAPE = "qwen3-4b-base_dapo_gspo_lie"  # the run whose algorithm and reward the trial takes
 KILL_AFTER_S = 1800  # a launch that has not reached step 3 by then has failed
-ROLLOUT_KEY = "gpu_rollout"  # training.gpu_rollout: the server that samples on GPUs (vllm | transformers)
 
 
 def tiny_trial(config, root: Path, gpu: bool, rollout: str | None):
-    """The preflight's Trial of one small shape on one device, its model the CPU trial's tiny one on
-    either device (the GPU trial would train a downloaded model)."""
+    """The preflight's Trial of one small shape on one device (``rollout``: its ``training.gpu_rollout``),
+    its model the CPU trial's tiny one on either device (the GPU trial would train a downloaded model)."""
     from lie.stages import preflight_trial
     from lie.stages.preflight import Shape
+
+    cpu_model = preflight_trial._model
 
     def tiny_model(config, shape, root, gpu):
         return cpu_model(config, shape, root, False)
 
-    cpu_model = preflight_trial._model
     preflight_trial._model = tiny_model  # the trial's own tiny model builder, on the GPU too
     shape_of = preflight_trial.CPU_SHAPE
     shape = Shape("tiny", shape_of["max_prompt_length"], shape_of["max_response_length"], 1, (RUN_OF_SHAPE,))
-    if rollout is not None:
-        narrow = preflight_trial.trial_config
+    return preflight_trial.Trial(config, shape, root, gpu, rollout), shape
 
-        def with_rollout(*args, **kwargs):
-            from lie import config as cfgmod
 
-            trial = narrow(*args, **kwargs).as_written()
-            trial["training"][ROLLOUT_KEY] = rollout  # the run setting a GPU trial without vLLM reads
-            source = f"the device trial's config ({root / 'config.yaml'})"
-            cfgmod.validate_config(trial, source=source)
-            return cfgmod.Config.of(trial, source=source)
+def attention_note(gpu: bool) -> str | None:
+    """verl's actor loads its model with flash_attention_2 unless the run overrides it
+    (verl/workers/config/model.py); a borrowed machine has no flash-attn."""
+    import importlib.util
 
-        preflight_trial.trial_config = with_rollout
-    return preflight_trial.Trial(config, shape, root, gpu), shape
+    if gpu and importlib.util.find_spec("flash_attn") is None:
+        return ("flash-attn is not installed: verl's actor asks for flash_attention_2 unless the run's "
+                "overrides set actor_rollout_ref.model.override_config.attn_implementation")  # fmt: skip
+    return None
 
 
 def train_command(trial) -> list[str]:
@@ -163,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     from lie.core.errors import LieError
 
     config = load_config(args.config)
+    note = attention_note(args.device == "gpu")
+    if note:
+        print(f"note: {note}", flush=True)
     try:
         trial, shape = tiny_trial(config, args.workdir.resolve(), args.device == "gpu", args.rollout)
         found = rows(trial, shape, config, kill=not args.no_kill)
