@@ -20,7 +20,7 @@ TASK = "sky-2026-12-07-14-30-00-123456_lie-run_1"
 FAKES = {
     # `ray start --head ... --block`: up (a file) until stopped (SIGTERM, as the launcher stops it);
     # `ray start --address ... --block`: a worker, up while the head is, then gone as Ray's would be
-    "ray": """echo "ray $*" >> "$LOG"
+    "ray": """echo "ray $*" >> "$LOG"; echo "auth ${RAY_AUTH_MODE:-unset}" >> "$LOG.auth"
 if [[ " $* " == *" --head "* ]]; then
   trap 'rm -f "$STATE/head"; echo "head stopped" >> "$LOG"; exit 0' TERM
   touch "$STATE/head"; while true; do sleep 0.1; done
@@ -65,7 +65,15 @@ def sky(tmp_path):
         "LIE_RAY_WAIT_S": "20",
         "LIE_RAY_POLL_S": "0.2",
     }
-    for key in ("RAY_ADDRESS", "RAY_PORT", "RAY_PORT_BASE", "LIE_RAY_HEAD_IP", "LIE_GPUS_PER_NODE"):
+    for key in (
+        "RAY_ADDRESS",
+        "RAY_PORT",
+        "RAY_PORT_BASE",
+        "LIE_RAY_HEAD_IP",
+        "LIE_GPUS_PER_NODE",
+        "RAY_AUTH_MODE",
+        "RAY_AUTH_TOKEN",
+    ):
         env.pop(key, None)
     return env
 
@@ -182,6 +190,20 @@ def test_two_tasks_on_one_node_open_no_port_in_common(sky):
         assert len(ports[task]) == 9  # GCS, dashboard, client server and six per-node ports: none default
     first, second = ports.values()
     assert not first & second
+
+
+def test_every_ray_process_and_the_command_share_one_auth_mode(sky):
+    """Ray 2.60 turns token auth on for a head started where ~/.ray/auth_token exists and then refuses the
+    nodes and drivers without that token (the launcher's own node check included): one mode for all."""
+    code, out, err = _finish(_node(sky, 0, ["127.0.0.1"], "bash", "-c", 'echo "MODE $RAY_AUTH_MODE"'))
+    assert code == 0, err
+    assert "MODE disabled" in out and Path(sky["LOG"] + ".auth").read_text() == "auth disabled\n"
+    code, _, err = _finish(_node({**sky, "RAY_AUTH_MODE": "token"}, 0, ["127.0.0.1"], "true"))
+    assert code == 2 and "RAY_AUTH_MODE=token needs RAY_AUTH_TOKEN" in err
+    code, _, err = _finish(
+        _node({**sky, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "t" * 32}, 0, ["127.0.0.1"], "true")
+    )
+    assert code == 0, err
 
 
 @pytest.mark.parametrize(

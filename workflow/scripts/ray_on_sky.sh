@@ -14,7 +14,12 @@
 # Environment: RAY_PORT and RAY_PORT_BASE (as on Slurm; RAY_PORT=6380 is refused), LIE_GPUS_PER_NODE
 # (default SKYPILOT_NUM_GPUS_PER_NODE, else 0), LIE_CPUS_PER_NODE (default: nproc), LIE_RAY_WAIT_S (default
 # 600: nodes of one task may boot minutes apart) and LIE_RAY_POLL_S (default 5), LIE_RAY_HEAD_IP (default:
-# the first line of SKYPILOT_NODE_IPS).
+# the first line of SKYPILOT_NODE_IPS), RAY_AUTH_MODE (below).
+# Ray (2.60) turns token authentication on for `ray start --head` on a machine that holds ~/.ray/auth_token
+# (a local `ray.init()` writes one), and then refuses every node and driver without that token (another
+# node's, or none): the mode is set for every process of the task, `disabled` (the nodes' private network
+# is the boundary) unless RAY_AUTH_MODE=token with the same RAY_AUTH_TOKEN on every node (sky launch
+# --secret RAY_AUTH_TOKEN).
 set -euo pipefail
 
 if [[ $# -lt 1 ]]; then
@@ -42,6 +47,11 @@ head_ip=${LIE_RAY_HEAD_IP:-${ips[0]}}
 if ((num_nodes > 1)) && [[ "$head_ip" == 127.* ]]; then
   echo "ray_on_sky.sh: the head node's address $head_ip is a loopback address, which the other $((num_nodes - 1)) node(s) cannot reach: set LIE_RAY_HEAD_IP to its cluster address (hostname -I on rank 0 lists them)" >&2
   exit 1
+fi
+export RAY_AUTH_MODE=${RAY_AUTH_MODE:-disabled}
+if [[ "$RAY_AUTH_MODE" == token && -z "${RAY_AUTH_TOKEN:-}" ]]; then
+  echo "ray_on_sky.sh: RAY_AUTH_MODE=token needs RAY_AUTH_TOKEN, the same on every node (sky launch --secret RAY_AUTH_TOKEN)" >&2
+  exit 2
 fi
 sky_ray_ports "${SKYPILOT_TASK_ID:-lie}" || exit 2
 export RAY_ADDRESS="$head_ip:$ray_port"
