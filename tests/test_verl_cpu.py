@@ -533,19 +533,25 @@ def test_a_gpu_run_samples_with_the_transformers_server_where_vllm_is_not_instal
 
 def test_the_cpu_backend_keeps_the_clusters_shape_and_strategy(monkeypatch):
     """nnodes x n_gpus_per_node ranks as verl's node pools (they ran as nnodes ranks on one pool), the
-    actor's strategy the recipe's (it was forced to fsdp2); with RAY_ADDRESS (a running Ray cluster, as the
-    Slurm launcher starts) no resources for ray.init, which refuses them when it connects."""
+    actor's strategy the recipe's (it was forced to fsdp2); without RAY_ADDRESS a Ray of verl's own (ray.init
+    joined any cluster another process had started on the machine, and then refused the resources); with
+    it (a running Ray cluster, as the Slurm launcher starts) no resources for ray.init, and the CPU
+    backend's environment carried to the cluster's workers in the job's runtime_env."""
     from lie.engines.verl import cpu as verl_cpu
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     local = verl_cpu.overrides(2, 4)
     assert (local["trainer.nnodes"], local["trainer.n_gpus_per_node"]) == (2, 4)
     assert local["+ray_kwargs.ray_init.num_gpus"] == 8
+    assert local["+ray_kwargs.ray_init.address"] == "local"  # never a Ray another process started here
     assert not any("strategy" in key for key in local)
     monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6380")
     joined = verl_cpu.overrides(2, 2)
     assert (joined["trainer.nnodes"], joined["trainer.n_gpus_per_node"]) == (2, 2)
-    assert not [key for key in joined if key.startswith("+ray_kwargs.ray_init.")]
+    ray_init = {k.removeprefix("+ray_kwargs.ray_init."): v for k, v in joined.items() if "ray_init." in k}
+    # only the environment the cluster's workers lack (they inherit the raylets', not this process's)
+    assert ray_init == {f"runtime_env.env_vars.{k}": verl_cpu.environment()[k] for k in verl_cpu.WORKER_ENV}
+    assert ray_init["runtime_env.env_vars.VERL_PLATFORM"] == "cpu"
 
 
 def test_every_call_of_verls_platform_interface_runs_on_the_cpu_platform():

@@ -84,8 +84,13 @@ def overrides(nnodes: int = 1, gpus_per_node: int = 1, rollout: str = ROLLOUT) -
     chosen = {**OVERRIDES, **(VLLM_OVERRIDES if rollout == VLLM_ROLLOUT else {})}
     chosen.update({"trainer.nnodes": nnodes, "trainer.n_gpus_per_node": gpus_per_node})
     if os.environ.get("RAY_ADDRESS"):  # ray.init refuses resources when it connects to a cluster
-        return {k: v for k, v in chosen.items() if not k.startswith(RAY_INIT)}
-    return {**chosen, f"{RAY_INIT}num_gpus": nnodes * gpus_per_node}
+        joined = {k: v for k, v in chosen.items() if not k.startswith(RAY_INIT)}
+        # the cluster's processes were started without this run's environment: verl's job carries it
+        env = environment()
+        joined.update({f"{RAY_INIT}runtime_env.env_vars.{key}": env[key] for key in WORKER_ENV})
+        return joined
+    # a Ray of its own, never another one running on this machine (ray.init would join that one)
+    return {**chosen, f"{RAY_INIT}num_gpus": nnodes * gpus_per_node, f"{RAY_INIT}address": "local"}
 
 
 # A GPU run whose ``gpu_rollout`` is ``transformers``: verl's FSDP workers on the GPUs as the cluster runs
@@ -111,6 +116,9 @@ def with_module(env: dict[str, str], module: str) -> dict[str, str]:
     """``env`` with ``module`` last in VERL_USE_EXTERNAL_MODULES (every verl process imports it)."""
     modules = [m for m in env.get("VERL_USE_EXTERNAL_MODULES", "").split(",") if m and m != module]
     return {**env, "VERL_USE_EXTERNAL_MODULES": ",".join([*modules, module])}
+
+
+WORKER_ENV = ("VERL_PLATFORM", "VERL_USE_EXTERNAL_MODULES", "TOKENIZERS_PARALLELISM", "OMP_NUM_THREADS")
 
 
 def environment(base: dict[str, str] | None = None) -> dict[str, str]:
