@@ -36,7 +36,9 @@ def test_the_preflight_runs_on_a_cpu_with_its_gpu_checks_skipped(tmp_path):
     assert f"image self-test but CUDA ({REPO / '.venv-vllm'}: vLLM's CPU build)" in executed
     assert any(name.startswith("all-reduce across 2 CPU processes") for name in executed)
     assert "actor's host memory in a step (CPU)" in executed
-    assert any(name.startswith("4-step verl run (small CPU shape") for name in executed)
+    assert any(
+        name.startswith("4-step verl run (") and "as CPU ranks at 64+24 tokens" in name for name in executed
+    )
     assert any(name.startswith("throughput, projected to the runs") for name in executed)
     assert any(name.startswith("reward manager's share of a step") for name in executed)
     assert "save + resume + merge" in executed
