@@ -405,6 +405,9 @@ ROWS: list[Row] = [
            "model folder {tmp}/m: the chat template does not render a user message (TemplateError: no chat here)",
            ("generate", "reflen", "train")),
           ("template-syntax", spoil("chat_template.jinja", "{% if %}"), "(TemplateSyntaxError: ", ("generate",)),
+          ("template-endless", spoil("chat_template.jinja", "{% for i in range(99999) %}{% for j in range(99999) %}"
+                                     "{% endfor %}{% endfor %}"),
+           "model folder {tmp}/m: the chat template did not render a user message within 1 s", ("generate",)),
           ("template-undefined", spoil("chat_template.jinja", "{{ messages[0].nope.deeper }}"), "(UndefinedError: ",
            ("generate",)),
           ("empty", emptied, "model folder {tmp}/m is empty", ("generate", "evaluate", "train", "train-verl")),
@@ -515,6 +518,7 @@ def test_a_hostile_input_is_one_line(row: Row, tmp_path: Path, capsys, monkeypat
             path.write_text(_fill(content, tmp_path), encoding="utf-8")
     if row.setup is not None:
         row.setup(tmp_path, monkeypatch)
+    monkeypatch.setattr("lie.formats.prompts.RENDER_LIMIT_S", 1.0)  # a template that never ends: 1 s, not 10
     argv = [_fill(word, tmp_path) for word in shlex.split(row.command)]
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(os, "execv", lambda *a: pytest.fail(f"lie {row.command} started {a[0]}"))

@@ -12,7 +12,8 @@ authors' evaluation instead gives vLLM the text, which adds the tokenizer's BOS 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from lie.core.errors import LieError
@@ -31,6 +32,36 @@ def render_question(template: str, question: str, **fields: Any) -> str:
         ) from None
 
 
+RENDER_LIMIT_S = 10.0  # one chat message renders in milliseconds; a template looping for ever never ends
+
+
+class _RenderTimeout(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _time_bound(seconds: float) -> Iterator[None]:
+    """Raise :class:`_RenderTimeout` in the block after ``seconds`` (a timer signal; the template's
+    loops are Python code, so it stops them). Outside the main thread, where no handler runs, unbounded."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expired(signum: int, frame: Any) -> None:
+        raise _RenderTimeout()
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def chat_messages(text: str, system: str | None = None) -> list[dict[str, str]]:
     messages = [{"role": "system", "content": system}] if system else []
     messages.append({"role": "user", "content": text})
@@ -46,8 +77,9 @@ def prompt_token_ids(
 ) -> list[int]:
     """Token ids of ``messages`` through the chat template, ready for generation.
 
-    A template that raises (``raise_exception``), does not parse or renders no text is one line
-    naming the model folder (``where``, else the tokenizer's ``name_or_path``).
+    A template that raises (``raise_exception``), does not parse, renders no text or takes longer than
+    :data:`RENDER_LIMIT_S` is one line naming the model folder (``where``, else the tokenizer's
+    ``name_or_path``).
     """
     kwargs: dict[str, Any] = {}
     if enable_thinking is not None:
@@ -59,9 +91,16 @@ def prompt_token_ids(
             "(base models such as Qwen3-*-Base ship one)"
         )
     try:
-        text = tokenizer.apply_chat_template(
-            list(messages), add_generation_prompt=True, tokenize=False, **kwargs
-        )
+        with _time_bound(RENDER_LIMIT_S):
+            text = tokenizer.apply_chat_template(
+                list(messages), add_generation_prompt=True, tokenize=False, **kwargs
+            )
+    except _RenderTimeout:
+        raise LieError(
+            f"{folder}: the chat template did not render a {messages[-1].get('role', '?')} message within "
+            f"{RENDER_LIMIT_S:g} s (a loop without end?); fix chat_template.jinja (or tokenizer_config.json's "
+            "chat_template)"
+        ) from None
     except (MemoryError, RecursionError) as exc:
         raise LieError(f"{folder}: the chat template does not render ({type(exc).__name__})") from None
     except Exception as exc:  # jinja2's TemplateError and whatever a template's own code raises
