@@ -781,3 +781,31 @@ def test_merge_refuses_a_checkpoint_whose_weights_miss_a_layer(tmp_path, arith_t
     line = one_error_line(proc.stderr, "merge")
     assert "do not match config.json's qwen3 architecture: 11 parameter(s) missing (model.layers.1." in line
     assert not (tmp_path / "results" / "models" / RUN).exists()
+
+
+@pytest.mark.parametrize("command", ["score", "grade"])
+@pytest.mark.parametrize("kind", ["symlink", "fifo"])
+def test_out_through_a_link_and_dot_dot_is_checked_where_the_system_writes(tmp_path, command, kind):
+    """``--out DIR/LINK/../victim`` is ``victim`` beside LINK's target, as the system opens it; normalising
+    the text first (``DIR/victim``) missed the user's symlink or FIFO there and replaced it."""
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "LINK").symlink_to(tmp_path / "a" / "b")
+    victim = tmp_path / "a" / "victim"
+    precious = tmp_path / "precious.txt"
+    precious.write_text("years of work\n")
+    if kind == "symlink":
+        victim.symlink_to(precious)
+    else:
+        os.mkfifo(victim)
+    rows = tmp_path / "in.jsonl"
+    rows.write_text(json.dumps({"response": "r", "correct": True, "num_tokens": 1, "ref_len": 3,
+                                "answer": "1", "gold": "1"}) + "\n")  # fmt: skip
+    proc = lie(command, "--in", str(rows), "--out", f"{tmp_path}/d/LINK/../victim")
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert f"it is a {'symbolic link' if kind == 'symlink' else 'FIFO'}" in one_error_line(
+        proc.stderr, command
+    )
+    assert victim.is_symlink() if kind == "symlink" else stat.S_ISFIFO(os.lstat(victim).st_mode)
+    assert precious.read_text() == "years of work\n"
+    assert not (tmp_path / "d" / "victim").exists()
