@@ -87,3 +87,30 @@ def test_make_venv_names_the_python_it_needs_before_building_anything(tmp_path):
         text=True,
     )
     assert proc.returncode == 0 and proc.stderr == "", proc
+
+
+def test_lie_train_names_the_command_that_builds_its_missing_input(tmp_path):
+    """Run by hand before its inputs exist, ``lie train`` names one command for the config it was given,
+    and that command (dry) plans the job that writes the input."""
+    import os
+
+    import yaml
+
+    repo = Path(__file__).resolve().parents[1]
+    for name in ("Snakefile", "workflow"):
+        os.symlink(repo / name, tmp_path / name)
+    config = yaml.safe_load((repo / "workflow/configs/smoke.yaml").read_text(encoding="utf-8"))
+    config["outdir"] = "out"
+    (tmp_path / "my.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "HF_HUB_OFFLINE": "1"}
+    train = subprocess.run([BIN / "lie", "train", "smoke_grpo", "--config", "my.yaml"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert train.returncode == 2, train
+    hint = re.search(r"build it first: (lie snakemake .*)$", train.stderr.strip())
+    assert hint and hint.group(1) == (
+        "lie snakemake --configfile my.yaml --cores 2 out/data/arith-train.tiny.reflen.parquet"
+    ), train.stderr
+    plan = subprocess.run([*hint.group(1).split(), "-n"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert plan.returncode == 0, plan.stdout[-2000:] + plan.stderr[-2000:]
+    assert re.search(r"^reflen\s+1$", plan.stdout, flags=re.M), plan.stdout[-2000:]

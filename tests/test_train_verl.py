@@ -555,7 +555,10 @@ def test_a_training_input_that_is_missing_or_a_failed_verl_is_one_line(tmp_path,
 
     config = small_config(tmp_path / "out", arith_tiny)
     missing = str(tmp_path / "none.parquet")
-    for engine, says in (("verl", "run its `lie data`/`lie reflen` stage first"), ("trl", "build it first")):
+    for engine, says in (
+        ("verl", "build it first: lie snakemake --configfile"),
+        ("trl", "build it first: lie snakemake"),
+    ):
         request = TrainRequest(run="tiny_grpo", engine=engine, device="cpu", train_file=missing)
         with pytest.raises(
             LieError, match=rf"run tiny_grpo: input {missing} does not exist; {re.escape(says)}"

@@ -102,6 +102,18 @@ def train(config: Config, request: TrainRequest) -> Path:
         return _train_trl(config, settings, request)
 
 
+def missing_input(config: Config, run: str, path: str | Path) -> LieError:
+    """A run's missing input, with the one command that builds it from the config ``lie train`` was given
+    (Snakemake takes the file as its target; a path inside the working folder is given relative to it)."""
+    target = Path(path)
+    if target.is_absolute() and target.is_relative_to(Path.cwd()):
+        target = target.relative_to(Path.cwd())
+    return LieError(
+        f"run {run}: input {path} does not exist; build it first: "
+        f"lie snakemake --configfile {config.source} --cores 2 {target}"
+    )
+
+
 def _train_verl(config: Config, settings: RunSettings, request: TrainRequest) -> Path:
     from lie.engines.verl import cpu as verl_cpu
     from lie.engines.verl import overrides as verl_overrides
@@ -110,9 +122,7 @@ def _train_verl(config: Config, settings: RunSettings, request: TrainRequest) ->
     rundir = Layout(config).run_dir(run)
     for path in (inputs.train_file, *inputs.val_files):
         if not Path(path).exists():
-            raise LieError(
-                f"run {run}: input {path} does not exist; run its `lie data`/`lie reflen` stage first"
-            )
+            raise missing_input(config, run, path)
     if device == "gpu":
         from lie.engines.gpu_env import check_driver
 
@@ -170,9 +180,7 @@ def _train_trl(config: Config, settings: RunSettings, request: TrainRequest) -> 
     model = Path(request.model or layout.init_model(request.run))
     for path in (train_file, model):
         if not path.exists():
-            raise LieError(
-                f"run {request.run}: input {path} does not exist; build it first (see `snakemake -n`)"
-            )
+            raise missing_input(config, request.run, path)
     threads = request.threads or int(os.environ.get("OMP_NUM_THREADS", "1") or 1)
     return trl_train.train(
         config, settings, train_file, model, stop_after=request.stop_after, threads=threads
