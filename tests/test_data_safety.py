@@ -809,3 +809,38 @@ def test_out_through_a_link_and_dot_dot_is_checked_where_the_system_writes(tmp_p
     assert victim.is_symlink() if kind == "symlink" else stat.S_ISFIFO(os.lstat(victim).st_mode)
     assert precious.read_text() == "years of work\n"
     assert not (tmp_path / "d" / "victim").exists()
+
+
+def test_merge_with_a_truncated_run_json_is_one_line_and_leaves_nothing(tmp_path):
+    """``run.json`` says which environment trained a verl run; cut short it was a traceback that left
+    ``.merged.partial/`` and ``.merged.lock`` beside the output."""
+    config, _ = smoke_config(tmp_path)
+    rundir = RunDir(tmp_path / "results", RUN)
+    step = rundir.checkpoints / "global_step_1"
+    (step / "actor").mkdir(parents=True)
+    (step / "data.pt").write_text("x")
+    (step / "actor" / "model_world_size_1_rank_0.pt").write_text("x")
+    rundir.final_json.write_text(json.dumps({"engine": "verl", "checkpoint": str(step), "step": 1}))
+    rundir.run_json.write_text('{"device": "cp')
+    out = tmp_path / "merged"
+    proc = lie("merge", RUN, "--config", str(config), "--out", str(out))
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert f"{rundir.run_json}: not the record lie train writes (" in one_error_line(proc.stderr, "merge")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yaml", "results"]
+
+
+@pytest.mark.parametrize("name", ["settings_file", "inputs_file"])
+def test_a_run_digest_that_is_not_lies_sets_the_outputs_aside_and_a_fifo_is_one_line(tmp_path, name):
+    from lie.core.errors import LieError
+
+    rundir = RunDir(tmp_path, RUN)
+    (rundir.checkpoints / "checkpoint-1").mkdir(parents=True)
+    getattr(rundir, name).write_bytes(b"\xff\xfe not a digest")
+    claim = rundir.claim if name == "settings_file" else rundir.claim_inputs
+    moved = claim("a" * 64)
+    assert moved is not None and (moved / "checkpoints" / "checkpoint-1").is_dir()  # set aside, not deleted
+    assert getattr(rundir, name).read_text() == "a" * 64 + "\n"
+    getattr(rundir, name).unlink()
+    os.mkfifo(getattr(rundir, name))
+    with pytest.raises(LieError, match="it is a named pipe"):
+        claim("a" * 64)

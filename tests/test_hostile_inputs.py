@@ -369,6 +369,14 @@ ROWS: list[Row] = [
     Row("out-device", "score --in {tmp}/in.jsonl --out /dev/null", "it is a device"),
     Row("out-dash-generate", "generate arith-test --config {tmp}/c.yaml --model tiny --data d.parquet --out -",
         "--out - is standard output", {"c.yaml": smoke()}),
+    # issue 50: values past any real count, a log level that is another attribute of logging
+    Row("score-ref-len-401-digits", SCORE, "{tmp}/in.jsonl line 2: field 'ref_len' must be an integer in 1..2147483647, "
+        "got an integer of 401 digits", jsonl('{"response": "r", "correct": true, "num_tokens": 1, "ref_len": 1'
+                                              + "0" * 400 + "}")),
+    Row("score-extra-tokens-401-digits", SCORE, "line 2: field 'extra_tokens' must be an integer in 0..2147483647",
+        jsonl('{"response": "r", "correct": true, "num_tokens": 1, "ref_len": 3, "extra_tokens": 9' + "9" * 400 + "}")),
+    Row("log-level-basic-format", SCORE + " --log-level BASIC_FORMAT",
+        "argument --log-level: expected one of DEBUG, INFO, WARNING, ERROR, CRITICAL, got 'BASIC_FORMAT'"),
     # a run's final.json (issue 21)
     *(Row(f"merge-final-{name}", MERGE, says, {"c.yaml": smoke(), f"{RUNDIR}/final.json": text})
       for name, text, says in (
@@ -518,7 +526,9 @@ def test_a_hostile_input_is_one_line(row: Row, tmp_path: Path, capsys, monkeypat
             path.write_text(_fill(content, tmp_path), encoding="utf-8")
     if row.setup is not None:
         row.setup(tmp_path, monkeypatch)
-    monkeypatch.setattr("lie.formats.prompts.RENDER_LIMIT_S", 1.0)  # a template that never ends: 1 s, not 10
+    monkeypatch.setattr(
+        "lie.formats.prompts.RENDER_LIMIT_S", 1.0, raising=False
+    )  # a template without end: 1 s
     argv = [_fill(word, tmp_path) for word in shlex.split(row.command)]
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(os, "execv", lambda *a: pytest.fail(f"lie {row.command} started {a[0]}"))

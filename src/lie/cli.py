@@ -112,13 +112,25 @@ def _has_non_finite(value: object) -> bool:
     return False
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def _log_level(text: str) -> str:
+    """A level name of :data:`LOG_LEVELS`, any case (``logging``'s other attributes are no level)."""
+    if text.strip().upper() not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(LOG_LEVELS)}, got {text!r}")
+    return text.strip().upper()
+
+
 def command_parser(name: str) -> argparse.ArgumentParser:
     """The parser of ``lie NAME`` (not for RAW commands): what a command line is checked against."""
     module = importlib.import_module(COMMANDS[name][0])
     parser = argparse.ArgumentParser(
         prog=f"lie {name}", description=COMMANDS[name][1], formatter_class=_HelpFormatter
     )
-    parser.add_argument("--log-level", default="INFO", help="logging level")
+    parser.add_argument(
+        "--log-level", type=_log_level, default="INFO", help="logging level: " + ", ".join(LOG_LEVELS)
+    )
     module.add_arguments(parser)
     return parser
 
@@ -132,7 +144,7 @@ def _run(name: str, rest: list[str]) -> int:
     _non_finite_flag(parser, args)
     check_outputs(parser, args)
     logging.basicConfig(
-        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+        level=getattr(logging, args.log_level),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )

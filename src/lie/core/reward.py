@@ -244,15 +244,25 @@ def r_context(stats: NgramStats) -> float:
     return stats.distinct / stats.num_ngrams
 
 
+MAX_COUNT = 2**31 - 1  # a count of tokens: far beyond any context, and safe in float arithmetic
+
+
 def _check_inputs(correct: Any, num_tokens: Any, ref_len: Any, config: RewardConfig, extra: Any) -> None:
     if not isinstance(correct, bool):
         raise LieError(f"'correct' must be true or false, got {correct!r}")
-    if not _is_int(num_tokens) or num_tokens < 0:
-        raise LieError(f"'num_tokens' must be an integer >= 0, got {num_tokens!r}")
-    if config.length_term and (not _is_int(ref_len) or ref_len < 1):
-        raise LieError(f"'ref_len' must be an integer >= 1, got {ref_len!r}")
-    if extra is not None and (not _is_int(extra) or extra < 0):
-        raise LieError(f"'extra_tokens' must be an integer >= 0, got {extra!r}")
+    if not _is_int(num_tokens) or not 0 <= num_tokens <= MAX_COUNT:
+        raise LieError(f"'num_tokens' must be an integer in 0..{MAX_COUNT}, got {_shown(num_tokens)}")
+    if config.length_term and (not _is_int(ref_len) or not 1 <= ref_len <= MAX_COUNT):
+        raise LieError(f"'ref_len' must be an integer in 1..{MAX_COUNT}, got {_shown(ref_len)}")
+    if extra is not None and (not _is_int(extra) or not 0 <= extra <= MAX_COUNT):
+        raise LieError(f"'extra_tokens' must be an integer in 0..{MAX_COUNT}, got {_shown(extra)}")
+
+
+def _shown(value: Any) -> str:
+    """A value for an error line: a huge integer by its digits, never its 400 of them."""
+    if _is_int(value) and abs(value) > 10**30:
+        return f"an integer of {len(str(abs(value)))} digits"
+    return repr(value)
 
 
 def _is_int(value: Any) -> bool:

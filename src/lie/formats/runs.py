@@ -22,6 +22,7 @@ import contextlib
 import json
 import logging
 import math
+import os
 import re
 import shutil
 import time
@@ -38,6 +39,23 @@ log = logging.getLogger(__name__)
 ROLLOUT_FIELDS = (
     "step", "group", "uid", "prompt_index", "response", "reward", *BREAKDOWN_KEYS, "grade_status",
 )  # fmt: skip
+
+
+def _recorded_digest(path: Path) -> str | None:
+    """The digest a run folder records in ``path`` (``settings.sha256``, ``inputs.sha256``), None where
+    there is none; read bounded (a FIFO or device there is one line, never waited on), and one that is
+    not the ASCII digest lie writes (bytes not UTF-8, garbage) reads as "unreadable": it matches no
+    digest, so the run's outputs are set aside, never trusted."""
+    from lie.formats.jsonl import read_bounded
+
+    if not os.path.lexists(path):
+        return None
+    data = read_bounded(path, 4096, "the run's digest")
+    try:
+        text = data.decode("ascii").strip()
+    except UnicodeDecodeError:
+        return "unreadable"
+    return text if text.isalnum() else "unreadable"
 
 
 class RunDir:
@@ -100,7 +118,7 @@ class RunDir:
         Outputs of other (or unknown) settings move to ``superseded/<time>/``, which is returned;
         then the digest is recorded. Nothing is deleted.
         """
-        old = self.settings_file.read_text(encoding="utf-8").strip() if self.settings_file.exists() else None
+        old = _recorded_digest(self.settings_file)
         if old == digest:
             return None
         made = f"digest {old[:12]}" if old else "no settings digest"
@@ -116,7 +134,7 @@ class RunDir:
         """Keep this run's outputs only if they were trained on the inputs of ``digest``
         (:func:`inputs_digest`): other ones move to ``superseded/`` as :meth:`claim` does. A run of older
         code, with no record of its inputs, keeps its outputs and gets this one."""
-        old = self.inputs_file.read_text(encoding="utf-8").strip() if self.inputs_file.exists() else None
+        old = _recorded_digest(self.inputs_file)
         if old == digest:
             return None
         moved = None

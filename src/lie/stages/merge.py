@@ -8,8 +8,8 @@ with the modes the user's umask gives (safetensors writes 0600).
 
 from __future__ import annotations
 
-import json
 import logging
+import os
 import re
 import subprocess
 import sys
@@ -29,10 +29,17 @@ def _merger_python(config: Config, rundir: RunDir) -> str:
     """The Python of the environment that trained the run: FSDP shards hold pickled DeviceMeshes that
     another torch cannot read (a run with ``cpu_rollout: vllm`` trained under .venv-vllm's torch 2.11;
     .venv's 2.13 fails on its ``_MeshLayout``)."""
+    from lie.formats.outputs import read_object
     from lie.stages.train import verl_python
 
-    record = json.loads(rundir.run_json.read_text(encoding="utf-8")) if rundir.run_json.exists() else {}
-    device = record.get("device", "gpu") if isinstance(record, dict) else "gpu"
+    record: dict | None = {}
+    if os.path.lexists(rundir.run_json):
+        record, why = read_object(rundir.run_json)
+        if record is None:
+            raise LieError(
+                f"{rundir.run_json}: not the record lie train writes ({why}); rerun `lie train {rundir.run}`"
+            )
+    device = record.get("device", "gpu") if record else "gpu"
     return verl_python(config, config.run(rundir.run), device) or sys.executable
 
 
@@ -63,8 +70,9 @@ def _merge(config: Config, layout: Layout, rundir: RunDir, out: str | Path | Non
     problem = checkpoint_problem(checkpoint)
     if problem:
         raise LieError(f"{checkpoint} is incomplete ({problem}); rerun `lie train {run}` to repair it")
+    python = _merger_python(config, rundir)  # run.json read before anything is written
     tmp = partial_folder(target)
-    cmd = [_merger_python(config, rundir), "-m", "verl.model_merger", "merge", "--backend", "fsdp",
+    cmd = [python, "-m", "verl.model_merger", "merge", "--backend", "fsdp",
            "--local_dir", str(checkpoint / "actor"), "--target_dir", str(tmp)]  # fmt: skip
     if config.trust_remote_code:
         cmd.append("--trust-remote-code")
