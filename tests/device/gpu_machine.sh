@@ -13,7 +13,9 @@
 #   5 checks    what h200_check.sh ran before: the NCCL row, lie preflight --device gpu, the TRL trainer
 #               and the transformers generator's tests on CUDA                           ~3-4 min
 #
-# STEPS="1 2" runs only those steps (e.g. a second call after a cut-short first one).
+# STEPS="1 2" runs only those steps (e.g. a second call after a cut-short first one). The checkout's src/
+# comes first on PYTHONPATH, so that a kit built before the last edit runs the current code; the kit's lie
+# wheel still registers lie's trainer with verl (its verl.plugins entry point).
 set -u
 OUT=${OUT:-/tmp/device-out}
 mkdir -p "$OUT"
@@ -57,7 +59,7 @@ fi
 if wants 4 && [ -f "$SITE/.installed" ]; then
   # the run setting training.gpu_rollout: transformers (no vLLM on the machine); the trial's logs and its
   # composed verl config come back under $OUT
-  PYTHONPATH="$SITE:$PWD/src" step 4-verl 420 python3 tests/device/verl_run.py --device gpu --rollout transformers \
+  PYTHONPATH="$PWD/src:$SITE" step 4-verl 420 python3 tests/device/verl_run.py --device gpu --rollout transformers \
     --workdir /tmp/device-verl --out "$OUT/verl_run.json"
   mkdir -p "$OUT/verl-logs" && cp -r /tmp/device-verl/logs/. "$OUT/verl-logs/" 2>/dev/null
   find /tmp/device-verl/out -name 'verl_config.yaml' -exec cp {} "$OUT/verl-logs/" \; 2>/dev/null
@@ -72,11 +74,12 @@ if wants 5; then
     python3 -m pip install --quiet --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$EXTRA" \
       .device-kit-extra/*.whl > "$OUT/5-extra-wheels.txt" 2>&1 || echo "== TRL's wheels did not install: 5-pytest fails"
   fi
-  export PYTHONPATH="$EXTRA:$SITE:$PWD/src"
+  export PYTHONPATH="$PWD/src:$SITE"  # verl from the kit, and no TRL beside it
   step 5-nccl 120 python3 -m lie.engines.allreduce --backend nccl --device cuda
   step 5-preflight 150 python3 -m lie preflight --config config.yaml --runs qwen3-4b-base_dapo_gspo_lie \
     --workdir /tmp/preflight --device gpu
-  step 5-pytest 240 python3 -m pytest -p no:cacheprovider -q --timeout 200 --basetemp=/tmp/bt -rfE \
-    ${TESTS:-tests/test_train_trl.py tests/test_generate_evaluate.py}
+  # TRL's trainer and the transformers generator: neither imports verl
+  PYTHONPATH="$PWD/src:$EXTRA:$SITE" step 5-pytest 240 python3 -m pytest -p no:cacheprovider -q --timeout 200 \
+    --basetemp=/tmp/bt -rfE ${TESTS:-tests/test_train_trl.py tests/test_generate_evaluate.py}
 fi
 echo "== done: $OUT"
