@@ -16,12 +16,21 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.heavy
+@pytest.mark.timeout(2400)
 def test_the_preflight_runs_on_a_cpu_with_its_gpu_checks_skipped(tmp_path):
-    """``make preflight``'s command as it is (no --device: auto, which finds no GPU here)."""
+    """``make preflight``'s command as it is (no --device: auto, which finds no GPU here), on the smoke config
+    at a 4-GPU node's shape (training.n_gpus_per_node 4, as config.yaml): the trial runs 4 CPU ranks, 8
+    prompts a step over 32 rows, and logs its 4 steps (at 16 rows verl stopped after 2)."""
+    import yaml
+
+    config = yaml.safe_load((REPO / "workflow/configs/smoke.yaml").read_text())
+    config["training"]["n_gpus_per_node"] = 4
+    config_file = tmp_path / "smoke-4-gpus.yaml"
+    config_file.write_text(yaml.safe_dump(config, sort_keys=False))
     work = tmp_path / "preflight"
     proc = subprocess.run(
-        [sys.executable, "-m", "lie", "preflight", "--config", "workflow/configs/smoke.yaml", "--workdir", str(work)],
-        cwd=REPO, capture_output=True, text=True, timeout=1500,
+        [sys.executable, "-m", "lie", "preflight", "--config", str(config_file), "--workdir", str(work)],
+        cwd=REPO, capture_output=True, text=True, timeout=2300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = {line.split("  ")[0].strip(): line for line in proc.stdout.splitlines() if "  " in line}
@@ -36,9 +45,7 @@ def test_the_preflight_runs_on_a_cpu_with_its_gpu_checks_skipped(tmp_path):
     assert f"image self-test but CUDA ({REPO / '.venv-vllm'}: vLLM's CPU build)" in executed
     assert any(name.startswith("all-reduce across 2 CPU processes") for name in executed)
     assert "actor's host memory in a step (CPU)" in executed
-    assert any(
-        name.startswith("4-step verl run (") and "as CPU ranks at 64+24 tokens" in name for name in executed
-    )
+    assert any(name.startswith("4-step verl run (") and "4 GPU(s) as CPU ranks" in name for name in executed)
     assert any(name.startswith("throughput, projected to the runs") for name in executed)
     assert any(name.startswith("reward manager's share of a step") for name in executed)
     assert "save + resume + merge" in executed
@@ -52,6 +59,10 @@ def test_the_preflight_runs_on_a_cpu_with_its_gpu_checks_skipped(tmp_path):
 
     check_output_folder(work / "cpu")
     assert len(list((work / "cpu" / "out" / "runs" / "preflight" / "metrics").glob("*.jsonl"))) == 2
+    shards = work / "cpu" / "out" / "runs" / "preflight" / "checkpoints" / "global_step_4" / "actor"
+    assert sorted(p.name for p in shards.glob("model_*.pt")) == [
+        f"model_world_size_4_rank_{r}.pt" for r in range(4)
+    ]
     # every command of the trial kept its whole output, named in its row
     logs = work / "cpu" / "logs"
     for name, log in [("4-step verl run", "train.log"), ("save + resume + merge", "resume.log"),
