@@ -210,6 +210,18 @@ def merger_says(*lines: str) -> Callable[[Path, pytest.MonkeyPatch], None]:
     return setup
 
 
+def nan_parquet(name: str) -> Callable[[Path, pytest.MonkeyPatch], None]:
+    """A local parquet whose second answer is NaN (a float column, as pandas writes a missing value)."""
+
+    def make(tmp: Path, _: pytest.MonkeyPatch) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.table({"problem": ["1 + 1", "2 + 2"], "answer": [2.0, float("nan")]}), tmp / name)
+
+    return make
+
+
 def local_data(name: str) -> Callable[[dict[str, Any]], Any]:
     """The smoke config with evaluation set arith-test read from ``{tmp}/name``."""
     return lambda c: c["datasets"]["eval"]["arith-test"].update(local="{tmp}/" + name, synthetic=None)
@@ -263,7 +275,7 @@ ROWS: list[Row] = [
     Row("knob-string-bool", SCORE + " --set red_on_correct=maybe", "reward key 'red_on_correct' must be bool"),
     Row("knob-fraction-int", SCORE + " --set n=2.5", "reward key 'n' must be int, got 2.5"),
     Row("knob-nan", SCORE + " --set eta=nan", "reward key 'eta' must be a finite number"),
-    Row("knob-overflow", SCORE + " --set eta=1e308", "{tmp}/in.jsonl line 1: field 'r_len'"),
+    Row("knob-overflow", SCORE + " --set eta=1e308", "--set: reward key 'eta' must lie in 0..0.1 (the config's bounds)"),
     Row("knob-unknown", SCORE + " --set nope=1", "unknown reward key(s) nope"),
     # endless or special files as config or input (issue 33)
     Row("config-dev-zero", "plan --config /dev/zero", "cannot read /dev/zero: it is a character device"),
@@ -363,20 +375,43 @@ ROWS: list[Row] = [
         "--engine-arg temperature=.nan", "not a finite number"),
     Row("flag-set-twice-key", SCORE + " --set 'eta={a: 1, a: 2}'", "key 'a' appears twice"),
     # outputs (issue 13, 21, 33)
-    Row("out-folder", "score --in {tmp}/in.jsonl --out {tmp}", "cannot write {tmp}: it is a folder"),
+    Row("out-folder", "score --in {tmp}/in.jsonl --out {tmp}", "--out {tmp} holds the input --in {tmp}/in.jsonl"),
     Row("out-under-file", "score --in {tmp}/in.jsonl --out {tmp}/in.jsonl/o", "cannot write {tmp}/in.jsonl/o"),
     Row("out-is-input", "score --in {tmp}/in.jsonl --out {tmp}/sub/../in.jsonl", "is the input --in"),
     Row("out-device", "score --in {tmp}/in.jsonl --out /dev/null", "it is a device"),
     Row("out-dash-generate", "generate arith-test --config {tmp}/c.yaml --model tiny --data d.parquet --out -",
         "--out - is standard output", {"c.yaml": smoke()}),
     # issue 50: values past any real count, a log level that is another attribute of logging
-    Row("score-ref-len-401-digits", SCORE, "{tmp}/in.jsonl line 2: field 'ref_len' must be an integer in 1..2147483647, "
+    Row("score-ref-len-401-digits", SCORE, "{tmp}/in.jsonl line 2: field 'ref_len' must be an integer >= 1 (at most 2147483647), "
         "got an integer of 401 digits", jsonl('{"response": "r", "correct": true, "num_tokens": 1, "ref_len": 1'
                                               + "0" * 400 + "}")),
-    Row("score-extra-tokens-401-digits", SCORE, "line 2: field 'extra_tokens' must be an integer in 0..2147483647",
+    Row("score-extra-tokens-401-digits", SCORE, "line 2: field 'extra_tokens' must be an integer >= 0 (at most 2147483647)",
         jsonl('{"response": "r", "correct": true, "num_tokens": 1, "ref_len": 3, "extra_tokens": 9' + "9" * 400 + "}")),
     Row("log-level-basic-format", SCORE + " --log-level BASIC_FORMAT",
         "argument --log-level: expected one of DEBUG, INFO, WARNING, ERROR, CRITICAL, got 'BASIC_FORMAT'"),
+    # issue 50: silent bad values
+    Row("local-parquet-nan-answer", "data arith-test --config {tmp}/c.yaml --out {tmp}/o.parquet",
+        "datasets.eval.arith-test: {tmp}/d.parquet row 2: column 'answer' is nan, not a finite number",
+        {"c.yaml": smoke(local_data("d.parquet"))}, nan_parquet("d.parquet")),
+    Row("config-head-dim-huge", "plan --config {tmp}/c.yaml", "key 'models.tiny.tiny.head_dim'",
+        {"c.yaml": smoke(lambda c: c["models"]["tiny"]["tiny"].update(head_dim=10**30))}),
+    Row("config-synthetic-count-huge", "plan --config {tmp}/c.yaml", "key 'datasets.eval.arith-test.synthetic.count'",
+        {"c.yaml": smoke(lambda c: c["datasets"]["eval"]["arith-test"]["synthetic"].update(count=10**30))}),
+    Row("config-expected-rows-huge", "plan --config {tmp}/c.yaml", "expected_rows",
+        {"c.yaml": smoke(lambda c: c["datasets"]["eval"]["arith-test"].update(expected_rows=10**30))}),
+    Row("knob-set-over-bound", SCORE + " --set eta=0.2", "--set: reward key 'eta' must lie in 0..0.1"),
+    Row("knob-set-quoted-number", SCORE + " --set \"eta='0.1'\"",
+        "--set: reward key 'eta' must be a number, got the string '0.1'"),
+    Row("knob-file-over-bound", SCORE + " --knobs {tmp}/k.yaml", "k.yaml: reward key 'beta' must lie in 0..1",
+        {"k.yaml": "reward:\n  beta: 3\n"}),
+    Row("json-key-twice", SCORE, "{tmp}/in.jsonl line 2: key 'correct' appears twice in one object",
+        jsonl('{"response": "r", "correct": false, "correct": true, "num_tokens": 1, "ref_len": 3}')),
+    Row("behaviours-chunk-chars-0", "behaviours --gen {tmp}/gen.jsonl --chunk-chars 0",
+        "argument --chunk-chars: expected an integer >= 1, got 0"),
+    Row("behaviours-max-tokens-negative", "behaviours --gen {tmp}/gen.jsonl --max-tokens -5",
+        "argument --max-tokens: expected an integer >= 1, got -5"),
+    Row("plan-mfu-tiny", "plan --mfu 1e-300", "argument --mfu: expected a number in 0.001..1, got 1e-300"),
+    Row("plan-gen-tps-tiny", "plan --gen-tps 1e-300", "argument --gen-tps: expected a number in 0.001..1e+09"),
     # a run's final.json (issue 21)
     *(Row(f"merge-final-{name}", MERGE, says, {"c.yaml": smoke(), f"{RUNDIR}/final.json": text})
       for name, text, says in (
@@ -434,6 +469,9 @@ ROWS: list[Row] = [
           ("config-llama-over-qwen", config_says(model_type="llama", architectures=["LlamaForCausalLM"]),
            "do not match config.json's llama architecture: 4 unexpected (model.layers.0.self_attn.k_norm.weight, ",
            ("generate", "reflen", "train", "judge")),
+          ("config-wrong-type", config_says(vocab_size="abc"),
+           "{tmp}/m/config.json: transformers cannot read it (TypeError: Field 'vocab_size' expected int, got str",
+           ("generate", "evaluate")),
           ("config-wider", config_says(intermediate_size=256),
            "6 of another shape (model.layers.0.mlp.down_proj.weight [64, 128] (expected [64, 256]), ", ("generate",)),
       )

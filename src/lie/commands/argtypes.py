@@ -34,6 +34,25 @@ def positive_int(text: str) -> int:
     return value
 
 
+def number_in(low: float, high: float) -> Any:
+    """A ``type=`` for a float within [low, high] (``--mfu 1e-300`` would make every estimate infinite)."""
+
+    import math
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text} is not a finite number")
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected a number in {low:g}..{high:g}, got {text}")
+        return value
+
+    return parse
+
+
 def key_value(text: str) -> tuple[str, Any]:
     """``KEY=VALUE`` with the value read as YAML (numbers, booleans, lists; a mapping's keys once each).
 
@@ -46,9 +65,24 @@ def key_value(text: str) -> tuple[str, Any]:
     if not sep or not key.strip():
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
     try:
-        return key.strip(), load_yaml(value, f"the value of {key.strip()}")
+        parsed = load_yaml(value, f"the value of {key.strip()}")
     except LieError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+    return key.strip(), _plain_number(value, parsed)
+
+
+def _plain_number(text: str, parsed: Any) -> Any:
+    """``1e-3`` unquoted is a number (YAML 1.2; PyYAML's 1.1 reads it as text); quoted, it stays text."""
+    import math
+
+    plain = text.strip()
+    if not isinstance(parsed, str) or not plain or plain[0] in "'\"":
+        return parsed
+    try:
+        number = float(plain)
+    except ValueError:
+        return parsed
+    return number if math.isfinite(number) else parsed
 
 
 def add_engine_options(parser: argparse.ArgumentParser, unit: str) -> None:

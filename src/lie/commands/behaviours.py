@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 
-from lie.commands.argtypes import key_value
+from lie.commands.argtypes import key_value, positive_int
 from lie.core.errors import LieError
 
 
@@ -33,8 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     judge.add_argument("--engine", choices=("vllm", "hf"), default="vllm", help="the judge's engine")
     judge.add_argument("--engine-arg", type=key_value, action="append", default=[], metavar="KEY=VALUE")
     judge.add_argument("--prompt", help="judge prompt file (default: lie/analysis/judge_prompt.yaml)")
-    judge.add_argument("--chunk-chars", type=int, default=12000, help="longest response part a request holds")
-    judge.add_argument("--max-tokens", type=int, default=1024, help="longest judge answer")
+    judge.add_argument(
+        "--chunk-chars", type=positive_int, default=12000, help="longest response part a request holds"
+    )
+    judge.add_argument("--max-tokens", type=positive_int, default=1024, help="longest judge answer")
     judge.add_argument("--trust-remote-code", action="store_true")
 
 

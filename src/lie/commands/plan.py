@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from lie.commands.argtypes import add_config_option, key_value, load_config_option
+from lie.commands.argtypes import add_config_option, key_value, load_config_option, number_in
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,9 +24,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "config's runs, beside those of --runs; repeat for more groups",
     )
     parser.add_argument(
-        "--gen-tps", type=float, default=GEN_TOKENS_PER_S_4B, help="generated tokens/s per GPU, 4B model"
+        "--gen-tps",
+        type=number_in(0.001, 1e9),
+        default=GEN_TOKENS_PER_S_4B,
+        help="generated tokens/s per GPU, 4B model",
     )
-    parser.add_argument("--mfu", type=float, default=MFU, help="training model-FLOP utilisation")
+    parser.add_argument(
+        "--mfu", type=number_in(0.001, 1.0), default=MFU, help="training model-FLOP utilisation"
+    )
     parser.add_argument(
         "--params",
         type=key_value,

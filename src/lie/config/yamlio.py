@@ -173,4 +173,50 @@ def reward_config(config_path: str | None, sets: dict[str, Any] | None):
     if overrides:
         values.update(overrides)
         source = f"{source} with --set" if config_path else "--set"
-    return RewardConfig.from_mapping(values, source=source)
+    if not values:  # the defaults: no schema read (lie score starts without YAML)
+        return RewardConfig.from_mapping(values, source=source)
+    _quoted_numbers(overrides, source)
+    knobs = RewardConfig.from_mapping(values, source=source)
+    _within_bounds(knobs, set(values), source)
+    return knobs
+
+
+def _reward_schema() -> dict[str, Any]:
+    """The config schema's ``reward:`` properties: the bounds a config's knobs are held to."""
+    from lie.config.load import _schema
+
+    return dict(_schema()["properties"]["reward"]["properties"])
+
+
+def _quoted_numbers(values: dict[str, Any], source: str) -> None:
+    """A number knob given as a quoted string (``--set "eta='0.1'"``) is refused, as the config's schema
+    refuses it (``--set eta=1e-3`` arrives as a number: ``lie.commands.argtypes.key_value``)."""
+    schema = _reward_schema()
+    for key, value in values.items():
+        kind = schema.get(key, {}).get("type") if isinstance(key, str) else None
+        if kind in ("number", "integer") and isinstance(value, str) and _finite_text(value):
+            raise LieError(f"{source}: reward key {key!r} must be a {kind}, got the string {value!r}")
+
+
+def _finite_text(text: str) -> bool:
+    import math
+
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
+def _within_bounds(knobs: Any, keys: set[Any], source: str) -> None:
+    """The knobs given (a file, ``--set``) within the config schema's bounds (``eta`` at most 0.1...)."""
+    schema = _reward_schema()
+    for key in sorted(k for k in keys if isinstance(k, str) and k in schema):
+        value, rule = getattr(knobs, key), schema[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        low, high = rule.get("minimum"), rule.get("maximum")
+        if (low is not None and value < low) or (high is not None and value > high):
+            span = f"{low if low is not None else '-inf'}..{high if high is not None else 'inf'}"
+            raise LieError(
+                f"{source}: reward key {key!r} must lie in {span} (the config's bounds), got {value!r}"
+            )

@@ -251,11 +251,13 @@ def _check_inputs(correct: Any, num_tokens: Any, ref_len: Any, config: RewardCon
     if not isinstance(correct, bool):
         raise LieError(f"'correct' must be true or false, got {correct!r}")
     if not _is_int(num_tokens) or not 0 <= num_tokens <= MAX_COUNT:
-        raise LieError(f"'num_tokens' must be an integer in 0..{MAX_COUNT}, got {_shown(num_tokens)}")
+        raise LieError(
+            f"'num_tokens' must be an integer >= 0 (at most {MAX_COUNT}), got {_shown(num_tokens)}"
+        )
     if config.length_term and (not _is_int(ref_len) or not 1 <= ref_len <= MAX_COUNT):
-        raise LieError(f"'ref_len' must be an integer in 1..{MAX_COUNT}, got {_shown(ref_len)}")
+        raise LieError(f"'ref_len' must be an integer >= 1 (at most {MAX_COUNT}), got {_shown(ref_len)}")
     if extra is not None and (not _is_int(extra) or not 0 <= extra <= MAX_COUNT):
-        raise LieError(f"'extra_tokens' must be an integer in 0..{MAX_COUNT}, got {_shown(extra)}")
+        raise LieError(f"'extra_tokens' must be an integer >= 0 (at most {MAX_COUNT}), got {_shown(extra)}")
 
 
 def _shown(value: Any) -> str:

@@ -74,6 +74,17 @@ def _lone_surrogate(obj: Any) -> bool:
     return False
 
 
+def _keys_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are all different: ``{"correct": false, "correct": true}`` is refused
+    (Python's reader keeps the last silently; another reader might keep the first)."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+        raise _BadNumber(f"key {twice!r} appears twice in one object")
+    return obj
+
+
 def loads_line(line: str | bytes, where: str) -> Any:
     """One JSON value, strictly: ``where`` ("file line N") starts every error message."""
     if isinstance(line, bytes):
@@ -88,7 +99,13 @@ def loads_line(line: str | bytes, where: str) -> Any:
     if nesting_depth(line) > MAX_DEPTH:
         raise LieError(f"{where}: JSON nested deeper than {MAX_DEPTH} levels; {FIX}")
     try:
-        obj = json.loads(line, parse_float=_finite_float, parse_int=_bounded_int, parse_constant=_no_constant)
+        obj = json.loads(
+            line,
+            parse_float=_finite_float,
+            parse_int=_bounded_int,
+            parse_constant=_no_constant,
+            object_pairs_hook=_keys_once,
+        )
     except _BadNumber as exc:
         raise LieError(f"{where}: {exc}; {FIX}") from None
     except json.JSONDecodeError as exc:

@@ -102,6 +102,9 @@ def check_model_folder(path: str | os.PathLike[str], weights: bool = True) -> di
         config = _json_object(folder / "config.json", CONFIG_LIMIT)
         if not isinstance(config.get("model_type"), str) or not config["model_type"]:
             raise LieError(f"{folder / 'config.json'}: names no model_type; {REFETCH}")
+        problem = _config_problem(config)
+        if problem:
+            raise LieError(f"{folder / 'config.json'}: {problem}; {REFETCH}")
     for name in JSON_FILES:
         if (folder / name).exists():
             _json_object(folder / name, TOKENIZER_LIMIT if name == "tokenizer.json" else CONFIG_LIMIT)
@@ -121,6 +124,23 @@ def check_model_folder(path: str | os.PathLike[str], weights: bool = True) -> di
         if files and config is not None:
             check_weights_match(folder, files, config)
     return config
+
+
+def _config_problem(config: dict[str, Any]) -> str | None:
+    """Why transformers cannot read ``config`` (a field of the wrong type: ``"vocab_size": "abc"``), for
+    a ``model_type`` it knows; else None. Without this the tokenizer's loader, which reads it too,
+    reported it as a tokenizer problem."""
+    from transformers import AutoConfig
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    if config["model_type"] not in CONFIG_MAPPING:
+        return None  # the folder's own code (trust_remote_code) or an unknown type: the loader's line
+    try:
+        AutoConfig.for_model(**config)
+    except Exception as exc:  # transformers' strict dataclass validation, a TypeError or ValueError
+        lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+        return f"transformers cannot read it ({lines[-1][:300] if lines else type(exc).__name__})"
+    return None
 
 
 def _saved_shapes(files: list[Path]) -> dict[str, tuple[int, ...]]:

@@ -29,6 +29,23 @@ def read_columns(
         raise LieError(f"{where}: the data files disagree on column types ({exc})") from None
 
 
+def _finite(table: pa.Table, path: Path, where: str) -> pa.Table:
+    """NaN or infinity in a number column is refused, naming the column and row: it would otherwise
+    become the text "nan" (a gold answer no response can match)."""
+    import pyarrow.compute as pc
+
+    for name in table.column_names:
+        column = table.column(name)
+        if not pa.types.is_floating(column.type):
+            continue
+        bad = pc.invert(pc.fill_null(pc.is_finite(column), True))
+        if pc.any(bad).as_py():
+            row = pc.index(bad, True).as_py()
+            value = column[row].as_py()
+            raise LieError(f"{where}: {path} row {row + 1}: column {name!r} is {value}, not a finite number")
+    return table
+
+
 def _missing(have: Sequence[str], required: Sequence[str], path: Path, where: str) -> None:
     missing = [c for c in required if c not in have]
     if missing:
@@ -56,13 +73,14 @@ def _read_one(path: Path, required: Sequence[str], optional: Sequence[str], wher
             names = pq.read_schema(path).names
             _missing(names, required, path, where)
             columns = list(required) + [c for c in optional if c in names and c not in required]
-            return pq.read_table(path, columns=columns)
+            return _finite(pq.read_table(path, columns=columns), path, where)
         if suffix == ".csv":
             from pyarrow import csv
 
             table = csv.read_csv(path, parse_options=csv.ParseOptions(newlines_in_values=True))
             _missing(table.column_names, required, path, where)
-            return table.select(list(required) + [c for c in optional if c in table.column_names])
+            chosen = table.select(list(required) + [c for c in optional if c in table.column_names])
+            return _finite(chosen, path, where)
         if suffix in (".jsonl", ".json"):
             return _read_json(path, required, optional, where)
     except (OSError, pa.ArrowInvalid) as exc:
