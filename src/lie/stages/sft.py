@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import random
+import sys
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -109,18 +110,36 @@ SHALLOW_ONLY = ("stop_prob", "pad_prob", "pad_repeats")
 STATE_FORMAT = 1
 
 
+def code_files(task: str) -> list[Path]:
+    """The source files whose code decides the full-solution phase's end state: this supervised loop,
+    the task's problem generator (and the task package that picks it), the prompt's rendering and the
+    tiny model's architecture. A change to any of them (a different loss, another problem order) must
+    not restore a state an older one computed."""
+    import lie.formats.prompts
+    import lie.stages.tiny
+    import lie.tasks
+    from lie.tasks import task_module
+
+    modules = (sys.modules[__name__], task_module(task), lie.tasks, lie.formats.prompts, lie.stages.tiny)
+    return [Path(str(m.__file__)) for m in modules]
+
+
 def full_phase_key(model: Any, tokenizer: Any, settings: SFTSettings, template: str) -> str:
     """A digest of everything the full-solution phase's end state depends on: the settings but the
-    shallow phase's, the prompt template, the tokenizer's vocabulary, the initial weights and torch's
-    version (its kernels' numbers)."""
+    shallow phase's, the prompt template, the tokenizer's vocabulary, the initial weights, the code that
+    computes it (:func:`code_files`, by content) and the versions of torch and transformers (their
+    kernels' numbers, the model's forward)."""
     import hashlib
     import json
 
     import torch
+    import transformers
 
     digest = hashlib.sha256()
     fields = {k: v for k, v in asdict(settings).items() if k not in SHALLOW_ONLY}
-    head = {"format": STATE_FORMAT, "settings": fields, "template": template, "torch": torch.__version__}
+    code = {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in code_files(settings.task)}
+    head = {"format": STATE_FORMAT, "settings": fields, "template": template, "torch": torch.__version__,
+            "transformers": transformers.__version__, "code": code}  # fmt: skip
     digest.update(json.dumps(head, sort_keys=True).encode())
     digest.update(json.dumps(sorted(tokenizer.get_vocab().items())).encode())
     for name, tensor in sorted(model.state_dict().items()):
