@@ -491,3 +491,21 @@ def test_a_verl_train_job_on_a_gpu_box_takes_gpus_no_other_job_holds(tmp_path):
     generate.wait(timeout=30)
     assert train.returncode == 0, train.stderr
     assert "lie sees GPUs 1,2,3,4" in train.stdout
+
+
+def test_a_verl_train_job_on_a_cpu_machine_runs_as_it_is(tmp_path):
+    """make smoke's verl train job (train_env: 1 GPU a node) on a machine without nvidia-smi: no GPU to hand
+    out, so gpu_slots.sh runs the command as it is (it stopped, 'nvidia-smi: command not found')."""
+    import shutil
+
+    bin_dir = write_tools(tmp_path / "bin", {"lie": 'echo "lie ran, GPUs: ${CUDA_VISIBLE_DEVICES-unset}"'})
+    for tool in ("bash", "dirname", "date", "hostname", "flock", "mkdir", "id", "grep"):  # no nvidia-smi
+        os.symlink(shutil.which(tool), bin_dir / tool)
+    env = {k: v for k, v in os.environ.items() if k not in ("SLURM_JOB_ID", "LIE_GPUS", "CUDA_VISIBLE_DEVICES")}
+    env.update(PATH=str(bin_dir), LIE_GPUS_PER_NODE="1")
+    train = subprocess.run(
+        [shutil.which("bash"), str(REPO / "workflow/scripts/train_job.sh"), "verl", "smoke_gspo_lie"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert train.returncode == 0, train.stderr
+    assert "lie ran, GPUs: unset" in train.stdout

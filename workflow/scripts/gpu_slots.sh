@@ -4,13 +4,15 @@
 # On one GPU box (profiles/local-gpu) Snakemake's `--resources gpus=K` keeps the jobs' total within
 # K, but it does not say which GPU each job gets: every vLLM job would start on GPU 0. Here each GPU
 # is a lock file; the job takes N free ones (flock, held until the command exits, released even if
-# it is killed) and sees only those (CUDA_VISIBLE_DEVICES). Under Slurm (which assigns GPUs itself)
-# and for N = 0 the command runs as it is. Environment: LIE_GPUS (default: nvidia-smi -L count),
+# it is killed) and sees only those (CUDA_VISIBLE_DEVICES). Under Slurm (which assigns GPUs itself),
+# for N = 0 and without nvidia-smi the command runs as it is. Environment: LIE_GPUS (default: nvidia-smi -L count),
 # LIE_GPU_LOCK_DIR (default /tmp/lie-gpu-locks-$UID), LIE_GPU_WAIT_S (default 3600).
 set -euo pipefail
 want=${1:?usage: gpu_slots.sh N COMMAND [ARGS...]}
 shift
-if [[ -n "${SLURM_JOB_ID:-}" || "$want" -le 0 ]]; then
+# Under Slurm, for N = 0, and on a machine with no NVIDIA GPU (no nvidia-smi, LIE_GPUS unset: a CPU
+# machine, where verl's train job runs on its CPU backend) the command runs as it is.
+if [[ -n "${SLURM_JOB_ID:-}" || "$want" -le 0 ]] || { [[ -z "${LIE_GPUS:-}" ]] && ! command -v nvidia-smi >/dev/null; }; then
   exec "$@"
 fi
 total=${LIE_GPUS:-$(nvidia-smi -L | grep -c '^GPU ')}
