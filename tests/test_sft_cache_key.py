@@ -22,9 +22,10 @@ def _tokenizer():
 
 
 def test_the_key_covers_the_loop_and_the_task_generator_by_content(tmp_path, monkeypatch):
+    import torch
+
     import lie.stages.sft as sft
     from lie.config.supervised import SFTSettings
-    import torch
 
     files = {p.relative_to(REPO / "src").as_posix() for p in sft.code_files(SFT["task"])}
     assert {"lie/stages/sft.py", f"lie/tasks/{SFT['task']}.py", "lie/formats/prompts.py"} <= files
