@@ -55,6 +55,7 @@ def image_environment() -> Path:
 
 
 @pytest.mark.heavy
+@pytest.mark.timeout(3000)  # the kit, the environment (once) and two verl launches on a loaded 2-core VM
 def test_the_kit_runs_verls_trainer_beside_the_image_packages_only(tmp_path):
     version = f"{sys.version_info[0]}.{sys.version_info[1]}"
     kit.build(tmp_path / "kit", version, REPO / ".device-kit-cache")
