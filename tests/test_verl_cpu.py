@@ -518,6 +518,8 @@ def test_a_gpu_run_samples_with_the_transformers_server_where_vllm_is_not_instal
     rollout = with_server.actor_rollout_ref.rollout
     assert (rollout.name, rollout.agent.default_agent_loop) == ("transformers", verl_cpu.AGENT_LOOP)
     assert plain.actor_rollout_ref.rollout.name == "vllm"
+    # such a machine lacks flash-attn too: verl's actor takes torch's attention
+    assert with_server.actor_rollout_ref.model.override_config.attn_implementation == "sdpa"
     assert with_server.actor_rollout_ref.actor == plain.actor_rollout_ref.actor  # the cluster's actor, FSDP1
     assert with_server.trainer == plain.trainer and with_server.actor_rollout_ref.actor.strategy == "fsdp"
     env = verl_cpu.with_module({"VERL_USE_EXTERNAL_MODULES": "other"}, verl_cpu.ROLLOUT_PLUGIN)

@@ -101,7 +101,8 @@ GPU_ROLLOUTS = (VLLM_ROLLOUT, ROLLOUT)
 
 
 def gpu_rollout_overrides(rollout: str) -> dict[str, Any]:
-    """What a GPU run's ``gpu_rollout`` changes in the cluster's overrides (nothing for vllm)."""
+    """What a GPU run's ``gpu_rollout`` changes in the cluster's overrides (nothing for vllm): the rollout,
+    its agent loop, and torch's SDPA attention for the actor (verl asks for flash-attn's by default)."""
     if rollout not in GPU_ROLLOUTS:
         raise ValueError(f"GPU rollout {rollout!r} is not one of {GPU_ROLLOUTS}")
     if rollout == VLLM_ROLLOUT:
@@ -109,6 +110,8 @@ def gpu_rollout_overrides(rollout: str) -> dict[str, Any]:
     return {
         "actor_rollout_ref.rollout.name": ROLLOUT,
         "actor_rollout_ref.rollout.agent.default_agent_loop": AGENT_LOOP,
+        # a machine without vLLM lacks flash-attn too (verl's default attention): torch's own
+        "+actor_rollout_ref.model.override_config.attn_implementation": "sdpa",
     }
 
 
