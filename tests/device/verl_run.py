@@ -52,14 +52,15 @@ def tiny_trial(config, root: Path, gpu: bool, rollout: str | None):
     return preflight_trial.Trial(config, shape, root, gpu, rollout), shape
 
 
-def attention_note(gpu: bool) -> str | None:
+def attention_note(gpu: bool, rollout: str) -> str | None:
     """verl's actor loads its model with flash_attention_2 unless the run overrides it
-    (verl/workers/config/model.py); a borrowed machine has no flash-attn."""
+    (verl/workers/config/model.py); a borrowed machine has no flash-attn. ``training.gpu_rollout:
+    transformers`` sets SDPA (lie.engines.verl.cpu.gpu_rollout_overrides); a vLLM run would stop there."""
     import importlib.util
 
-    if gpu and importlib.util.find_spec("flash_attn") is None:
-        return ("flash-attn is not installed: verl's actor asks for flash_attention_2 unless the run's "
-                "overrides set actor_rollout_ref.model.override_config.attn_implementation")  # fmt: skip
+    if gpu and rollout == "vllm" and importlib.util.find_spec("flash_attn") is None:
+        return ("flash-attn is not installed: verl's actor asks for flash_attention_2 (gpu_rollout vllm); "
+                "--rollout transformers runs with torch's SDPA")  # fmt: skip
     return None
 
 
@@ -161,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     from lie.core.errors import LieError
 
     config = load_config(args.config)
-    note = attention_note(args.device == "gpu")
+    note = attention_note(args.device == "gpu", args.rollout)
     if note:
         print(f"note: {note}", flush=True)
     try:
