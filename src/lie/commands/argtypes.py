@@ -35,54 +35,32 @@ def positive_int(text: str) -> int:
 
 
 def number_in(low: float, high: float) -> Any:
-    """A ``type=`` for a float within [low, high] (``--mfu 1e-300`` would make every estimate infinite)."""
-
-    import math
+    """A ``type=`` for a finite float in [low, high] (``--mfu 1e-300`` made every estimate infinite)."""
 
     def parse(text: str) -> float:
+        from lie.config.yamlio import LieError, number_within
+
         try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        if not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"{text} is not a finite number")
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"expected a number in {low:g}..{high:g}, got {text}")
-        return value
+            return number_within(text, low, high)
+        except LieError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
 
     return parse
 
 
 def key_value(text: str) -> tuple[str, Any]:
-    """``KEY=VALUE`` with the value read as YAML (numbers, booleans, lists; a mapping's keys once each).
-
-    NaN and infinity are refused by ``lie.cli`` for every flag, this one included.
-    """
-    from lie.config.yamlio import load_yaml
+    """``KEY=VALUE`` with the value read as YAML (numbers, booleans, lists; a mapping's keys once each;
+    ``1e-3`` unquoted a number, as YAML 1.2 reads it). NaN and infinity are refused by ``lie.cli``."""
+    from lie.config.yamlio import load_value
     from lie.core.errors import LieError
 
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
     try:
-        parsed = load_yaml(value, f"the value of {key.strip()}")
+        return key.strip(), load_value(value, f"the value of {key.strip()}")
     except LieError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-    return key.strip(), _plain_number(value, parsed)
-
-
-def _plain_number(text: str, parsed: Any) -> Any:
-    """``1e-3`` unquoted is a number (YAML 1.2; PyYAML's 1.1 reads it as text); quoted, it stays text."""
-    import math
-
-    plain = text.strip()
-    if not isinstance(parsed, str) or not plain or plain[0] in "'\"":
-        return parsed
-    try:
-        number = float(plain)
-    except ValueError:
-        return parsed
-    return number if math.isfinite(number) else parsed
 
 
 def add_engine_options(parser: argparse.ArgumentParser, unit: str) -> None:
@@ -115,10 +93,6 @@ def load_config_option(args: argparse.Namespace) -> Config:
     return load_config(args.config)
 
 
-def _is_output(dest: str) -> bool:
-    return dest.startswith("out") or dest == "workdir"  # the preflight's trial folders
-
-
 def check_written(args: argparse.Namespace, outputs: Mapping[str, str | os.PathLike[str] | None]) -> None:
     """Outputs apart from every input path of the command line (``lie.formats.outputs.refuse_overlap``):
     its ``--out*`` (:func:`check_outputs`), and what a command writes where its config says."""
@@ -128,22 +102,10 @@ def check_written(args: argparse.Namespace, outputs: Mapping[str, str | os.PathL
 
 
 def check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Every ``--out*`` of every command, before it runs: not a symlink, FIFO or device, and apart
-    from every input of the command line (:func:`check_written`). The input flags: options with a
-    value that are no output and no choice (an engine's name), kept on ``args`` for the command."""
-    from lie.formats.outputs import refuse_special
+    """Every ``--out*`` (and ``--workdir``) of every command, before it runs: not a symlink, FIFO or
+    device, and apart from every input of the command line (:func:`check_written`); the input flags
+    are kept on ``args`` for the command's own checks."""
+    from lie.formats.outputs import command_line_outputs
 
-    args.input_flags = {
-        a.dest: a.option_strings[-1]
-        for a in parser._actions
-        if a.option_strings and a.nargs != 0 and not a.choices and not _is_output(a.dest)
-    }
-    flags = {a.dest: (a.option_strings or [a.dest])[-1] for a in parser._actions}
-    outputs = {
-        flags.get(dest, dest): value
-        for dest, value in vars(args).items()
-        if _is_output(dest) and isinstance(value, str) and value != "-"
-    }
-    for out in outputs.values():
-        refuse_special(out)
+    args.input_flags, outputs = command_line_outputs(parser._actions, vars(args))
     check_written(args, outputs)

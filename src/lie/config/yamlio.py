@@ -137,6 +137,37 @@ def load_yaml(text: str, where: str) -> Any:
         raise LieError(f"{where}{line}: not valid YAML: {problem}") from None
 
 
+def load_value(text: str, where: str) -> Any:
+    """A command-line value read as YAML, but ``1e-3`` unquoted is a number (YAML 1.2; PyYAML's 1.1
+    reads it as text); quoted (``'0.1'``), it stays text."""
+    import math
+
+    parsed = load_yaml(text, where)
+    plain = text.strip()
+    if not isinstance(parsed, str) or not plain or plain[0] in "'\"":
+        return parsed
+    try:
+        number = float(plain)
+    except ValueError:
+        return parsed
+    return number if math.isfinite(number) else parsed
+
+
+def number_within(text: str, low: float, high: float) -> float:
+    """``text`` as a finite number within [low, high], else a LieError saying which."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise LieError(f"expected a number in {low:g}..{high:g}, got {text!r}") from None
+    if not math.isfinite(value):
+        raise LieError(f"{text} is not a finite number")
+    if not low <= value <= high:
+        raise LieError(f"expected a number in {low:g}..{high:g}, got {text}")
+    return value
+
+
 def load_yaml_mapping(path: str | Path, section: str | None = None, what: str = "") -> dict[str, Any]:
     """A YAML mapping from ``path``; with ``section``, that key's mapping if the file has it.
 

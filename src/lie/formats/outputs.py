@@ -115,6 +115,28 @@ def input_paths(flags: Mapping[str, str], values: Mapping[str, Any]) -> dict[str
     return found
 
 
+def command_line_outputs(
+    actions: Iterable[Any], values: Mapping[str, Any]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """From a command line's options (argparse's actions) and their ``values``: the flags that may name
+    an input (dest -> flag: options with a value that are no output and no choice, such as an engine's
+    name) and the outputs given (flag -> path: every ``--out*`` and ``--workdir``), each output checked
+    by :func:`refuse_special` (but ``--workdir``, a folder filled in place: a link to scratch is fine)."""
+
+    def is_output(dest: str) -> bool:
+        return dest.startswith("out") or dest == "workdir"
+
+    inputs = {a.dest: a.option_strings[-1] for a in actions
+              if a.option_strings and a.nargs != 0 and not a.choices and not is_output(a.dest)}  # fmt: skip
+    flags = {a.dest: (a.option_strings or [a.dest])[-1] for a in actions}
+    outputs = {flags.get(dest, dest): value for dest, value in values.items()
+               if is_output(dest) and isinstance(value, str) and value != "-"}  # fmt: skip
+    for flag, out in outputs.items():
+        if flag != "--workdir":
+            refuse_special(out)
+    return inputs, outputs
+
+
 def check_output_file(out: str | os.PathLike[str], inputs: Labelled = (), label: str = "--out") -> None:
     """Before any work: ``out`` can be written as a new file and :func:`refuse_overlap` finds it apart
     from every input (``--out <model>/model.safetensors`` would overwrite the model)."""
