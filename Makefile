@@ -149,8 +149,9 @@ study-v1: $(STAMP)
 # Check a node before booking long jobs (docs/cluster.md): the image, driver, NCCL, flash-attn, then a
 # 4-step verl run per training shape, its projection, the reward's share, a resume and merge, vLLM.
 # On a GPU node run it in the image: apptainer exec --nv containers/lie-gpu.sif lie preflight (after
-# lie preflight --fetch where the network is). Here, without a GPU, the 3 CUDA rows are skipped and
-# the rest run on the CPU and in .venv-vllm (about 4 minutes).
+# lie preflight --fetch where the network is). On a machine without a GPU the 3 CUDA rows are skipped
+# and the rest run on the CPU and in .venv-vllm, the trial at the config's GPUs a node as CPU ranks
+# (config.yaml: 4; about 10 minutes on a 2-vCPU VM).
 PREFLIGHT_CONFIG ?= config.yaml
 preflight: $(STAMP)
 	PATH=$(CURDIR)/$(BIN):$$PATH OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/lie preflight --config $(PREFLIGHT_CONFIG)

@@ -501,7 +501,9 @@ def test_a_verl_train_job_on_a_cpu_machine_runs_as_it_is(tmp_path):
     bin_dir = write_tools(tmp_path / "bin", {"lie": 'echo "lie ran, GPUs: ${CUDA_VISIBLE_DEVICES-unset}"'})
     for tool in ("bash", "dirname", "date", "hostname", "flock", "mkdir", "id", "grep"):  # no nvidia-smi
         os.symlink(shutil.which(tool), bin_dir / tool)
-    env = {k: v for k, v in os.environ.items() if k not in ("SLURM_JOB_ID", "LIE_GPUS", "CUDA_VISIBLE_DEVICES")}
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("SLURM_JOB_ID", "LIE_GPUS", "CUDA_VISIBLE_DEVICES")
+    }
     env.update(PATH=str(bin_dir), LIE_GPUS_PER_NODE="1")
     train = subprocess.run(
         [shutil.which("bash"), str(REPO / "workflow/scripts/train_job.sh"), "verl", "smoke_gspo_lie"],
