@@ -221,7 +221,7 @@ def test_a_slurm_dry_run_needs_no_apptainer_shows_the_train_command_and_names_un
         f"workflow/scripts/train_job.sh verl {RUN} --config {out}/config.yaml --train-file "
     ), train
     assert train.endswith(
-        f"2>&1 | tee -a $(dirname {out}/logs/train/{RUN}.log)/{RUN}.attempts.log > {out}/logs/train/{RUN}.log"
+        f'2>&1 | tee -a "$(dirname {out}/logs/train/{RUN}.log)/"{RUN}.attempts.log > {out}/logs/train/{RUN}.log'
     )
 
 

@@ -524,7 +524,7 @@ class _StandInTrial:
 
         written = read_config(REPO / "workflow" / "configs" / "smoke.yaml")
         written["engines"].update((config or {}).get("engines") or {"vllm_cpu": None})
-        self.root, self.gpu, self.config = root, gpu, Config.of(written)
+        self.root, self.gpu, self.config, self.rollout = root, gpu, Config.of(written), "vllm"
         self.rundir, self.logs = RunDir(root / "out", "preflight"), root / "logs"
         self.config_file, self.val_file = root / "config.yaml", str(root / "val.parquet")
         self.trained, self.commands = None, []
@@ -692,7 +692,8 @@ def test_a_gpu_trial_can_sample_without_vllm_and_then_skips_its_vllm_row(tmp_pat
     trial = Trial.__new__(Trial)
     trial.gpu = True
     trial.config = trial_config(config, shape, tmp_path, "m", None, gpu=True, rollout="transformers")
-    assert trial.config.run(RUN).gpu_rollout == "transformers"
+    trial.rollout = trial.config.run(RUN).gpu_rollout  # as Trial.__init__ reads it
+    assert trial.rollout == "transformers"
     check = vllm_generation(trial, tmp_path / "merged")
     assert check.status == "skipped: the trial samples without vLLM (training.gpu_rollout transformers)"
     assert trial_config(config, shape, tmp_path, "m", None, gpu=True).run(RUN).gpu_rollout == "vllm"

@@ -313,9 +313,9 @@ def test_cli_names_bad_inputs(tmp_path, train_set, capsys):
                 "--data",
                 str(bad),
                 "--out",
-                str(tmp_path / "o.parquet"),
+                str(tmp_path / "out" / "o.parquet"),
                 "--model",
-                str(tmp_path),
+                str(tmp_path / "model"),  # a folder of its own: an output inside the model's is refused first
             ]
         )
         == 2

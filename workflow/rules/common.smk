@@ -99,7 +99,7 @@ def get_train_inputs(wildcards) -> dict[str, str]:
 
 
 def get_val_args(wildcards, input) -> list[str]:
-    """`--val-file F` for each validation set, as words: the rule quotes each (`{params.val:q}`)."""
+    """`--val-file F` for each validation set, as words, each quoted where used (`{params.val:q}`)."""
     return [word for k, v in input.items() if k.startswith("val_") for word in ("--val-file", v)]
 
 

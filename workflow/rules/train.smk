@@ -52,7 +52,7 @@ rule train:
         "{resources.train_env} LIE_ATTEMPT={resources.attempt_no:q} LIE_IMAGE={params.image:q}"
         " workflow/scripts/train_job.sh {params.engine:q} {wildcards.run:q} --config {params.config:q}"
         " --train-file {input.data:q} --model {input.model:q} {params.val:q}"
-        " 2>&1 | tee -a \"$(dirname {log:q})\"/{wildcards.run:q}.attempts.log > {log:q}"
+        " 2>&1 | tee -a \"$(dirname {log:q})/\"{wildcards.run:q}.attempts.log > {log:q}"
 
 rule merge:
     input:

@@ -224,6 +224,7 @@ class Trial:
             self.train_file = _write_rows(self.train_rows, root / "train.parquet")
             self.val_file = _write_rows(_rows(self.config, "preflight-val", 4, 2, None), root / "val.parquet")
         self.model = model
+        self.rollout = self.config.run(RUN).gpu_rollout  # the server of its rollouts on a GPU
         self.rundir = _rundir(self.config)
         self.logs = root / "logs"  # every command's whole output, named in the trial's rows
 
@@ -475,7 +476,7 @@ def resume_and_merge(trial: Trial) -> Iterator[Check]:
 def vllm_generation(trial: Trial, merged: Path) -> Check:
     """A few samples of the merged model with vLLM: in the image on a GPU, the CPU engine elsewhere."""
     name = "vLLM generation" + ("" if trial.gpu else " (vLLM CPU engine)")
-    if trial.gpu and trial.config.run(RUN).gpu_rollout != "vllm":
+    if trial.gpu and trial.rollout != "vllm":
         return Check(name, "skipped: the trial samples without vLLM (training.gpu_rollout transformers)")
     python = sys.executable
     env: dict[str, str] = {}
