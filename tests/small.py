@@ -92,6 +92,15 @@ def arithmetic_rows(count: int, ref_len: int = 20) -> list[dict[str, Any]]:
     return rows
 
 
+def validation_rows(count: int, source: str) -> list[dict[str, Any]]:
+    """Arithmetic rows of a validation set named ``source``: no L_ref (verl scores them by accuracy)."""
+    rows = arithmetic_rows(count)
+    for row in rows:
+        row["data_source"] = source
+        del row["reward_model"]["num_tokens"]
+    return rows
+
+
 def write_parquet(path: Path, rows: list[dict[str, Any]]) -> Path:
     pq.write_table(pa.Table.from_pylist(rows), path)
     return path

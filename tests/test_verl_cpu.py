@@ -22,7 +22,7 @@ import yaml
 
 pytest.importorskip("verl")
 
-from small import arithmetic_rows, small_config, write_config, write_parquet  # noqa: E402
+from small import arithmetic_rows, small_config, validation_rows, write_config, write_parquet  # noqa: E402
 from tripwires import run_probes  # noqa: E402
 
 from lie.engines.sampling import TokenRequest, sample_batch  # noqa: E402
@@ -703,11 +703,7 @@ def _setup(root: Path, tiny: Path, **training) -> Path:
     config["experiments"]["tiny_gspo_lie"]["extra_tokens"] = 8
     config["reward"]["tolerance"] = 8  # L_ref 40 - 8 > the 24-token limit: every wrong answer gets R_len
     write_parquet(root / "train.parquet", arithmetic_rows(8, ref_len=40))
-    val = arithmetic_rows(4)
-    for row in val:
-        row["data_source"] = "arith-val"
-        del row["reward_model"]["num_tokens"]
-    write_parquet(root / "val.parquet", val)
+    write_parquet(root / "val.parquet", validation_rows(4, "arith-val"))
     return write_config(root / "config.yaml", config)
 
 

@@ -18,7 +18,7 @@ import yaml
 
 pytest.importorskip("verl")
 
-from small import arithmetic_rows, small_config, write_config, write_parquet  # noqa: E402
+from small import arithmetic_rows, small_config, validation_rows, write_config, write_parquet  # noqa: E402
 
 from lie.formats.runs import RunDir, read_metrics, read_rollouts  # noqa: E402
 from lie.stages.plan import verl_steps  # noqa: E402
@@ -36,11 +36,7 @@ def _setup(root: Path, model: Path, nnodes: int, gpus: int, rows: int) -> Path:
     config["models"]["tiny"]["enable_thinking"] = False
     config["datasets"]["eval"]["arith-val"] = copy.deepcopy(config["datasets"]["eval"]["math500"])
     write_parquet(root / "train.parquet", arithmetic_rows(rows, ref_len=40))
-    val = arithmetic_rows(4)
-    for row in val:
-        row["data_source"] = "arith-val"
-        del row["reward_model"]["num_tokens"]
-    write_parquet(root / "val.parquet", val)
+    write_parquet(root / "val.parquet", validation_rows(4, "arith-val"))
     return write_config(root / "config.yaml", config)
 
 

@@ -137,13 +137,11 @@ def overrides(
         o["+data.apply_chat_template_kwargs.enable_thinking"] = bool(thinking)
     for key, value in s.reward.as_dict().items():
         o[f"+reward.reward_kwargs.lie.{key}"] = value
+    from lie.engines.verl import cpu as verl_cpu  # its top level loads nothing of verl or torch
+
     if device == "cpu":
-        from lie.engines.verl import cpu as verl_cpu
-
         o.update(verl_cpu.overrides(s.nnodes, s.n_gpus_per_node, s.cpu_rollout))
-    elif s.gpu_rollout != "vllm":
-        from lie.engines.verl import cpu as verl_cpu
-
+    else:  # the cluster's, but for a GPU rollout other than vLLM (nothing for vllm)
         o.update(verl_cpu.gpu_rollout_overrides(s.gpu_rollout))
     if metrics_file is not None:
         o["+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH"] = metrics_file
