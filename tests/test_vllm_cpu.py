@@ -144,7 +144,7 @@ def test_generate_samples_each_request_with_its_seed_and_budget(setup, sampled):
     assert len({tuple(x["token_ids"]) for x in lines}) == len(lines)
 
 
-@pytest.mark.parametrize("chunked", [None, "true"])
+@pytest.mark.parametrize("chunked", [None, pytest.param("true", marks=pytest.mark.heavy)])  # the tripwire: make test-all
 def test_prompts_beyond_one_steps_token_budget_sample_as_with_a_large_one(setup, sampled, tmp_path, chunked):
     """A shard whose prompts hold more tokens than one scheduler step takes (here the step takes the
     context, 96): on the CPU, VLLMEngine schedules each prompt whole, and the samples equal those of
