@@ -2,12 +2,20 @@
 # supervised models probed as RL samples them and gated before any RL run (study_gates), per-response
 # columns of every evaluation (depth needed and reached, n-gram states), and the report (study), all
 # from files. A config without `study:` stops when a target is asked for, with the fix in the message.
+import os
+
+from lie.study import numerics as study_numerics
 from lie.study.gates import gate_inputs
 from lie.study.paths import StudyPaths
 from lie.study.report import study_inputs, study_paths
 
 STUDY = StudyPaths(LAYOUT)
 STUDY_BENCH = str(identity.written_part(CFG, "study", "bench") or "")
+# A study's jobs (its supervised models, probes, runs) compute the same bits on any x86-64 CPU with AVX2:
+# torch's, MKL's and oneDNN's kernels and the thread count fixed in the environment every job inherits
+# (lie.study.numerics), whatever the caller's environment held.
+if identity.written_part(CFG, "study") is not None:
+    study_numerics.pin(os.environ)
 
 
 rule study_probe:

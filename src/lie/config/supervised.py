@@ -27,7 +27,9 @@ SFT_KEYS = (
     "batch_size",  # examples per step
     "lr",  # peak learning rate
     "warmup_steps",  # linear warm-up steps
+    "replay",  # optional (default 0): share of each shallow-phase batch that is decision-masked full solutions
 )
+OPTIONAL = {"replay": 0.0}  # keys a config may leave out, with their values then
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class SFTSettings:
     batch_size: int
     lr: float
     warmup_steps: int
+    replay: float = 0.0
 
     @classmethod
     def from_mapping(cls, mapping: Any, where: str) -> SFTSettings:
@@ -52,7 +55,8 @@ class SFTSettings:
         if not isinstance(mapping, Mapping):
             raise LieError(f"{where} must be a mapping with keys {', '.join(SFT_KEYS)}")
         unknown = sorted(set(mapping) - set(SFT_KEYS))
-        missing = [k for k in SFT_KEYS if k not in mapping]
+        missing = [k for k in SFT_KEYS if k not in mapping and k not in OPTIONAL]
+        mapping = {**OPTIONAL, **mapping}
         if unknown or missing:
             raise LieError(
                 f"{where}: unknown key(s) {unknown}, missing key(s) {missing}; valid: {', '.join(SFT_KEYS)}"
@@ -62,7 +66,7 @@ class SFTSettings:
         values: dict[str, Any] = {"task": mapping["task"]}
         for key in SFT_KEYS[1:]:
             value = mapping[key]
-            real = key in ("stop_prob", "pad_prob", "lr")
+            real = key in ("stop_prob", "pad_prob", "lr", "replay")
             ok = isinstance(value, (int, float) if real else int) and not isinstance(value, bool)
             if not ok:
                 raise LieError(f"{where}.{key} must be {'a number' if real else 'an integer'}, got {value!r}")
@@ -75,6 +79,8 @@ class SFTSettings:
         for key in ("stop_prob", "pad_prob"):
             if not 0.0 <= values[key] <= 1.0:
                 raise LieError(f"{where}.{key} must be in [0, 1], got {values[key]}")
+        if not 0.0 <= values["replay"] < 1.0:
+            raise LieError(f"{where}.replay must be in [0, 1), got {values['replay']}")
         if values["pad_repeats"] < 0:
             raise LieError(f"{where}.pad_repeats must be >= 0, got {values['pad_repeats']}")
         if values["lr"] <= 0:

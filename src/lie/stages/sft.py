@@ -9,12 +9,16 @@ steps teach the task on full solutions; the rest teach the habit, with examples 
 full solutions of deep problems are rare; a share ``pad_prob`` of the examples that wrote a step
 repeat it ``pad_repeats`` more times first (the padding channel the redundancy penalty acts on).
 Without the first phase the later steps of deep problems would be seen too rarely to be learnt.
+With ``replay`` > 0 that share of each shallow-phase batch is full solutions trained conditional on
+going on at every step start (``lie.stages.sft_replay``), so that the later steps are rehearsed while
+the stop habit is learnt from the shallow examples alone.
 
 Plain torch on the CPU: AdamW (no weight decay), ``warmup_steps`` of linear warm-up, then a linear
 decay to a tenth of ``lr``; the loss is on the response tokens only (end-of-turn token included),
 the prompt is the pipeline's own (``prompt.math`` through the chat template), so training,
 generation and the supervised stage see the same text. Configured under ``models.<name>.sft``
-(:data:`SFT_KEYS`); what it did is recorded in the model's ``lie_source.json``.
+(:data:`SFT_KEYS`); what it did is recorded in the model's ``lie_source.json``, with the threads and
+kernels it ran under (one thread; the kernels are the caller's: a study pins them, ``lie.study.numerics``).
 """
 
 from __future__ import annotations
@@ -106,7 +110,7 @@ def collate(batch: list[tuple[list[int], list[int]]], pad: int) -> dict[str, Any
 
 
 # What the full-solution phase does not read: the shallow phase's own settings.
-SHALLOW_ONLY = ("stop_prob", "pad_prob", "pad_repeats")
+SHALLOW_ONLY = ("stop_prob", "pad_prob", "pad_repeats", "replay")
 STATE_FORMAT = 1
 
 
@@ -124,11 +128,28 @@ def code_files(task: str) -> list[Path]:
     return [Path(str(m.__file__)) for m in modules]
 
 
+THREADS = 1  # the stage's torch threads, whatever the machine's cores: a reduction split otherwise parts
+
+
+def kernel_setting() -> dict[str, str | None]:
+    """What picks this process's floating-point kernels (lie.study.numerics): torch's CPU capability and the
+    MKL and oneDNN settings of the environment. Recorded with the model and part of the saved state's key."""
+    import os
+
+    import torch
+
+    return {
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "MKL_CBWR": os.environ.get("MKL_CBWR"),
+        "ONEDNN_MAX_CPU_ISA": os.environ.get("ONEDNN_MAX_CPU_ISA"),
+    }
+
+
 def full_phase_key(model: Any, tokenizer: Any, settings: SFTSettings, template: str) -> str:
     """A digest of everything the full-solution phase's end state depends on: the settings but the
     shallow phase's, the prompt template, the tokenizer's vocabulary, the initial weights, the code that
-    computes it (:func:`code_files`, by content) and the versions of torch and transformers (their
-    kernels' numbers, the model's forward)."""
+    computes it (:func:`code_files`, by content), the versions of torch and transformers (their
+    kernels' numbers, the model's forward) and the kernels' setting (:func:`kernel_setting`)."""
     import hashlib
     import json
 
@@ -139,7 +160,7 @@ def full_phase_key(model: Any, tokenizer: Any, settings: SFTSettings, template: 
     fields = {k: v for k, v in asdict(settings).items() if k not in SHALLOW_ONLY}
     code = {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in code_files(settings.task)}
     head = {"format": STATE_FORMAT, "settings": fields, "template": template, "torch": torch.__version__,
-            "transformers": transformers.__version__, "code": code}  # fmt: skip
+            "transformers": transformers.__version__, "code": code, "kernels": kernel_setting()}  # fmt: skip
     digest.update(json.dumps(head, sort_keys=True).encode())
     digest.update(json.dumps(sorted(tokenizer.get_vocab().items())).encode())
     for name, tensor in sorted(model.state_dict().items()):
@@ -166,6 +187,8 @@ class _Trainer:
     counts: ExampleCounts = field(default_factory=ExampleCounts)
     losses: list[dict[str, float]] = field(default_factory=list)
     window: list[float] = field(default_factory=list)
+    replay: tuple[list[Any], list[int]] | None = None  # replay examples and stop tokens, made at first use
+    replayed: int = 0
 
     def train(self, steps: range) -> None:
         import torch
@@ -178,8 +201,9 @@ class _Trainer:
         for step in tqdm(steps, desc="sft steps", unit="step", mininterval=5.0):
             shallow = step >= s.full_steps
             stop, pad_prob = (s.stop_prob, s.pad_prob) if shallow else (0.0, 0.0)
+            replayed = round(s.batch_size * s.replay) if shallow else 0
             batch = []
-            for _ in range(s.batch_size):
+            for _ in range(s.batch_size - replayed):
                 i = self.rng.randrange(len(self.problems))
                 example = shallow_example(
                     self.task, self.problems[i], self.rng, stop, pad_prob, s.pad_repeats
@@ -189,7 +213,10 @@ class _Trainer:
                 batch.append((self.prompts[i], target))
                 if shallow:
                     self.counts.add(example.keep, self.problems[i].depth, example.repeats, len(target))
-            loss = self.model(**collate(batch, self.tokenizer.pad_token_id)).loss
+            if replayed:
+                loss = self._replay_loss(batch, replayed)
+            else:
+                loss = self.model(**collate(batch, self.tokenizer.pad_token_id)).loss
             self.optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
@@ -200,6 +227,31 @@ class _Trainer:
                 self.losses.append({"step": step + 1, "loss": sum(self.window) / len(self.window)})
                 self.window = []
         self.model.eval()
+
+    def _replay_loss(self, batch: list[tuple[list[int], list[int]]], replayed: int) -> Any:
+        """The batch's loss with ``replayed`` decision-masked full solutions added (lie.stages.sft_replay)."""
+        import torch
+
+        from lie.stages.sft_replay import masked_loss
+
+        if self.replay is None:
+            from lie.stages.sft_replay import replay_examples
+
+            self.replay = replay_examples(self.tokenizer, self.task, self.problems)
+        examples, stop_ids = self.replay
+        starts = []
+        for _ in range(replayed):
+            i = self.rng.randrange(len(self.problems))
+            starts.append((len(batch), len(self.prompts[i]), examples[i].decisions))
+            batch.append((self.prompts[i], examples[i].target))
+            self.replayed += 1
+        inputs = collate(batch, self.tokenizer.pad_token_id)
+        decisions = torch.zeros_like(inputs["labels"], dtype=torch.bool)
+        for row, offset, chosen in starts:
+            decisions[row, [offset + d for d in chosen]] = True
+        labels = inputs.pop("labels")
+        logits = self.model(**inputs).logits
+        return masked_loss(logits, labels, decisions, stop_ids)
 
     def state(self) -> dict[str, Any]:
         import torch
@@ -260,8 +312,22 @@ def run_sft(
     """Train ``model`` in place: full solutions, then shallow-habit examples; return what was done.
 
     ``cache``: a folder for the full-solution phase's end state (config ``sft_cache``): restored from
-    there when a model with the same :func:`full_phase_key` saved it, else computed and saved.
+    there when a model with the same :func:`full_phase_key` saved it, else computed and saved. Runs
+    :data:`THREADS` torch threads (the caller's number is restored after).
     """
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(THREADS)
+    try:
+        return _run_sft(model, tokenizer, settings, template, cache)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run_sft(
+    model: Any, tokenizer: Any, settings: SFTSettings, template: str, cache: str | Path | None
+) -> dict[str, Any]:
     import torch
 
     from lie.formats.prompts import chat_messages, prompt_token_ids, render_question
@@ -303,7 +369,15 @@ def run_sft(
         "loss": trainer.losses,
         "seconds": round(seconds, 1),
         "optimizer": "AdamW(weight_decay=0), grad clip 1.0, linear warm-up then linear decay to lr/10",
+        "numerics": {"torch_threads": torch.get_num_threads(), **kernel_setting()},
     }
     if key is not None:
         out["full_phase"] = {"key": key, "restored": restored}
+    if trainer.replay is not None:
+        out["replay"] = {
+            "share": settings.replay,
+            "examples": trainer.replayed,
+            "stop_tokens": [tokenizer.decode([t]) for t in trainer.replay[1]],
+            "loss": "decision-masked: the stop tokens' logits left out at a full solution's step starts",
+        }
     return out

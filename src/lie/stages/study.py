@@ -18,7 +18,7 @@ from lie.core.errors import LieError
 from lie.formats.jsonl import atomic_output
 from lie.report.render import csv_text
 from lie.stages.base_model import tokenizer_for
-from lie.study.gates import failures, gates_markdown, measure_all
+from lie.study.gates import failures, gates_markdown, gates_outcome, measure_all
 from lie.study.paths import StudyPaths
 from lie.study.report import build_study
 from lie.study.responses import response_rows, write_responses
@@ -51,15 +51,22 @@ def study_gates(config: Config) -> list[Path]:
     log.info("gates:\n%s", markdown)
     failed = failures(results)
     if failed:
-        stop = ""
-        if study_spec(config).third:  # preregistration-v3.md: a failed gate ends the study before RL
-            stop = "; the third registration stops here, before any RL run, without a verdict"
-        raise LieError(
-            "a gate on the supervised models failed (change only the supervised stage): "
-            + "; ".join(failed)
-            + stop
+        message = "a gate on the supervised models failed (change only the supervised stage): " + "; ".join(
+            failed
         )
+        if not study_spec(config).third:
+            raise LieError(message)
+        # preregistration-v3.md: a failed gate ends the study before RL, a registered outcome; the job
+        # succeeds so that its tables stay (Snakemake removes a failed job's outputs), and make study reads
+        # them (lie study-gates --outcome) before asking for any run
+        log.warning("%s; the registration stops here, before any RL run, without a verdict", message)
     return [md_path, csv_path]
+
+
+def study_gates_outcome(config: Config) -> tuple[bool, str]:
+    """The gates' table as written, read back: whether every gate passed, and the outcome in one line."""
+    passed, line = gates_outcome(StudyPaths(Layout(config)).gates[1])
+    return passed, f"{config.name}: {line}"
 
 
 def study_report(config: Config, pool_with: Sequence[str | Path] = ()) -> list[Path]:

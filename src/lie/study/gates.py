@@ -24,6 +24,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from lie.config.layout import Layout
@@ -330,6 +331,40 @@ def failures(results: Sequence[GateResult] | Sequence[ThirdGateResult]) -> list[
     if results and isinstance(results[0], ThirdGateResult):
         return third_failures(results)  # type: ignore[arg-type]
     return _failures(results)  # type: ignore[arg-type]
+
+
+GATE_NAMES = {  # the third registration's gates: the CSV's column, its name and the bound it is read on
+    "step_gate": ("G1 step accuracy", "step_low"),
+    "full_depth_gate": ("G2 full-depth accuracy", "full_low"),
+    "trap_gate": ("G3 right samples per run", "right_per_run_high"),
+}
+
+
+def gates_outcome(csv_path: Path) -> tuple[bool, str]:
+    """Read the gates' table as ``lie study-gates`` wrote it: whether every gate passed, and the outcome in
+    one line (each failed gate with the bound it was read on)."""
+    import csv
+
+    if not csv_path.is_file():
+        raise LieError(f"{csv_path}: no gates' table; run the study_gates target first")
+    with csv_path.open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    if not rows or any("passed" not in r or "base_model" not in r for r in rows):
+        raise LieError(f"{csv_path}: not a gates' table (no rows, or no passed / base_model column)")
+    failed = []
+    for row in rows:
+        for column, (name, bound) in GATE_NAMES.items():
+            if row.get(column) == "False":
+                value = f" {float(row[bound]):.3f}" if row.get(bound) else ""
+                failed.append(f"{row['base_model']} {name.split()[0]}{value}")
+    passed = all(r["passed"] == "True" for r in rows)
+    if passed:
+        return True, f"every gate passed on {len(rows)} supervised model(s) ({csv_path})"
+    names = ", ".join(failed) or ", ".join(r["base_model"] for r in rows if r["passed"] != "True")
+    return False, (
+        f"stopped at the registered gates, before any RL run, without a verdict (a registered outcome): "
+        f"failed {names} ({csv_path.with_suffix('.md')})"
+    )
 
 
 def third_failures(results: Sequence[ThirdGateResult]) -> list[str]:
