@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -160,6 +161,32 @@ def test_the_run_block_runs_the_smoke_dag_on_one_node_with_a_real_ray(tmp_path):
     assert "Nothing to be done" not in log and re.search(r"\d+ of \d+ steps \(100%\) done", log)
     assert verl_runs_outside_the_task_ray(out, int(address.group(2))) == []
     assert not _port_open(int(address.group(2)))  # the task's Ray is stopped with the command
+    # a preempted node: Snakemake's records go with it, the bucket keeps the outdir (docs/cluster.md)
+    jobs = plan_after_a_lost_node(tmp_path / "new-node", out, "smoke_gspo_lie_long", configs.split(), env)
+    assert jobs == {"train": 1, "merge": 1, "generate": 2, "evaluate": 1, "report": 1, "all": 1}, jobs
+
+
+def plan_after_a_lost_node(folder: Path, out: Path, run: str, configs: list, env: dict) -> dict[str, int]:
+    """The jobs Snakemake plans (its job stats) from a fresh working folder, without the ``.snakemake``
+    records of the node that ran it, over ``out`` with ``run`` cut off mid-training: its ``final.json``
+    and every output after it gone (``run``'s model, generations and scores; the tables and figures)."""
+    folder.mkdir()
+    for name in ("Snakefile", "workflow", "profiles", "src"):
+        os.symlink(REPO / name, folder / name)
+    (out / "runs" / run / "final.json").unlink()
+    after = [out / kind / run for kind in ("models", "generations", "scores")]
+    for done in [*after, out / "tables", out / "figures"]:
+        shutil.rmtree(done)
+    site = _site_file(folder, out, nodes=1)
+    cmd = [str(BIN / "lie"), "snakemake", "--configfile", *configs, str(site), "--profile", "profiles/sky",
+           "--resources", "gpus=1", "ray_cluster=1", "--set-resources", "train:gpus=1", "train:ray_cluster=1",
+           "-n"]  # fmt: skip
+    proc = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    stats = (proc.stdout + proc.stderr).split("Job stats:")
+    assert len(stats) > 1, "Snakemake planned nothing: " + (proc.stdout + proc.stderr)[-1000:]
+    table = stats[1].split("\n\n")[0]
+    return {job: int(n) for job, n in re.findall(r"^(\w+)\s+(\d+)$", table, flags=re.M) if job != "total"}
 
 
 def verl_runs_outside_the_task_ray(out: Path, port: int) -> list[str]:
