@@ -50,6 +50,38 @@ def test_the_outcome_of_the_gates_is_one_line_and_a_gate_stop_is_exit_3(tmp_path
     assert "every gate passed on 1 supervised model(s)" in capsys.readouterr().out
 
 
+def _responses(path: Path, samples: int, written: int, right_steps: int) -> None:
+    from lie.study.responses import COLUMNS, write_responses
+
+    rows = []
+    for index in range(10):
+        for sample in range(samples):
+            row = dict.fromkeys(COLUMNS, 0)
+            row.update(bench="chain-test-deep", index=index, sample=sample, depth_needed=6, depth_written=written,
+                       steps_right=right_steps, correct={"64": False}, boxed=None, strict=False, loop=False,
+                       finish_reason="stop")  # fmt: skip
+            rows.append(row)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_responses(path, rows)
+
+
+def test_a_failed_gate_of_the_third_registration_keeps_its_tables_and_exits_0(tmp_path, caplog):
+    """Snakemake removes a failed job's outputs: the gates' job succeeds on a gate stop, so its tables stay."""
+    from lie.cli import main
+
+    cfg = _config(tmp_path)
+    for model in ("tiny-v3-m0", "tiny-v3-m1"):  # forced: 6 steps written, 2 right, no answer right
+        _responses(tmp_path / "out" / "probe-forced" / model / "responses.jsonl", 4, 6, 2)
+        _responses(tmp_path / "out" / "probe" / model / "responses.jsonl", 16, 1, 1)
+    assert main(["study-gates", "--config", str(cfg)]) == 0
+    err = caplog.text
+    assert "tiny-v3-m0: G1 step accuracy's lower bound" in err and "tiny-v3-m1: G2" in err
+    assert "the registration stops here, before any RL run, without a verdict" in err
+    table = (tmp_path / "out" / "tables" / "study_gates.md").read_text()
+    assert table.count("| **FAIL** |") == 2 and "preregistration-v3.md" in table
+    assert main(["study-gates", "--config", str(cfg), "--outcome"]) == 3
+
+
 def test_make_study_ends_with_exit_0_at_a_gate_stop_and_fails_only_on_an_error(tmp_path):
     """The recipe as make runs it (make -n), its shell run with stand-ins for the two commands it calls."""
     proc = subprocess.run(["make", "-n", "study"], cwd=REPO, capture_output=True, text=True, timeout=60)

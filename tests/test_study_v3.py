@@ -104,7 +104,7 @@ def test_the_forced_depth_probe_writes_the_full_depth_before_any_answer():
     )
 
 
-def test_the_gates_read_one_sided_bounds_on_both_probes(tmp_path, capsys):
+def test_the_gates_read_one_sided_bounds_on_both_probes(tmp_path, capsys, caplog):
     """The shrunken run's supervised models (300 steps) write no right step: G1 and G2 fail on their lower
     bounds, G3 on its upper bound at the registered 3 a run; the tables are written either way."""
     from lie.cli import main
@@ -112,7 +112,7 @@ def test_the_gates_read_one_sided_bounds_on_both_probes(tmp_path, capsys):
 
     p = v3_pipeline()
     assert main(["study-gates", "--config", str(p.cfg)]) == 0  # a gate stop is an outcome: the tables stay
-    err = capsys.readouterr().err
+    err = caplog.text
     assert "a gate on the supervised models failed (change only the supervised stage): tiny-m0: G1" in err
     assert "G3 right samples per run, upper bound" in err
     assert "the registration stops here, before any RL run, without a verdict" in err
@@ -133,8 +133,9 @@ def test_the_gates_read_one_sided_bounds_on_both_probes(tmp_path, capsys):
     assert "preregistration-v3.md" in text and text.count("**FAIL**") >= 2
     config = copy.deepcopy(p.config)
     config["study"]["third"]["max_right_per_run"] = 1e9  # G3 opened: only G1 and G2 are named
+    caplog.clear()
     assert main(["study-gates", "--config", str(write_config(tmp_path / "open.yaml", config))]) == 0
-    err = capsys.readouterr().err
+    err = caplog.text
     assert "tiny-m0: G1" in err and "G3" not in err
 
 
