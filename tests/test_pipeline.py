@@ -29,6 +29,15 @@ def job_counts(output: str) -> dict[str, int]:
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
 
 
+def job_inputs(output: str, rule: str) -> dict[str, list[str]]:
+    """Per job of ``rule`` in a dry run's listing, keyed by its wildcards' text: its input files."""
+    jobs = {}
+    for block in re.findall(rf"^(?:local)?rule {rule}:\n((?:    .*\n?)+)", output, re.M):
+        fields = dict(re.findall(r"^    (\w+): (.*)$", block, re.M))
+        jobs[fields["wildcards"]] = fields.get("input", "").split(", ")
+    return jobs
+
+
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
     """A copy of the workflow whose outdir is a temporary folder (dry runs write the effective config)."""
@@ -70,8 +79,18 @@ def test_dry_run_lists_the_papers_whole_matrix(workdir):
     assert counts["evaluate"] == evaluated and counts["generate"] == evaluated * benchmarks
     assert counts["reflen"] == len(pairs) and counts["data"] == len(datasets)
     assert counts["base_model"] == len(config["models"]) and counts["report"] == 1
-    # the continual stage trains from its parent's merged model
-    assert "results/models/qwen3-4b-base_dapo_gspo_lie" in proc.stdout
+    # the continual stage trains from its parent's merged model, every other run from its base model
+    trains = job_inputs(proc.stdout, "train")
+    assert len(trains) == runs
+    merged, base = workdir / "results" / "models", workdir / "results" / "base"
+    selected = selected_runs(Config.of(config))
+    for run in selected:
+        spec = config["experiments"][run]
+        inputs = trains[f"run={run}"]
+        started = [path for path in inputs if Path(path).parent in (merged, base)]
+        expected = merged / spec["parent"] if spec.get("parent") else base / spec["model"]
+        assert started == [str(expected)], (run, inputs)
+    assert [r for r in selected if config["experiments"][r].get("parent")]  # the matrix has a continual stage
 
 
 def test_selecting_runs_brings_their_parents(workdir):

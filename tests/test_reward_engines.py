@@ -198,6 +198,18 @@ def test_verl_and_trl_reward_math_and_choice_rows_alike(setup):
     assert sorted({out["reward_extra_info"]["acc"] for out in verl[:math_cases]}) == [0.0, 1.0]
     assert any(out["reward_extra_info"]["r_red"] < 0 for out in verl[:math_cases])
     assert any(out["reward_extra_info"]["r_len"] != 0 for out in verl)
+    # SPEC 1's R_len written out: L is the response's token count (its valid token ids), not its words
+    knobs = RunSettings.of(Config.of(CONFIG), RUN).reward
+    rows = [row for row, _ in _math_rows() + _choice_rows()]
+    for out, response, row in zip(verl, setup[3], rows, strict=True):
+        info, ref = out["reward_extra_info"], row["reward_model"]["num_tokens"]
+        gap = max(0, ref - knobs.tolerance - len(response))
+        expected = 0.0 if info["acc"] else -knobs.eta * (1 + knobs.extra_tokens / ref) * gap
+        assert (info["num_tokens"], info["r_len"]) == (
+            len(response),
+            pytest.approx(expected, rel=1e-12, abs=1e-15),
+        )
+    assert any(len(text.split()) != len(ids) for (_, text), ids in zip(_math_rows(), setup[3]))
 
 
 @pytest.mark.parametrize("nnodes, managers", [(1, 8), (2, 4)])
