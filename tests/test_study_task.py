@@ -396,3 +396,32 @@ def build_tokenizer_for_tests():
     from lie.stages.tiny import build_tokenizer
 
     return build_tokenizer([p.solution() for p in C.generate(50, 0, 1, 3)], 300)
+
+
+def test_a_full_solution_phase_killed_part_way_resumes_where_it_was_saved(tmp_path, monkeypatch):
+    """The full-solution phase keeps its state every CHECKPOINT_EVERY steps (sft_cache/<key>.partial.pt): a
+    run stopped after a checkpoint takes up from it, and its model is bit for bit the one never stopped."""
+    import torch
+
+    import lie.stages.sft as sft
+
+    monkeypatch.setattr(sft, "CHECKPOINT_EVERY", 2)
+    tok = build_tokenizer_for_tests()
+    _, plain = _sft_weights(tok, 0.5, steps=7)
+    real, drawn = shallow.shallow_example, []
+
+    def stopped(*args, **kwargs):  # a kill during the full-solution phase's third step
+        drawn.append(1)
+        if len(drawn) > 2 * SFT["batch_size"]:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(shallow, "shallow_example", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        _sft_weights(tok, 0.5, tmp_path, steps=7)
+    (partial,) = tmp_path.glob("*.partial.pt")
+    assert torch.load(partial, weights_only=True)["step"] == 2 and not list(tmp_path.glob("*[0-9a-f].pt"))
+    monkeypatch.setattr(shallow, "shallow_example", real)
+    record, resumed = _sft_weights(tok, 0.5, tmp_path, steps=7)
+    assert record["full_phase"]["restored"] is False and all(torch.equal(plain[k], resumed[k]) for k in plain)
+    assert not partial.exists() and len(list(tmp_path.glob("*.pt"))) == 1  # the phase's end state only

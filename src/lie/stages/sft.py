@@ -28,6 +28,7 @@ import random
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -128,6 +129,7 @@ def code_files(task: str) -> list[Path]:
     return [Path(str(m.__file__)) for m in modules]
 
 
+CHECKPOINT_EVERY = 250  # full-solution steps between saved states of a phase under way (sft_cache)
 THREADS = 1  # the stage's torch threads, whatever the machine's cores: a reduction split otherwise parts
 
 
@@ -190,7 +192,8 @@ class _Trainer:
     replay: tuple[list[Any], list[int]] | None = None  # replay examples and stop tokens, made at first use
     replayed: int = 0
 
-    def train(self, steps: range) -> None:
+    def train(self, steps: range, checkpoint: Callable[[int], None] | None = None) -> None:
+        """Take ``steps``; ``checkpoint(n)`` after every :data:`CHECKPOINT_EVERY` steps but the last."""
         import torch
         from tqdm import tqdm
 
@@ -198,7 +201,9 @@ class _Trainer:
 
         s = self.settings
         self.model.train()
-        for step in tqdm(steps, desc="sft steps", unit="step", mininterval=5.0):
+        for step in tqdm(steps, "sft steps", steps.stop, unit="step", mininterval=5.0, initial=steps.start):
+            if checkpoint is not None and step > steps.start and step % CHECKPOINT_EVERY == 0:
+                checkpoint(step)
             shallow = step >= s.full_steps
             stop, pad_prob = (s.stop_prob, s.pad_prob) if shallow else (0.0, 0.0)
             replayed = round(s.batch_size * s.replay) if shallow else 0
@@ -277,9 +282,20 @@ class _Trainer:
         self.losses, self.window = list(state["losses"]), list(state["window"])
 
 
+def _load_state(path: Path, what: str) -> dict[str, Any]:
+    import torch
+
+    try:
+        return torch.load(path, weights_only=True)  # type: ignore[no-any-return]
+    except Exception as exc:  # noqa: BLE001 - torch raises many kinds for a damaged file
+        raise LieError(f"{path}: cannot read the saved {what} ({exc}); delete it and rerun") from None
+
+
 def _full_phase(trainer: _Trainer, cache: Path, key: str) -> bool:
     """Run the full-solution phase, or restore its end state from ``cache/<key>.pt`` where another model
-    (or an earlier run) saved it; save it there when computed. Returns whether it was restored."""
+    (or an earlier run) saved it; save it there when computed. Returns whether it was restored. While it
+    runs, its state every :data:`CHECKPOINT_EVERY` steps is ``cache/<key>.partial.pt``: a run killed
+    part-way resumes there (bit for bit the run that never stopped)."""
     import fcntl
 
     import torch
@@ -287,21 +303,28 @@ def _full_phase(trainer: _Trainer, cache: Path, key: str) -> bool:
     from lie.formats.jsonl import atomic_output
 
     cache.mkdir(parents=True, exist_ok=True)
-    path = cache / f"{key}.pt"
+    path, partial = cache / f"{key}.pt", cache / f"{key}.partial.pt"
     with open(cache / f"{key}.lock", "a") as lock:  # one process computes it; the others wait, then read it
         fcntl.flock(lock, fcntl.LOCK_EX)
         if path.is_file():
-            try:
-                trainer.restore(torch.load(path, weights_only=True))
-            except Exception as exc:  # noqa: BLE001 - torch raises many kinds for a damaged file
-                raise LieError(
-                    f"{path}: cannot read the saved full-solution state ({exc}); delete it and rerun"
-                ) from None
+            trainer.restore(_load_state(path, "full-solution state"))
             log.info("sft: full-solution phase restored from %s", path)
             return True
-        trainer.train(range(trainer.settings.full_steps))
+        start = 0
+        if partial.is_file():
+            state = _load_state(partial, "part of the full-solution phase")
+            trainer.restore(state)
+            start = int(state["step"])
+            log.info("sft: full-solution phase resumed at step %d from %s", start, partial)
+
+        def checkpoint(step: int) -> None:
+            with atomic_output(partial, "wb") as handle:
+                torch.save({**trainer.state(), "step": step}, handle)
+
+        trainer.train(range(start, trainer.settings.full_steps), checkpoint)
         with atomic_output(path, "wb") as handle:
             torch.save(trainer.state(), handle)
+        partial.unlink(missing_ok=True)
         log.info("sft: full-solution phase saved to %s", path)
         return False
 
