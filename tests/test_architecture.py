@@ -2,15 +2,21 @@
 
 Dependencies point one way: commands -> stages -> engines -> grading, formats, config -> core;
 stages also call analysis, report and study, which read files (formats, config, core) and never reach
-an engine or a stage. A command imports stages only (and its argparse helpers, and LieError). Every
-import is seen: relative ones, and modules imported by name (importlib.import_module, __import__).
+an engine or a stage. A command imports stages only (and its argparse helpers, and LieError). The syntax
+tree's imports are read: relative ones, and modules imported by name (importlib.import_module, __import__);
+what it cannot read (a name built from variables, exec, runpy) is checked when a module is loaded, each
+layer imported in a fresh interpreter. The config is read typed: in src/lie and the Snakemake files.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
+import json
+import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -266,6 +272,96 @@ def violations(path: Path, source: str | None = None) -> list[str]:
 def test_every_import_points_down_the_layers():
     wrong = [v for path in sorted(PACKAGE.rglob("*.py")) for v in violations(path)]
     assert not wrong, "imports against the layers:\n" + "\n".join(wrong)
+
+
+def reachable(name: str) -> set[str]:
+    """The layers whose modules a layer's modules may load: its own, the layers it may import, theirs, and so on."""
+    seen, todo = {name}, [name]
+    while todo:
+        for target in ALLOWED[todo.pop()] - seen:
+            seen.add(target)
+            todo.append(target)
+    return seen
+
+
+# The layers kept from some other layer: importing one of their modules may load only what the rule lets
+# it reach (the entry, lie.cli, reaches every layer)
+CONFINED = [name for name in ALLOWED if reachable(name) != set(ALLOWED)]
+LOADED = """
+import importlib, json, os, sys
+failed = {}
+for name in sys.argv[1:]:
+    try:
+        importlib.import_module(name)
+    except Exception as exc:  # a library this environment lacks: named, and the test says which may
+        failed[name] = repr(exc)[:300]
+exec(os.environ.get("LIE_TEST_PLANTED", ""))
+print(json.dumps([sorted(m for m in sys.modules if m == "lie" or m.startswith("lie.")), failed]))
+"""
+# modules that cannot be loaded in .venv, with why (their imports are read by the syntax tree only)
+UNLOADABLE = {  # verl's vLLM rollout and worker need vLLM, which only .venv-vllm holds
+    "lie.engines.verl.cpu.vllm_rollout",
+    "lie.engines.verl.cpu.vllm_worker",
+}
+
+
+def _fresh_interpreter(name: str, planted: str) -> subprocess.Popen:
+    """A fresh interpreter importing every module of layer ``name``, then running ``planted``."""
+    modules = [module_name(p) for p in sorted((PACKAGE / name).rglob("*.py"))]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "LIE_TEST_PLANTED": planted}
+    return subprocess.Popen(
+        [sys.executable, "-c", LOADED, *modules],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def loaded_against_the_rule(runs: list[tuple[str, str]]) -> list[list[str]]:
+    """For each (layer, planted code), the modules of lie in ``sys.modules`` after importing the layer
+    in a fresh interpreter (all started at once) that lie outside the layers it may reach: what a module
+    imports when it is loaded, however it names it (a string built at run time, ``exec``, ``runpy``).
+    Imports inside functions run later: the syntax tree's rule above is the only check of those."""
+    out = []
+    for (name, _), proc in zip(runs, [_fresh_interpreter(*run) for run in runs], strict=True):
+        stdout, stderr = proc.communicate(timeout=300)
+        assert proc.returncode == 0, f"importing the {name} layer failed:\n{stderr[-3000:]}"
+        loaded, failed = json.loads(stdout.splitlines()[-1])
+        assert set(failed) <= UNLOADABLE, failed
+        out.append([m for m in loaded if m != "lie" and layer(m) not in reachable(name)])
+    return out
+
+
+LIGHT = [name for name in CONFINED if name != "engines"]  # engines loads verl and torch: ~10-25 s
+
+
+def test_importing_a_layer_loads_no_module_its_layer_may_not_reach():
+    assert {"core", "formats", "config", "analysis", "report", "study", "stages"} <= set(LIGHT)
+    found = loaded_against_the_rule([(name, "") for name in LIGHT])
+    assert dict(zip(LIGHT, found, strict=True)) == {name: [] for name in LIGHT}
+
+
+@pytest.mark.heavy
+def test_importing_the_engines_layer_loads_no_module_it_may_not_reach():
+    assert "engines" in CONFINED
+    assert loaded_against_the_rule([("engines", "")]) == [[]]
+
+
+PLANTED_LOADS = [
+    'import importlib\nimportlib.import_module("lie." + "stages.plan")',
+    'exec("import lie.stages.plan")',
+    'import runpy\nrunpy.run_module("lie.stages.plan", alter_sys=True)',
+]
+
+
+def test_the_run_time_check_sees_a_module_loaded_by_a_name_built_at_run_time():
+    """What the syntax tree cannot read (a name built at run time, ``exec``, ``runpy``), run as a module
+    of core is loaded: the check names the stages package it loads."""
+    for planted, wrong in zip(PLANTED_LOADS, loaded_against_the_rule([("core", p) for p in PLANTED_LOADS])):
+        assert "lie.stages" in wrong and all(layer(m) in ("stages", *ALLOWED["stages"]) for m in wrong), (
+            planted
+        )
 
 
 # imports the rule must see: relative ones, and modules imported by name (issue 24)
@@ -558,14 +654,49 @@ def test_trust_remote_code_is_read_in_one_place():
     assert key_reads("x = config.get('trust_remote_code', False)", "trust_remote_code") == [1]
 
 
+WORKFLOW_FILES = (REPO / "Snakefile", *sorted((REPO / "workflow").rglob("*.smk")))
+
+
+def snakemake_python(path: Path) -> tuple[str, dict[int, int]]:
+    """A Snakefile or ``.smk`` file as the Python Snakemake runs, translated by Snakemake's own parser (a
+    rule block becomes a decorated function: its params, input functions and run block are read too),
+    with the map from the translation's lines to the file's."""
+    from types import SimpleNamespace
+
+    from snakemake import parser
+    from snakemake.sourcecache import LocalSourceFile
+
+    def opened(source):  # the one thing Snakemake's parser asks of its workflow: a file's text
+        return open(source.get_path_or_uri(secret_free=True), encoding="utf-8")
+
+    sources = SimpleNamespace(open=opened)
+    linemap: dict[int, int] = {}
+    python, _ = parser.parse(LocalSourceFile(str(path)), SimpleNamespace(sourcecache=sources), linemap)
+    return python, linemap
+
+
+@functools.cache  # read once for every section's check
+def outside_config() -> list[tuple[str, str, dict[int, int]]]:
+    """(path, Python source, line map) of every file that must read the config typed: src/lie outside
+    lie.config, and the Snakefile and workflow/**/*.smk (:func:`snakemake_python`)."""
+    out = [
+        (str(path.relative_to(REPO)), path.read_text(encoding="utf-8"), {})
+        for path in sorted((REPO / "src" / "lie").rglob("*.py"))
+        if "config" not in path.relative_to(REPO / "src" / "lie").parts
+    ]
+    for path in WORKFLOW_FILES:
+        python, linemap = snakemake_python(path)
+        out.append((str(path.relative_to(REPO)), python, linemap))
+    return out
+
+
 def section_reads(key: str) -> dict[str, list[int]]:
-    """Per file of src/lie outside lie.config, the lines reading ``key`` as a mapping key (:func:`key_reads`)."""
+    """Per file of :func:`outside_config`, the lines reading ``key`` as a mapping key (:func:`key_reads`)."""
     out = {}
-    for path in sorted((REPO / "src" / "lie").rglob("*.py")):
-        if "config" not in path.relative_to(REPO / "src" / "lie").parts:
-            lines = key_reads(path.read_text(encoding="utf-8"), key)
-            if lines:
-                out[str(path.relative_to(REPO))] = lines
+    for where, source, linemap in outside_config():
+        lines = [linemap.get(line, line) for line in key_reads(source, key)]
+        if lines:
+            out[where] = lines
     return out
 
 
@@ -593,28 +724,24 @@ def test_no_section_of_the_config_is_read_as_a_mapping_outside_lie_config(sectio
     assert set(section_reads(section)) == SECTION_READERS[section]
 
 
+RAW_WAYS = {"as_written", "read_config", "_written", "validate_config"}  # the config as written, untyped
+
+
+def raw_config_reads(source: str) -> set[str]:
+    """The untyped ways into the config that ``source`` takes (:data:`RAW_WAYS`): an attribute
+    (``CFG.as_written("training")``, ``cfgmod.read_config``) or a name imported from lie.config."""
+    tree = ast.parse(source)
+    names = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    names |= {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+              and (n.module or "").startswith("lie.config") for a in n.names}  # fmt: skip
+    return names & RAW_WAYS
+
+
 def test_the_config_as_written_is_read_only_in_lie_config_and_the_trial_config():
     """The untyped ways in (``as_written``, ``read_config``, the frozen mapping ``_written``) are the config
-    package's own, and the preflight's, which writes a trial config from it."""
-    found = {}
-    for path in sorted((REPO / "src" / "lie").rglob("*.py")):
-        if "config" in path.relative_to(REPO / "src" / "lie").parts:
-            continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        names = {
-            n.attr
-            for n in ast.walk(tree)
-            if isinstance(n, ast.Attribute) and n.attr in ("as_written", "_written")
-        }
-        names |= {
-            n.attr
-            for n in ast.walk(tree)
-            if isinstance(n, ast.Attribute) and ast.unparse(n.value) == "cfgmod"
-        }
-        names |= {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
-                  and (n.module or "").startswith("lie.config") for a in n.names}  # fmt: skip
-        if hit := names & {"as_written", "read_config", "_written", "validate_config"}:
-            found[str(path.relative_to(REPO))] = hit
+    package's own, and the preflight's, which writes a trial config from it; the Snakemake files read
+    the typed ``CFG`` only."""
+    found = {where: hit for where, source, _ in outside_config() if (hit := raw_config_reads(source))}
     assert found == {TRIAL: {"as_written", "validate_config"}}
 
 
@@ -633,19 +760,72 @@ def test_a_config_is_typed_and_frozen_not_a_mapping():
         config.models["smoke-tiny"] = None  # type: ignore[index]
 
 
+# Snakemake's `config` mapping goes to these calls only: the whole-config checks and the typed Config
+CONFIG_CALLS = {"lie_config.validate_workflow", "validate", "lie_config.Config.of"}
+
+
+def snakemake_config_uses(source: str) -> list[int]:
+    """Lines of a Snakemake file's Python where Snakemake's ``config`` mapping is used other than as the
+    first argument of :data:`CONFIG_CALLS`: a subscript, ``.get``, an alias (``settings = config``),
+    an argument to anything else."""
+    tree = ast.parse(source)
+    handed = {id(n.args[0]) for n in ast.walk(tree)
+              if isinstance(n, ast.Call) and n.args and ast.unparse(n.func) in CONFIG_CALLS}  # fmt: skip
+    return sorted(n.lineno for n in ast.walk(tree)
+                  if isinstance(n, ast.Name) and n.id == "config" and id(n) not in handed)  # fmt: skip
+
+
 def test_the_rules_read_the_typed_config():
     """The Snakefile's rules read ``CFG = Config.of(config)``: Snakemake's own ``config`` mapping is only
-    checked and typed (common.smk), never read key by key."""
-    uses = []
-    for path in sorted([REPO / "Snakefile", *(REPO / "workflow" / "rules").glob("*.smk")]):
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if re.search(r"(?<![\w.\"'])config(\s*[\[,)]|\.(get|items|keys|pop)\()", line):
-                uses.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
-    assert [u.split(": ", 1)[1] for u in uses] == [
-        "lie_config.validate_workflow(config, workflow.configfiles)",
-        'validate(config, "../schemas/config.schema.yaml")',
-        'CFG = lie_config.Config.of(config, source=" + ".join(map(str, workflow.configfiles)) or "config")',
-    ], uses
+    checked and typed (common.smk), never read key by key (by the syntax tree of Snakemake's translation)."""
+    uses = {}
+    for path in WORKFLOW_FILES:
+        python, linemap = snakemake_python(path)
+        if lines := [linemap.get(line, line) for line in snakemake_config_uses(python)]:
+            uses[str(path.relative_to(REPO))] = lines
+    assert not uses, uses
+    common = ast.parse(snakemake_python(REPO / "workflow" / "rules" / "common.smk")[0])
+    calls = [n for n in ast.walk(common) if isinstance(n, ast.Call) and ast.unparse(n.func) in CONFIG_CALLS]
+    assert len(calls) == 3  # the mapping still goes to its checks and to Config.of
+
+
+# raw reads planted in a rule file, and the checks above that must name them (a rule's params included):
+# "raw" an untyped way in (raw_config_reads), "config" Snakemake's mapping (snakemake_config_uses),
+# "section" a top-level key read as a mapping key (key_reads)
+PLANTED = [
+    ('MAX_STEPS = CFG.as_written("training")["max_steps"]', {"raw"}),
+    ('settings = config\nSTEPS = settings["training"]["max_steps"]', {"config", "section"}),
+    (
+        "rule planted:\n    output: 'x'\n    params:\n        steps=lambda w: config['training']['max_steps']\n"
+        "    shell: 'echo {params.steps} > {output}'",
+        {"config", "section"},
+    ),
+    ("from lie.config import read_config\nRAW = read_config('config.yaml')", {"raw"}),
+]
+
+
+def _raw_config_checks(path: Path, first: int) -> set[str]:
+    """The checks that name a line of ``path`` from line ``first`` on (the planted text)."""
+    python, linemap = snakemake_python(path)
+    found = {"raw"} if raw_config_reads(python) else set()
+    for name, lines in (
+        ("config", snakemake_config_uses(python)),
+        ("section", key_reads(python, "training")),
+    ):
+        if any(linemap.get(line, line) >= first for line in lines):
+            found.add(name)
+    return found
+
+
+@pytest.mark.parametrize(("planted", "checks"), PLANTED)
+def test_the_raw_config_checks_read_the_snakemake_files(planted, checks, tmp_path):
+    """train.smk passes as it is; with one raw read of the config planted at its end, the checks name it."""
+    path = tmp_path / "train.smk"
+    source = (REPO / "workflow" / "rules" / "train.smk").read_text(encoding="utf-8")
+    path.write_text(source, encoding="utf-8")
+    assert _raw_config_checks(path, 1) == set()
+    path.write_text(f"{source}\n{planted}\n", encoding="utf-8")
+    assert _raw_config_checks(path, source.count("\n") + 2) == checks
 
 
 def test_the_section_rule_sees_each_form_of_a_read():
