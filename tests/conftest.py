@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from once import built_once
 from skipcheck import pytest_sessionfinish, pytest_terminal_summary  # noqa: F401 (the CI skip check)
-from smoke_run import TEST_TIMEOUT, smoke_run
+from smoke_run import TEST_TIMEOUT, smoke_child_run, smoke_run
 
 pytest_plugins = ["xdist_groups"]  # make test's two workers: groups and order (tests/xdist_groups.py)
 
@@ -63,8 +63,10 @@ def _absent_shared(item: pytest.Item) -> Path | None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:  # any of them may be the first to ask, and so build the DAG in its setup
-        if "smoke" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.timeout(TEST_TIMEOUT))
+        if {"smoke", "smoke_child"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(
+                pytest.mark.timeout(TEST_TIMEOUT * (2 if "smoke_child" in item.fixturenames else 1))
+            )
     absent = {item: _absent_shared(item) for item in items}
     dropped = [item for item, path in absent.items() if path is not None]
     if dropped:
@@ -120,6 +122,12 @@ def _offline_hub():
 def smoke(tmp_path_factory):
     """The one smoke DAG run of this pytest run (tests/smoke_run.py), for every module that reads it."""
     return smoke_run(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def smoke_child(tmp_path_factory):
+    """The smoke DAG with its continual child (tests/smoke_run.py), for the heavy tests that read the child."""
+    return smoke_child_run(tmp_path_factory)
 
 
 @pytest.fixture

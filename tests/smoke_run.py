@@ -1,20 +1,26 @@
 """The smoke DAG (workflow/configs/smoke.yaml), run once per pytest run for every test that reads it.
 
-``snakemake --configfile smoke.yaml --cores 2`` as ``make smoke`` runs it, asked for the continual run
-(``runs: [smoke_gspo_lie_long]``: its verl parent comes along) in a temporary outdir, with three test
-settings: the tiny model's ``enable_thinking: false`` (so that verl's prompts show the flag); a short
-supervised stage of that model on the arithmetic task (``models.tiny.sft``, 80 steps, ~3 s: a random
-tiny model's next-token distribution is so flat that every per-token entropy rounds to the same bf16
-value, and a test of how verl aggregates entropies needs them uneven; its samples then also stop at
-different lengths); and verl's processes loading tests/verl_probe.py (which records the entropies behind
-``actor/entropy``, parent run first, then its child). tests/test_smoke_e2e.py checks the DAG's outputs; the verl tests
-in tests/test_verl_main_ppo.py read the two verl runs (``main_ppo`` with our reward manager, validation,
-checkpoints, the merged model) and train the parent once more to compare two clean runs.
+``snakemake --configfile smoke.yaml --cores 2`` as ``make smoke`` runs it, asked for the verl run
+(``runs: [smoke_gspo_lie]``) in a temporary outdir, with three test settings: the tiny model's
+``enable_thinking: false`` (so that verl's prompts show the flag); a short supervised stage of that
+model on the arithmetic task (``models.tiny.sft``, 80 steps, ~3 s: a random tiny model's next-token
+distribution is so flat that every per-token entropy rounds to the same bf16 value, and a test of how
+verl aggregates entropies needs them uneven; its samples then also stop at different lengths); and
+verl's processes loading tests/verl_probe.py (which records the entropies behind ``actor/entropy``).
+tests/test_smoke_e2e.py checks the DAG's outputs; the verl tests in tests/test_verl_main_ppo.py read the
+verl run (``main_ppo`` with our reward manager, validation, checkpoints, the merged model).
+
+The continual child (``smoke_gspo_lie_long``: verl again, from its parent's merged model, sampling
+through verl's vLLM server on vLLM's CPU build) is ``make test-all``'s (:func:`smoke_child_run`, the
+heavy tests): the same DAG asked for the child, in a copy of the finished outdir, so that only the
+child's jobs run. ``make test`` leaves it out for time (~4.5 of its 16 minutes on a 2-vCPU VM); ``make
+smoke`` runs both.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -44,10 +50,11 @@ def probe_env(dump: Path) -> dict[str, str]:
     }
 
 
-def smoke_config(outdir: Path) -> dict:
+def smoke_config(outdir: Path, run: str = PARENT) -> dict:
+    """The smoke config with the test settings, asking the DAG for ``run`` (its parent comes along)."""
     config = yaml.safe_load(SMOKE.read_text(encoding="utf-8"))
     config["outdir"] = str(outdir)
-    config["runs"] = [CHILD]  # the continual stage: its parent comes along
+    config["runs"] = [run]
     config["models"]["tiny"]["enable_thinking"] = False
     config["models"]["tiny"]["sft"] = {
         "task": "arithmetic", "seed": 0, "problems": 200, "min_depth": 1, "max_depth": 3, "stop_prob": 0.5,
@@ -82,7 +89,34 @@ def _build(workdir: Path) -> None:
 
 def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     """The finished smoke DAG: its workdir, outdir, config file and the first run's log."""
-    workdir = built_once(tmp_path_factory, "smoke", _build)
+    return _finished(built_once(tmp_path_factory, "smoke", _build))
+
+
+def smoke_child_run(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
+    """The smoke DAG asked for the continual child too (:func:`build_child`), after :func:`smoke_run`."""
+    parent = smoke_run(tmp_path_factory)
+    return _finished(
+        built_once(tmp_path_factory, "smoke-child", lambda workdir: build_child(parent.out, workdir))
+    )
+
+
+def build_child(parent_out: Path, workdir: Path) -> None:
+    """The finished smoke outdir copied (modification times kept, no Snakemake records: nothing of it is
+    planned again) and the same DAG run for ``CHILD``, its verl processes recording their entropies in a
+    file of their own. ``--forcerun report``: the copied report is complete for the parent alone, and
+    Snakemake plans the jobs behind a finished output's missing inputs only when that output is rebuilt."""
+    for name in ("Snakefile", "workflow"):
+        os.symlink(REPO / name, workdir / name)
+    shutil.copytree(parent_out, workdir / "out", symlinks=True)
+    config = smoke_config(workdir / "out", CHILD)
+    (workdir / "smoke.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    env = {**probe_env(workdir / "entropy.jsonl"), "TORCHINDUCTOR_CACHE_DIR": str(workdir / INDUCTOR)}
+    first = snakemake(workdir, "--forcerun", "report", env=env)
+    (workdir / "first.log").write_text(first.stdout + first.stderr, encoding="utf-8")
+    assert first.returncode == 0, (first.stdout + first.stderr)[-4000:]
+
+
+def _finished(workdir: Path) -> SimpleNamespace:
     return SimpleNamespace(
         workdir=workdir,
         out=workdir / "out",

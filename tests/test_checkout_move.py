@@ -3,7 +3,7 @@
 Snakemake reruns a job whose params differ from those recorded with its outputs (``.snakemake/metadata``,
 in the working directory: the checkout). The finished smoke DAG (tests/smoke_run.py, read, never run
 again) is copied into a git clone of the repository as its ``results/smoke``, with this working tree's
-Snakefile and ``workflow/``; the continual run is evaluated there with vLLM's CPU build (the smoke
+Snakefile and ``workflow/``; its verl run is evaluated there with vLLM's CPU build (the smoke
 config's ``generate_by`` names a run outside the fixture's DAG), so that a job running another
 environment's ``lie`` is in the DAG. ``snakemake --touch --forceall`` records every job's params as a
 finished run would (as tests/test_reruns.py does); then the checkout is renamed, and copied with its
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from smoke_run import CHILD, snakemake
+from smoke_run import PARENT, snakemake
 
 REPO = Path(__file__).resolve().parents[1]
 VLLM_VENV = Path(os.environ.get("LIE_VLLM_VENV", REPO / ".venv-vllm"))
@@ -55,7 +55,7 @@ def moved(smoke, tmp_path_factory) -> Path:
     shutil.copytree(smoke.out, first / OUT, symlinks=True)
     config = copy.deepcopy(smoke.config)
     config["outdir"] = OUT  # as in the repository's smoke config: relative to the checkout
-    config["engines"]["generate_by"] = {CHILD: "vllm"}
+    config["engines"]["generate_by"] = {PARENT: "vllm"}
     (first / "smoke.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     touched = snakemake(first, "--touch", "--forceall", "--quiet")
     assert touched.returncode == 0, touched.stderr[-3000:]
@@ -80,7 +80,9 @@ def test_the_vllm_job_finds_its_environment_from_the_checkout(moved):
     proc = snakemake(moved, "-n", "-p", "--forcerun", "generate")
     assert proc.returncode == 0, proc.stderr[-3000:]
     commands = [
-        line for line in proc.stdout.splitlines() if f"/generations/{CHILD}/" in line and " generate " in line
+        line
+        for line in proc.stdout.splitlines()
+        if f"/generations/{PARENT}/" in line and " generate " in line
     ]
     assert len(commands) == 2, proc.stdout[-4000:]
     for command in commands:

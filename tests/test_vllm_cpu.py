@@ -144,7 +144,9 @@ def test_generate_samples_each_request_with_its_seed_and_budget(setup, sampled):
     assert len({tuple(x["token_ids"]) for x in lines}) == len(lines)
 
 
-@pytest.mark.parametrize("chunked", [None, pytest.param("true", marks=pytest.mark.heavy)])  # the tripwire: make test-all
+@pytest.mark.parametrize(
+    "chunked", [None, pytest.param("true", marks=pytest.mark.heavy)]
+)  # the tripwire: make test-all
 def test_prompts_beyond_one_steps_token_budget_sample_as_with_a_large_one(setup, sampled, tmp_path, chunked):
     """A shard whose prompts hold more tokens than one scheduler step takes (here the step takes the
     context, 96): on the CPU, VLLMEngine schedules each prompt whole, and the samples equal those of
@@ -180,8 +182,11 @@ def test_both_finish_reasons_come_from_vllm(setup, sampled):
             assert eos not in line["token_ids"] and line["num_tokens"] == line["max_tokens"]
 
 
+@pytest.mark.heavy
 def test_a_killed_generation_resumes_to_the_same_samples(setup, sampled):
-    """Killed after its first shards (one sample each), rerun: the file equals the 3-a-shard run."""
+    """Killed after its first shards (one sample each), rerun: the file equals the 3-a-shard run. make
+    test-all (two vLLM starts, ~30 s); make test keeps the resume through the transformers engine
+    (tests/test_generate_evaluate.py) and vLLM's samples under another batching (above)."""
     out = setup.folder / "resumed.jsonl"
     work = Path(f"{out}.shards")
     args = vllm_command(generate_args(setup, out, "--shard-size", "1"))

@@ -3,8 +3,8 @@
 verl's worker extension and its bucketed weight sync over shared memory run under vLLM's
 ``AsyncLLM`` with two patches (``lie.engines.verl.cpu.vllm_worker``); each patched line has a test
 here that fails once verl or vLLM changes it, so that the patch goes then. ``main_ppo`` with verl's
-vLLM rollout runs in the smoke DAG (its continual child; tests/test_verl_main_ppo.py checks that every
-step's sync reached the server).
+vLLM rollout runs in the smoke DAG's continual child (``make smoke``; ``make test-all``:
+tests/test_verl_main_ppo.py checks that every step's sync reached the server).
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.heavy
 def test_verl_weight_sync_reaches_vllm_async_engine(tmp_path):
     """verl's sender pushes new weights; vLLM's greedy continuation becomes the new model's. The sync
-    alone, outside main_ppo (where it was first made to work); ``make test`` keeps the check through
-    main_ppo itself: the smoke's continual run starts its server on dummy weights and its log-probs
-    match the actor's at every step (test_the_continual_run_samples_with_verls_vllm_server_on_the_synced_weights)."""
+    alone, outside main_ppo (where it was first made to work; ~40 s where main_ppo with a vLLM server
+    takes ~4 min); ``make test-all`` also checks it through main_ppo: the smoke's continual run starts its
+    server on dummy weights and its log-probs match the actor's at every step
+    (test_the_continual_run_samples_with_verls_vllm_server_on_the_synced_weights)."""
     old, new = shaped_tiny(tmp_path / "old", seed=0), shaped_tiny(tmp_path / "new", seed=5)
     script = REPO / "tests" / "vllm_weight_sync.py"
     vllm_lie()

@@ -334,8 +334,14 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 def write_final(rundir: RunDir, engine: str, checkpoint: Path, step: int) -> None:
-    """``final.json``: the checkpoint a finished run is evaluated at (read back by :func:`read_final`)."""
-    write_json(rundir.final_json, {"engine": engine, "checkpoint": str(checkpoint), "step": int(step)})
+    """``final.json``: the checkpoint a finished run is evaluated at (read back by :func:`read_final`).
+    Left as it is when it already says so: a rerun with nothing to train must not make the merge after it
+    look outdated to Snakemake (which compares modification times)."""
+    final = {"engine": engine, "checkpoint": str(checkpoint), "step": int(step)}
+    with contextlib.suppress(OSError, UnicodeDecodeError, ValueError, RecursionError):
+        if json.loads(rundir.final_json.read_text(encoding="utf-8")) == final:
+            return
+    write_json(rundir.final_json, final)
 
 
 def read_final(rundir: RunDir) -> tuple[str, Path]:
