@@ -238,15 +238,14 @@ def report_outputs() -> list[str]:
     return [str(p) for p in report_paths(LAYOUT)]
 
 
-REPORT_TABLES = ("main", "families", "scale", "ablation", "sensitivity")  # lie.report.groups.TABLES
-
-
 def report_files() -> list:
     """report_outputs(), each flagged for `snakemake --report` with the caption workflow/report/<kind>.rst."""
+    from lie.report.groups import TABLES  # the results tables share one caption
+
     files = []
     for path in report_outputs():
         stem, suffix = Path(path).stem, Path(path).suffix
-        kind = "results" if stem in REPORT_TABLES else stem
+        kind = "results" if stem in TABLES else stem
         category = "Figures" if suffix == ".png" else "Tables"
         caption = f"../report/{kind}.rst"  # relative to workflow/rules/
         labels = {"file": Path(path).name}
