@@ -24,6 +24,7 @@ SHARED = {
     **dict.fromkeys(
         ("test_smoke_e2e", "test_verl_main_ppo", "test_checkout_move", "test_make_report"), "smoke"
     ),  # tests/smoke_run.py
+    **dict.fromkeys(("test_reward_authors", "test_smoke_golden"), "smoke"),  # the smoke run's numbers
     **dict.fromkeys(
         ("test_analysis_dynamics", "test_behaviours_cli", "test_report", "test_report_snakemake"), "report"
     ),  # tests/report_pipeline.py
