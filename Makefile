@@ -202,7 +202,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_reward.py $(BENCH_ARGS)
 	$(BIN)/python benchmarks/bench_grade.py $(BENCH_ARGS)
 
-# Re-resolve envs/cpu.in into envs/cpu.lock (needs the package index).
+# Re-resolve envs/cpu.in into envs/cpu.lock (needs the package index). After any lock changes, run make
+# test-all: the tripwires (tests of the upstream lines our patches work around) are only there.
 lock:
 	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock
 	.venv-lock/bin/python -m pip install --quiet -r envs/cpu.in -c envs/constraints-cpu.txt
