@@ -23,7 +23,7 @@ import yaml
 pytest.importorskip("verl")
 
 from small import arithmetic_rows, small_config, validation_rows, write_config, write_parquet  # noqa: E402
-from tripwires import run_probes  # noqa: E402
+from tripwires import ProbeSets, run_probes  # noqa: E402
 
 from lie.engines.sampling import TokenRequest, sample_batch  # noqa: E402
 from lie.formats.runs import RunDir, read_metrics, read_rollouts  # noqa: E402
@@ -360,7 +360,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def probe_runner(tiny):
+def probes(tiny) -> ProbeSets:
     """Probes in fresh interpreters of this environment (one process, a fork a probe: tests/tripwires.py),
     without verl settings of the calling process: the upstream lines our patches work around, or ours."""
     process_group = (  # If this changes, verl builds a valid CPU backend now: remove patches._init_process_group
@@ -418,64 +418,49 @@ def probe_runner(tiny):
         "                  sorted(m for m in sys.modules if m.startswith('lie.engines.verl.cpu.'))]))\n"
     )
     clean = {k: v for k, v in os.environ.items() if not k.startswith("VERL_")}
-    tripwires = {
-        "process_group": {"code": process_group, "env": distributed},
-        "value_head": {"code": value_head},
-        "fsdp1": {"code": fsdp1, "env": {**distributed, "MASTER_PORT": str(_free_port())}},
-    }
-    ours = {
-        "gpu_visible": {"code": gpu_visible},
-        "registries": {"code": registries, "env": {"VERL_PLATFORM": "cpu"}},
-        "rollout_on_gpu": {"code": rollout_on_gpu},
-    }
-    return lambda which: run_probes(
-        sys.executable,
-        tripwires if which == "tripwires" else ours,
-        preload=("torch", "transformers"),
-        env=clean,
+    return ProbeSets(
+        lambda probes: run_probes(sys.executable, probes, preload=("torch", "transformers"), env=clean),
+        tripwires={  # the upstream lines alone: make test-all (they change only with envs/*.lock)
+            "process_group": {"code": process_group, "env": distributed},
+            "value_head": {"code": value_head},
+            "fsdp1": {"code": fsdp1, "env": {**distributed, "MASTER_PORT": str(_free_port())}},
+        },
+        ours={  # our own modules: what the plugin loads and refuses
+            "gpu_visible": {"code": gpu_visible},
+            "registries": {"code": registries, "env": {"VERL_PLATFORM": "cpu"}},
+            "rollout_on_gpu": {"code": rollout_on_gpu},
+        },
     )
 
 
-@pytest.fixture(scope="module")
-def tripwires(probe_runner) -> dict:
-    """The upstream lines alone (make test-all: they change only with the pinned versions, envs/*.lock)."""
-    return probe_runner("tripwires")
-
-
-@pytest.fixture(scope="module")
-def probes(probe_runner) -> dict:
-    """Our own modules in fresh interpreters: what the plugin loads and refuses."""
-    return probe_runner("ours")
-
-
 @pytest.mark.heavy
-def test_verls_default_process_group_backend_still_fails_on_a_cpu(tripwires):
+def test_verls_default_process_group_backend_still_fails_on_a_cpu(probes):
     """If this fails, verl builds a valid CPU backend now: remove patches._init_process_group."""
-    out = tripwires["process_group"]
+    out = probes("tripwires")["process_group"]
     assert "FAILED" in out.stdout and "Duplicate device type" in out.stdout, out.stdout + out.stderr
 
 
 @pytest.mark.heavy
-def test_verls_trl_value_head_import_still_fails(tripwires):
+def test_verls_trl_value_head_import_still_fails(probes):
     """If this fails, verl (or TRL) fixed the import: remove patches._no_value_head_patch."""
-    out = tripwires["value_head"]
+    out = probes("tripwires")["value_head"]
     assert "FAILED" in out.stdout and "AutoModelForCausalLMWithValueHead" in out.stdout, (
         out.stdout + out.stderr
     )
 
 
 @pytest.mark.heavy
-def test_torchs_fsdp1_still_refuses_to_sync_cpu_module_states(tripwires):
+def test_torchs_fsdp1_still_refuses_to_sync_cpu_module_states(probes):
     """If this fails, torch's FSDP1 syncs CPU states itself now: remove patches._states_on_any_device."""
-    out = tripwires["fsdp1"]
+    out = probes("tripwires")["fsdp1"]
     assert "SYNC FAILED The module has CPU parameters or buffers" in out.stdout, out.stdout + out.stderr
 
 
 @pytest.mark.heavy
-def test_verls_fsdp1_load_still_names_the_cpu_device_cpu_cpu(tripwires):
+def test_verls_fsdp1_load_still_names_the_cpu_device_cpu_cpu(probes):
     """If this fails, verl's load_fsdp_model_to_gpu names a CPU device torch accepts: remove
     patches._load_fsdp_model_to_device."""
-    out = tripwires["fsdp1"]
+    out = probes("tripwires")["fsdp1"]
     assert "LOAD FAILED Invalid device string: 'cpu:cpu'" in out.stdout, out.stdout + out.stderr
 
 
@@ -486,7 +471,7 @@ def test_the_backend_is_refused_where_a_gpu_is_visible(probes):
     assert "CUDA_VISIBLE_DEVICES" not in env and env["VERL_PLATFORM"] == "cpu"
     assert env["VERL_USE_EXTERNAL_MODULES"] == f"other,{verl_cpu.PLUGIN}"
     # the plugin itself, imported where torch sees a GPU: refused before any of the backend loads
-    out = probes["gpu_visible"]
+    out = probes("ours")["gpu_visible"]
     assert out.returncode == 0, out.stderr[-3000:]
     assert "REFUSED lie.engines.verl.cpu is verl's CPU backend" in out.stdout, out.stdout
     assert "unset VERL_USE_EXTERNAL_MODULES" in out.stdout
@@ -497,7 +482,7 @@ def test_rollout_vllm_is_ours_in_verls_registries_and_loads_vllm_only_when_used(
     """Issue 32: the plugin points verl's replica registry and its worker-side rollout registry for
     ``vllm`` at lie.engines.verl.cpu.vllm_rollout (verl's own server, our worker extension), lazily:
     in this environment, which has no vLLM, importing the plugin imports none."""
-    out = probes["registries"]
+    out = probes("ours")["registries"]
     assert out.returncode == 0, out.stderr[-3000:]
     loader, adapter, transformers, vllm_loaded = json.loads(out.stdout.strip().splitlines()[-1])
     assert loader == "lie.engines.verl.cpu.vllm_registry"
@@ -545,7 +530,7 @@ def test_a_gpu_run_samples_with_the_transformers_server_where_vllm_is_not_instal
     assert (
         env["VERL_USE_EXTERNAL_MODULES"] == f"other,{verl_cpu.ROLLOUT_PLUGIN}" and "VERL_PLATFORM" not in env
     )
-    out = probes["rollout_on_gpu"]
+    out = probes("ours")["rollout_on_gpu"]
     assert out.returncode == 0, out.stderr[-3000:]
     replica, adapter, loop, loaded = json.loads(out.stdout.strip().splitlines()[-1])
     assert replica == "TransformersReplica" and adapter == "lie.engines.verl.cpu.rollout.TransformersAdapter"

