@@ -286,7 +286,7 @@ def _load_state(path: Path, what: str) -> dict[str, Any]:
     import torch
 
     try:
-        return torch.load(path, weights_only=True)  # type: ignore[no-any-return]
+        return torch.load(path, weights_only=True)
     except Exception as exc:  # noqa: BLE001 - torch raises many kinds for a damaged file
         raise LieError(f"{path}: cannot read the saved {what} ({exc}); delete it and rerun") from None
 
