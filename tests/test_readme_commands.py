@@ -39,6 +39,7 @@ ELSEWHERE_PROSE = {  # further make targets README names in its prose
     "venv-vllm": "builds .venv-vllm (make test's first step)",
     "study-full": "the study's full registration (hours; tests/test_study.py runs its DAG shrunk)",
     "study-v2": "the second registration (40 min; tests/test_study.py runs its DAG shrunk)",
+    "study-pilot": "the closing pilot (~30 CPU-minutes; tests/test_study_replay.py runs its recipe)",
     "coverage": "make test under coverage.py (docs/coverage.md)",
     "check-sky": "builds .venv-sky and reads the task with SkyPilot's parser (tests/test_sky_task.py, heavy)",
     "device-kit": "downloads the GPU machine's wheels (tests/test_device_kit.py builds its parts; heavy: the kit)",

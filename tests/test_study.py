@@ -37,7 +37,7 @@ def test_the_supervised_stage_is_recorded():
         source = json.loads((p.layout.base_model(model) / "lie_source.json").read_text())
         sft = source["sft"]
         settings = sft["settings"]
-        assert settings == p.config["models"][model]["sft"]
+        assert settings == {"replay": 0.0, **p.config["models"][model]["sft"]}  # no replay unless asked
         shallow = sft["shallow_phase"]
         assert shallow["examples"] == (settings["steps"] - settings["full_steps"]) * settings["batch_size"]
         # full solutions in the shallow phase: (1 - stop_prob)^k on average over depths 1..7

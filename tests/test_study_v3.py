@@ -144,7 +144,7 @@ def test_the_report_gives_only_the_primary_test_a_verdict():
     from lie.study.decision import INCONCLUSIVE
 
     p = v3_pipeline()
-    assert main(["study-gates", "--config", str(p.cfg)]) == 2  # failed gates on these models, tables written
+    assert main(["study-gates", "--config", str(p.cfg)]) == 0  # gates failed: an outcome
     assert main(["study-report", "--config", str(p.cfg)]) == 0
     tables = p.layout.tables
     tests = _csv(tables / "study_tests.csv")
@@ -177,7 +177,7 @@ def test_pooling_adds_another_machines_pairs_and_grpo_runs():
     from lie.cli import main
 
     p = v3_pipeline()
-    assert main(["study-gates", "--config", str(p.cfg)]) == 2  # failed gates on these models, tables written
+    assert main(["study-gates", "--config", str(p.cfg)]) == 0  # gates failed: an outcome
     assert main(["study-report", "--config", str(p.cfg)]) == 0  # this machine's tables first
     other = (
         Path(tempfile.mkdtemp(prefix="lie-study-pool-")) / "other"
