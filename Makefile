@@ -55,10 +55,12 @@ test-all: $(VLLM_STAMP) $(STAMP)  # .venv-vllm first: where it cannot be built, 
 # verl's Ray actors, grading and vLLM workers): a .pth hook in each environment starts coverage.py
 # where COVERAGE_PROCESS_START is set (.coveragerc; inert elsewhere). Writes docs/coverage.md and fails
 # on an unexecuted line of engines/ or stages/ that tests/coverage/gpu_only.yaml does not list.
-# Not part of make test; it adds the heavy CPU preflight (COVERAGE_HEAVY), whose trial nothing else runs.
+# Not part of make test; it adds two heavy tests (COVERAGE_HEAVY) whose code nothing else runs.
 COVERAGE_DATA := $(CURDIR)/.coverage-data
-# the heavy tests coverage runs too: the whole CPU preflight, the only test that runs its trial (~3 min)
-COVERAGE_HEAVY := tests/test_preflight.py::test_the_preflight_runs_on_a_cpu_with_its_gpu_checks_skipped
+# the heavy tests coverage runs too: the whole CPU preflight, the only test that runs its trial (~3 min), and
+# the smoke's continual child, the only verl run through verl's vLLM server on the CPU (make test leaves it out)
+COVERAGE_HEAVY := tests/test_preflight.py::test_the_preflight_runs_on_a_cpu_with_its_gpu_checks_skipped \
+	tests/test_verl_main_ppo.py::test_the_continual_run_samples_with_verls_vllm_server_on_the_synced_weights
 COVERAGE_PTH := import os; os.environ.get("COVERAGE_PROCESS_START") and __import__("runpy").run_path(os.path.join(os.path.dirname(os.environ["COVERAGE_PROCESS_START"]), "tests/coverage/hook.py"))
 coverage: $(STAMP) $(VLLM_STAMP)
 	rm -rf $(COVERAGE_DATA) && mkdir -p $(COVERAGE_DATA)
