@@ -76,13 +76,19 @@ def snakemake(workdir: Path, *args: str, env: dict[str, str] | None = None) -> s
 
 
 def _build(workdir: Path) -> None:
+    _run_dag(workdir, PARENT)
+
+
+def _run_dag(workdir: Path, run: str, *args: str) -> None:
+    """The smoke DAG asked for ``run`` in ``workdir`` (its Snakefile and workflow/ linked in, outdir
+    ``workdir/out``), its verl processes recording their entropies in ``workdir``; the log kept."""
     for name in ("Snakefile", "workflow"):
         os.symlink(REPO / name, workdir / name)
-    config = smoke_config(workdir / "out")
+    config = smoke_config(workdir / "out", run)
     (workdir / "smoke.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     # torch.compile's cache of this DAG alone: a kernel compiled on the CPU would land here (test_verl_main_ppo)
     env = {**probe_env(workdir / "entropy.jsonl"), "TORCHINDUCTOR_CACHE_DIR": str(workdir / INDUCTOR)}
-    first = snakemake(workdir, env=env)
+    first = snakemake(workdir, *args, env=env)
     (workdir / "first.log").write_text(first.stdout + first.stderr, encoding="utf-8")
     assert first.returncode == 0, (first.stdout + first.stderr)[-4000:]
 
@@ -103,17 +109,11 @@ def smoke_child_run(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace
 def build_child(parent_out: Path, workdir: Path) -> None:
     """The finished smoke outdir copied (modification times kept, no Snakemake records: nothing of it is
     planned again) and the same DAG run for ``CHILD``, its verl processes recording their entropies in a
-    file of their own. ``--forcerun report``: the copied report is complete for the parent alone, and
-    Snakemake plans the jobs behind a finished output's missing inputs only when that output is rebuilt."""
-    for name in ("Snakefile", "workflow"):
-        os.symlink(REPO / name, workdir / name)
+    file of their own. ``--forcerun report``: the copied report is complete for the parent alone; without
+    Snakemake's records a finished output's new inputs are not planned until that output is rebuilt (in the
+    parent's own workdir, whose records hold the report's inputs, adding the child plans its 7 jobs)."""
     shutil.copytree(parent_out, workdir / "out", symlinks=True)
-    config = smoke_config(workdir / "out", CHILD)
-    (workdir / "smoke.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    env = {**probe_env(workdir / "entropy.jsonl"), "TORCHINDUCTOR_CACHE_DIR": str(workdir / INDUCTOR)}
-    first = snakemake(workdir, "--forcerun", "report", env=env)
-    (workdir / "first.log").write_text(first.stdout + first.stderr, encoding="utf-8")
-    assert first.returncode == 0, (first.stdout + first.stderr)[-4000:]
+    _run_dag(workdir, CHILD, "--forcerun", "report")
 
 
 def _finished(workdir: Path) -> SimpleNamespace:
