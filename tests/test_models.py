@@ -203,7 +203,10 @@ def test_a_full_disk_while_building_a_tiny_model_names_the_file(tmp_path, smoke_
     assert not out.exists()
 
 
-@pytest.mark.parametrize("limit, file", [(200_000, "model.safetensors"), (600_000, "optimizer.pt")])
+@pytest.mark.parametrize(
+    "limit, file",
+    [(200_000, "model.safetensors"), pytest.param(600_000, "optimizer.pt", marks=pytest.mark.heavy)],
+)  # torch's own save on a full disk: make test-all (the same wrapper as safetensors' error; ~12 s)
 def test_a_full_disk_while_trl_saves_a_checkpoint_names_the_file(tmp_path, arith_tiny, limit, file):
     """Issue 33: TRL's checkpoint save on a full disk (safetensors' or torch's own error) was a
     traceback; the checkpoint stays unsealed, so neither a rerun nor ``lie merge`` takes it."""

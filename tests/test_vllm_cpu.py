@@ -205,6 +205,7 @@ def test_a_killed_generation_resumes_to_the_same_samples(setup, sampled):
     assert not work.exists()
 
 
+@pytest.mark.heavy  # make test keeps greedy vLLM = transformers through `lie reflen` (the next vLLM start saved)
 def test_greedy_vllm_and_transformers_agree(setup, tmp_path):
     """Same prompts and token ids in, same budgets, the same greedy continuation (float32 weights)."""
     extra = ["--enable-thinking", "false", "--max-tokens", str(MAX_TOKENS)]
