@@ -228,6 +228,32 @@ def test_a_full_disk_while_trl_saves_a_checkpoint_names_the_file(tmp_path, arith
     )
 
 
+TORCH_SAVE_ON_A_FULL_DISK = """
+import signal, resource, sys, torch
+from pathlib import Path
+from lie.engines.trl.train import save_failure
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
+folder = Path(sys.argv[1])
+(folder / "model.safetensors").write_bytes(b"0")
+try:
+    torch.save({"exp_avg": torch.zeros(100_000)}, folder / "optimizer.pt")
+except Exception as exc:
+    print(save_failure(exc, folder))
+"""
+
+
+def test_torchs_own_save_on_a_full_disk_is_named_by_its_file(tmp_path):
+    """torch.save's error names no file (its C++ writer's message): the checkpoint's newest pickle is
+    the one named. The same save inside TRL's trainer: the heavy case of the test above."""
+    proc = subprocess.run(
+        [sys.executable, "-c", TORCH_SAVE_ON_A_FULL_DISK, str(tmp_path)], capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.startswith(f"cannot write {tmp_path / 'optimizer.pt'} ("), proc.stdout
+
+
 def test_a_full_disk_while_merging_a_trl_run_names_the_file_and_leaves_no_model(tmp_path, arith_tiny, caplog):
     """``lie merge`` of a TRL run copies the checkpoint's model files; a write that fails (a full disk)
     is one line naming the file, and no merged model appears (the partial folder is never renamed)."""
