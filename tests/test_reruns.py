@@ -129,20 +129,23 @@ def test_the_choice_template_rebuilds_only_the_choice_benchmarks(finished):
     assert data == {"dataset=arc-c", "dataset=gpqa-diamond", "dataset=mmlu-pro"}
 
 
-@pytest.mark.parametrize(
-    "key, value",
-    [("nnodes", 2), ("n_gpus_per_node", 8), ("logger", ["console", "file", "wandb"]), ("save_freq", 25),
-     ("keep_checkpoints", 3), ("walltime_min", 600), ("retries", 1)],
-)  # fmt: skip
-def test_how_a_run_executes_reruns_nothing(finished, key, value):
-    workdir, config = finished
-    assert _planned(workdir, _edited(config, "training", key, value)) == []
+EXECUTION_SETTINGS = [
+    ("training", "nnodes", 2), ("training", "n_gpus_per_node", 8),
+    ("training", "logger", ["console", "file", "wandb"]), ("training", "save_freq", 25),
+    ("training", "keep_checkpoints", 3), ("training", "walltime_min", 600), ("training", "retries", 1),
+    ("reflen", "shard_size", 7),  # how often reflen saves its work, as evaluation.shard_size
+]  # fmt: skip
 
 
-def test_how_often_reflen_saves_its_work_reruns_nothing(finished):
-    """reflen.shard_size is an execution setting, as evaluation.shard_size (issue 21)."""
+def test_how_a_run_executes_reruns_nothing(finished):
+    """Every execution setting edited at once, in one dry run (each edit can only add jobs to what the
+    others plan, so none of them reruns anything when together they plan nothing)."""
     workdir, config = finished
-    assert _planned(workdir, _edited(config, "reflen", "shard_size", 7)) == []
+    edited = copy.deepcopy(config)
+    for section, key, value in EXECUTION_SETTINGS:
+        assert key in edited[section], f"{section}.{key}"  # the edit is of a real key
+        edited[section][key] = value
+    assert _planned(workdir, edited) == []
 
 
 @pytest.mark.parametrize("key, value", [("grade_timeout_s", 30), ("choice_grading", "authors")])
