@@ -56,11 +56,12 @@ def test_two_workers_run_each_group_whole_and_the_longest_first(tmp_path):
         (tmp_path / "tests" / f"{name}.py").write_text(SAMPLE, encoding="utf-8")
     (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
     starts = tmp_path / "starts.jsonl"
-    env = {**os.environ, "STARTS": str(starts)}
+    # pytest-xdist and our plugin alone (the others' loading: ~3 s a process, three processes)
+    env = {**os.environ, "STARTS": str(starts), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     env["PYTHONPATH"] = os.pathsep.join([str(TESTS), env.get("PYTHONPATH", "")])
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "xdist_groups", "-p", "no:cacheprovider", "-q",
-         "-n", "2", "--dist", "loadgroup", "tests"],
+        [sys.executable, "-m", "pytest", "-p", "xdist.plugin", "-p", "xdist_groups", "-p", "no:cacheprovider",
+         "-q", "-n", "2", "--dist", "loadgroup", "tests"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
