@@ -183,7 +183,7 @@ def test_the_probe_samples_with_the_rollouts_settings_and_refuses_a_config_witho
     disagree on the limit are refused."""
     from study_pipeline import study_config
 
-    from lie.stages.probe import rollout_sampling
+    from lie.study.stages.probe import rollout_sampling
 
     config = study_config()
     training = config["training"]

@@ -18,7 +18,8 @@ from lie.core.errors import LieError, Terminated, describe, raise_terminated
 
 log = logging.getLogger("lie.cli")
 
-# name -> (module under lie.commands, one-line help: one line of `lie --help`, and the command's description)
+# name -> (its module, one-line help: one line of `lie --help`, and the command's description); the module is
+# under lie.commands, or the CPU study's under lie.study.commands (the study's own package, apart)
 COMMANDS: dict[str, tuple[str, str]] = {
     "data": ("lie.commands.data", "fetch a data set, write it in verl's row format (parquet)"),
     "base-model": (
@@ -31,10 +32,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "generate": ("lie.commands.generate", "sample n completions per benchmark problem"),
     "evaluate": ("lie.commands.evaluate", "grade generations at every budget: Avg@n, Pass@1, pass@k"),
     "report": ("lie.commands.report", "tables and figures beside the paper's numbers"),
-    "study-probe": ("lie.commands.study_probe", "sample a supervised model as the rollouts do"),
-    "study-gates": ("lie.commands.study_gates", "the gates on the supervised models, before any RL run"),
-    "study-responses": ("lie.commands.study_responses", "per-response depth and n-gram columns"),
-    "study-report": ("lie.commands.study_report", "figures and tables of the CPU study"),
+    "study-probe": ("lie.study.commands.probe", "sample a supervised model as the rollouts do"),
+    "study-gates": ("lie.study.commands.gates", "the gates on the supervised models, before any RL run"),
+    "study-responses": ("lie.study.commands.responses", "per-response depth and n-gram columns"),
+    "study-report": ("lie.study.commands.report", "figures and tables of the CPU study"),
     "snakemake": ("lie.commands.snakemake", "run Snakemake after checking every --configfile"),
     "plan": ("lie.commands.plan", "steps, rollout tokens and GPU-hours of the selected runs"),
     "preflight": ("lie.commands.preflight", "check a GPU node before booking: image, NCCL, short verl runs"),

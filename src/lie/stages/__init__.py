@@ -3,5 +3,5 @@ subcommand, a command imports nothing else): data sets (``data``), base models (
 ``tiny``, ``sft``), reference lengths (``reflen``), the one sampling loop (``sample_shards``) under
 ``generate``, grading at every budget (``evaluate``), training (``train``), merging (``merge``), the
 GPU-hour estimate (``plan``), a node's checks (``preflight``), behaviours (``behaviours``, ``judge``),
-the reward and the grades of a file's lines (``score``, ``grade``), the report (``report``), the config
-files checked before Snakemake (``snakemake``), and the CPU study (``probe``, ``study``)."""
+the reward and the grades of a file's lines (``score``, ``grade``), the report (``report``), and the config
+files checked before Snakemake (``snakemake``). The CPU study's stages are its own (``lie.study.stages``)."""

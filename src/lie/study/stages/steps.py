@@ -3,7 +3,7 @@
 The per-response columns of generated samples (``lie.study.responses``), the gates on the supervised
 models before any RL run (``lie.study.gates``: ``tables/study_gates.{md,csv}``), and the study's
 figures and tables (``lie.study.report``). The probe that samples the supervised models is
-``lie.stages.probe``.
+``lie.study.stages.probe``.
 """
 
 from __future__ import annotations
@@ -25,6 +25,17 @@ from lie.study.responses import response_rows, write_responses
 from lie.study.spec import study_spec
 
 log = logging.getLogger(__name__)
+
+
+def placed_outputs(config: Config, command: str) -> dict[str, Path]:
+    """What ``lie COMMAND`` (``study-gates``, ``study-report``) writes under the config's ``outdir``, by
+    label: the command checks these against its inputs before any work (as ``lie.stages.placed``'s do)."""
+    layout = Layout(config)
+    if command == "study-report":
+        return {"the tables": layout.tables, "the figures": layout.figures}
+    if command == "study-gates":
+        return {"the tables": layout.tables}
+    raise ValueError(f"not a study command that writes under outdir: {command!r}")
 
 
 def study_responses(

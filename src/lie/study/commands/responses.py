@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from lie.commands.argtypes import add_config_option, load_config_option
+from lie.study.stages.steps import study_responses
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,7 +23,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.stages.study import study_responses
-
     study_responses(load_config_option(args), args.gen, args.scores, args.data, args.tokenizer, args.out)
     return 0

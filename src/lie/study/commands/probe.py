@@ -1,7 +1,7 @@
 """``lie study-probe --config C --model M --data D --out GEN``: the supervised model, sampled as RL samples.
 
 ``study.probe.n`` samples per problem of the study's benchmark at the rollouts' temperature and
-length limit (``lie.stages.probe``), in ``lie generate``'s format; grade them with ``lie evaluate``.
+length limit (``lie.study.stages.probe``), in ``lie generate``'s format; grade them with ``lie evaluate``.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 from lie.commands.argtypes import add_config_option, load_config_option
+from lie.study.stages.probe import run_probe
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,8 +27,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.stages.probe import run_probe
-
     run_probe(
         load_config_option(args),
         args.model,

@@ -4,7 +4,7 @@ Reads the probe's per-response columns of every condition's supervised model (``
 and writes ``tables/study_gates.{md,csv}`` under the config's ``outdir``. A failed gate of the first two
 registrations is an error naming each; from the third on it is a registered outcome: the tables are
 written, the job succeeds, and ``--outcome`` reads them back in one line (exit 3: ``make study`` stops there,
-before any run, with exit 0). The logic: ``lie.stages.study``, ``lie.study.gates``.
+before any run, with exit 0). The logic: ``lie.study.stages.steps``, ``lie.study.gates``.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 
 from lie.commands.argtypes import add_config_option, check_written, load_config_option
+from lie.study.stages.steps import placed_outputs, study_gates, study_gates_outcome
 
 GATE_STOP = 3  # --outcome: a gate failed, the registration's stop before RL (a result, not an error)
 
@@ -27,13 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.stages.placed import placed_outputs
-    from lie.stages.study import study_gates
-
     config = load_config_option(args)
     if args.outcome:
-        from lie.stages.study import study_gates_outcome
-
         passed, line = study_gates_outcome(config)
         print(line)
         return 0 if passed else GATE_STOP

@@ -24,7 +24,9 @@ from typing import Any
 
 from lie.config.typed import Config
 from lie.core.errors import LieError
-from lie.study.spec import study_spec
+from lie.stages.generate import SamplingRule, run_generate
+from lie.study.spec import study_spec, training_limit
+from lie.tasks import chain
 
 FORCED_RULE = (
     "forced-depth: no end-of-sequence token, no token with a backslash or a letter before the problem's depth "
@@ -35,8 +37,6 @@ FORCED_RULE = (
 def rollout_sampling(config: Config) -> tuple[float, float, int]:
     """The rollouts' temperature, top_p and token limit, which the probe samples with: the settings of the
     study's runs (``lie.config.RunSettings``; they share them)."""
-    from lie.study.spec import training_limit
-
     spec = study_spec(config)
     run = config.run(spec.runs[0])
     return run.temperature, run.top_p, training_limit(config, spec)
@@ -46,7 +46,6 @@ def forced_depth(tokenizer: Any, eos_ids: Sequence[int]) -> Callable[[Sequence[i
     """Given a prompt's token ids, the rule its samples are drawn under: the end-of-sequence tokens and
     every token whose text holds a backslash or a letter are banned until the response has written as
     many steps as the chain problem in the prompt has operations."""
-    from lie.tasks import chain
 
     def answers_or_words(text: str) -> bool:
         return "\\" in text or any(c.isascii() and c.isalpha() for c in text)
@@ -95,8 +94,6 @@ def run_probe(
 ) -> dict[str, Any]:
     """Sample ``model`` on the study's benchmark as the rollouts do (``forced``: under the forced-depth
     rule, with the third registration's sample count and seed); write ``lie generate`` lines to ``out``."""
-    from lie.stages.generate import SamplingRule, run_generate
-
     spec = study_spec(config)
     n, seed, rule = spec.probe_n, spec.probe_seed, None
     if forced:

@@ -2,7 +2,7 @@
 
 Reads only files a finished study wrote (rollouts, evaluation summaries and generations, the base
 model's tokenizer) and writes ``figures/study*.png`` and ``tables/study_*.{csv,md}`` under the
-config's ``outdir`` (``lie.stages.study``, ``lie.study.report``). The ``study`` rule of the Snakefile runs it.
+config's ``outdir`` (``lie.study.stages.steps``, ``lie.study.report``). The ``study`` rule of the Snakefile runs it.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from lie.commands.argtypes import add_config_option, check_written, load_config_option
+from lie.study.stages.steps import placed_outputs, study_report
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,9 +26,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.stages.placed import placed_outputs
-    from lie.stages.study import study_report
-
     config = load_config_option(args)
     check_written(args, placed_outputs(config, "study-report"))
     study_report(config, pool_with=args.pool)
