@@ -5,9 +5,7 @@
 import os
 
 from lie.study import numerics as study_numerics
-from lie.study.gates import gate_inputs
-from lie.study.paths import StudyPaths
-from lie.study.report import study_inputs, study_paths
+from lie.study.paths import StudyPaths, gate_inputs, study_inputs, study_paths
 
 STUDY = StudyPaths(LAYOUT)
 STUDY_BENCH = str(identity.written_part(CFG, "study", "bench") or "")

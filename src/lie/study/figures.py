@@ -6,9 +6,32 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from lie.formats.jsonl import atomic_output
 from lie.report.figures import new_figure
-from lie.study.report import COLOURS, MIN_RANGE, PANELS, SMOOTH, Band, StudyData, running_mean
+from lie.study.data import Band, StudyData, running_mean
 from lie.study.spec import Condition
+
+SMOOTH = 5  # steps of the running mean drawn in the dynamics panels
+PANELS = (  # (StepPoint field, title, y label)
+    ("accuracy", "accuracy (training samples)", "share correct"),
+    ("trap_index", "trap index (groups all same grade)", "share of groups"),
+    ("zero_adv_share", "zero-advantage groups (own reward)", "share of groups"),
+    ("len_applied", "R_len applied", "share of samples"),
+    ("response_length", "response length", "tokens (mean)"),
+    ("c_context", "C_context (distinct n-grams)", "mean per response"),
+    ("r_context", "R_context (distinct / all n-grams)", "mean per response"),
+    ("loop_share", "looping responses (R_red's test)", "share of responses"),
+)
+# Smallest y ranges drawn (low, high): a share that moves by 0.002 must not fill its panel.
+MIN_RANGE = {
+    "accuracy": (0.0, 0.5),
+    "trap_index": (0.0, 1.0),
+    "zero_adv_share": (0.0, 1.0),
+    "len_applied": (0.0, 0.2),
+    "r_context": (0.9, 1.0),
+    "loop_share": (0.0, 0.1),
+}
+COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
 
 
 def _figure(width: float, height: float) -> Any:
@@ -18,8 +41,6 @@ def _figure(width: float, height: float) -> Any:
 def _save(fig: Any, path: Path, **kwargs: Any) -> None:
     """The figure written whole or not at all (a temporary beside it, renamed: ``atomic_output``), so
     that a kill (Ctrl-C, SIGTERM) never leaves a cut-short image under the figure's name."""
-    from lie.formats.jsonl import atomic_output
-
     with atomic_output(path, "wb") as handle:
         fig.savefig(handle, format=path.suffix.lstrip(".") or "png", **kwargs)
 

@@ -31,6 +31,7 @@ from lie.config.layout import Layout
 from lie.config.typed import Config
 from lie.core.errors import LieError
 from lie.study import trap
+from lie.study.decision import read_gates
 from lie.study.paths import StudyPaths
 from lie.study.responses import read_responses
 from lie.study.spec import Condition, StudySpec, study_spec, training_limit
@@ -182,8 +183,6 @@ def measure_third(
     base_model: str,
 ) -> ThirdGateResult:
     """The third registration's gates of one supervised model, from its two probes' response columns."""
-    from lie.study.decision import read_gates
-
     third = spec.third
     if third is None:
         raise LieError("the third registration's gates need study.third")
@@ -228,15 +227,6 @@ def measure_third(
         step_gate=reading.passed[0],
         full_depth_gate=reading.passed[1],
         trap_gate=reading.passed[2],
-    )
-
-
-def gate_inputs(config: Config, layout: Layout) -> list[str]:
-    """The files :func:`measure_all` reads (the ``study_gates`` rule's inputs)."""
-    paths, spec = StudyPaths(layout), study_spec(config)
-    natural = [str(paths.probe_responses(m)) for m in spec.base_models]
-    return natural + (
-        [str(paths.probe_responses(m, forced=True)) for m in spec.base_models] if spec.third else []
     )
 
 

@@ -1,11 +1,12 @@
 """The study's figures and tables, per condition, from files only (``lie study-report``).
 
-Reads the runs' rollouts, the per-response columns of every evaluation (``lie study-responses``)
-and of the probes (``lie study-probe``); writes under the config's ``outdir`` (:func:`study_paths`):
+Reads a finished study's files (``lie.study.data.collect``: the runs' rollouts, the per-response
+columns of every evaluation, ``lie study-responses``, and of the probes, ``lie study-probe``); writes
+under the config's ``outdir`` (``lie.study.paths.study_paths``):
 
 - ``figures/study_dynamics.png``: per condition (rows), accuracy, trap index, response length,
   ``C_context``, ``R_context`` and the looping share against the training step, a mean line and a
-  min-max band over seeds per arm (drawn as a running mean over :data:`SMOOTH` steps);
+  min-max band over seeds per arm (drawn as a running mean over ``lie.study.figures.SMOOTH`` steps);
 - ``figures/study_budget.png``: per condition, accuracy against the test-time budget per arm, with
   the supervised model; ``figures/study.png``: both, one figure for the README;
 - ``tables/study_steps.csv`` (per run and step), ``tables/study_budget.csv`` (per model, condition
@@ -27,7 +28,9 @@ from typing import Any
 from lie.config.layout import Layout
 from lie.config.typed import Config
 from lie.core.errors import LieError
+from lie.formats.jsonl import atomic_output
 from lie.report.render import csv_text
+from lie.study.data import StudyData, collect
 from lie.study.decision import (
     Binding,
     binding,
@@ -36,10 +39,11 @@ from lie.study.decision import (
     read_successes,
     run_successes,
 )
-from lie.study.gates import GateResult, ThirdGateResult, gates_markdown, measure_all
-from lie.study.inputs import EvalSummary, StepPoint, eval_summary, run_curve
+from lie.study.figures import budget_figure, combined_figure, dynamics_figure
+from lie.study.gates import gates_markdown
+from lie.study.inputs import StepPoint
 from lie.study.paired import Paired, paired, verdict
-from lie.study.paths import StudyPaths
+from lie.study.paths import study_paths
 from lie.study.registered import (
     Persistence,
     persistence,
@@ -50,34 +54,12 @@ from lie.study.registered import (
     registered_rows,
     tests_markdown,
 )
-from lie.study.responses import read_responses
-from lie.study.spec import Condition, StudySpec, study_spec, training_limit
+from lie.study.spec import Condition, StudySpec
 
 log = logging.getLogger(__name__)
 
-SMOOTH = 5  # steps of the running mean drawn in the dynamics panels
 ESCAPE_BELOW = 0.6  # a run has escaped the trap at the first step whose trap index is below this
 EDGE_STEPS = 5  # "first" and "last" training steps averaged in the summary table
-PANELS = (
-    ("accuracy", "accuracy (training samples)", "share correct"),
-    ("trap_index", "trap index (groups all same grade)", "share of groups"),
-    ("zero_adv_share", "zero-advantage groups (own reward)", "share of groups"),
-    ("len_applied", "R_len applied", "share of samples"),
-    ("response_length", "response length", "tokens (mean)"),
-    ("c_context", "C_context (distinct n-grams)", "mean per response"),
-    ("r_context", "R_context (distinct / all n-grams)", "mean per response"),
-    ("loop_share", "looping responses (R_red's test)", "share of responses"),
-)
-# Smallest y ranges drawn (low, high): a share that moves by 0.002 must not fill its panel.
-MIN_RANGE = {
-    "accuracy": (0.0, 0.5),
-    "trap_index": (0.0, 1.0),
-    "zero_adv_share": (0.0, 1.0),
-    "len_applied": (0.0, 0.2),
-    "r_context": (0.9, 1.0),
-    "loop_share": (0.0, 0.1),
-}
-COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
 
 # (column, title, digits): per model and condition; "train_" columns are runs only.
 SUMMARY_COLUMNS = (
@@ -147,97 +129,6 @@ def predictions(spec: StudySpec, condition: Condition) -> list[Prediction]:
                    spec.baseline, "depth_reached", "positive"),
     ]  # fmt: skip
     return out
-
-
-def study_paths(layout: Layout) -> list[Path]:
-    figures, tables = layout.figures, layout.tables
-    return [
-        figures / "study_dynamics.png",
-        figures / "study_budget.png",
-        figures / "study.png",
-        tables / "study_steps.csv",
-        tables / "study_budget.csv",
-        tables / "study_summary.csv",
-        tables / "study_paired.csv",
-        tables / "study_summary.md",
-        tables / "study_tests.csv",
-    ]
-
-
-def study_inputs(config: Config, layout: Layout) -> dict[str, list[str]]:
-    """Every file :func:`build_study` reads (the ``study`` rule's inputs), by kind."""
-    spec = study_spec(config)
-    paths = StudyPaths(layout)
-    keys = [*spec.runs, *spec.base_models]
-    forced = (False, True) if spec.third else (False,)  # the third registration's forced-depth probes too
-    return {
-        "runs": [str(layout.run_dir(run).final_json) for run in spec.runs],
-        "responses": [str(paths.responses(key)) for key in keys],
-        "probes": [str(paths.probe_responses(m, forced=f)) for f in forced for m in spec.base_models],
-        "gates": [str(p) for p in paths.gates],
-    }
-
-
-@dataclass(frozen=True)
-class Band:
-    """Mean, min and max over seeds, on the x values every seed has."""
-
-    x: list[int]
-    mean: list[float]
-    low: list[float]
-    high: list[float]
-
-
-def band(series: Sequence[dict[int, float]]) -> Band:
-    """Aggregate per-seed ``{x: value}`` on the x values common to all seeds."""
-    common = sorted(set.intersection(*(set(s) for s in series))) if series else []
-    values = [[s[x] for s in series] for x in common]
-    return Band(common, [sum(v) / len(v) for v in values], [min(v) for v in values], [max(v) for v in values])
-
-
-def running_mean(values: Sequence[float], window: int) -> list[float]:
-    """Trailing running mean (the first points average what there is)."""
-    out = []
-    for i in range(len(values)):
-        chunk = values[max(0, i - window + 1) : i + 1]
-        out.append(sum(chunk) / len(chunk))
-    return out
-
-
-@dataclass
-class StudyData:
-    spec: StudySpec
-    curves: dict[str, list[StepPoint]]  # run -> steps
-    evals: dict[tuple[str, str], EvalSummary]  # (condition, run or base model) -> test responses
-    gates: list[GateResult] | list[ThirdGateResult]
-    train_limit: int
-    seeds: dict[str, Any]  # run -> its pairing key: the RL seed, or "<supervised model>/s<seed>" with several
-
-    def arm_band(self, arm_runs: Sequence[str], metric: str) -> Band:
-        return band([{p.step: getattr(p, metric) for p in self.curves[run]} for run in arm_runs])
-
-    def budget_band(self, condition: str, keys: Sequence[str]) -> Band:
-        return band([self.evals[(condition, key)].accuracy for key in keys])
-
-
-def collect(config: Config) -> StudyData:
-    """Everything the figures and tables need, read from the files of a finished study."""
-    spec = study_spec(config)
-    paths = StudyPaths(Layout(config))
-    curves = {run: run_curve(config, run) for run in spec.runs}
-    evals = {}
-    for c in spec.conditions:
-        for key in [*c.runs, *c.base_models]:
-            where = str(paths.responses(key))
-            evals[(c.name, key)] = eval_summary(read_responses(paths.responses(key)), c.depths, where)
-    limit = training_limit(config, spec)
-    seeds = {}
-    for c in spec.conditions:
-        for run in c.runs:
-            seed = config.run(run).seed or 0
-            several = len(c.base_models) > 1
-            seeds[run] = f"{config.experiments[run].model}/s{seed}" if several else seed
-    return StudyData(spec, curves, evals, measure_all(config), limit, seeds)
 
 
 # ---- tables
@@ -623,9 +514,6 @@ def pooled_third(data: StudyData, others: Sequence[str | Path]) -> list[dict[str
 def build_study(config: Config, pool_with: Sequence[str | Path] = ()) -> list[Path]:
     """Read the study's files and write its figures and tables; return their paths. With ``pool_with``
     (other machines' study outdirs), also ``tables/study_tests_pooled.csv``."""
-    from lie.formats.jsonl import atomic_output
-    from lie.study.figures import budget_figure, combined_figure, dynamics_figure
-
     data = collect(config)
     paths = study_paths(Layout(config))
     for folder in {p.parent for p in paths}:
@@ -654,4 +542,4 @@ def build_study(config: Config, pool_with: Sequence[str | Path] = ()) -> list[Pa
     return paths
 
 
-__all__ = ["build_study", "study_inputs", "study_paths", "collect", "band", "running_mean", "summary_rows"]
+__all__ = ["build_study", "summary_rows"]
