@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from lie.core.errors import LieError
+from lie.formats.atomic import fsync_folder, refuse_special
 
 FIX = "fix or remove that line"
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]", re.ASCII)
@@ -228,8 +229,6 @@ def share_tree(root: str | os.PathLike[str]) -> None:
 
 def _temporary_beside(target: Path) -> tuple[int, str]:
     """A temporary file in ``target``'s folder with the umask's mode; an unwritable place is a LieError."""
-    from lie.formats.outputs import refuse_special
-
     refuse_special(target)
     if target.is_dir():
         raise LieError(f"cannot write {target}: it is a folder; give a file name")
@@ -265,8 +264,6 @@ def atomic_output(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[
             sys.stdout.write(buffer.getvalue())
             sys.stdout.flush()
         return
-    from lie.formats.outputs import fsync_folder
-
     target = Path(path)
     fd, tmp = _temporary_beside(target)
     try:

@@ -22,41 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from lie.core.errors import LieError
+from lie.formats.atomic import fsync_folder, refuse_special
+from lie.formats.jsonl import atomic_output, dumps, loads_line, share_tree
 
 log = logging.getLogger(__name__)
 
 OWNER = "lie_output.json"  # in every folder a command builds: it may replace that folder later
 DIGEST_LIMIT = 64 << 20  # files up to this size are digested in a seal; larger ones by size only
-
-
-def _kind(mode: int) -> str | None:
-    """What a path is when it is nothing a command may write over."""
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return None
-
-
-def refuse_special(path: str | os.PathLike[str]) -> None:
-    """A symlink, FIFO, device or socket at ``path`` is a LieError: writing would replace (or hang on) it.
-
-    ``path`` is looked at as the system will open it: ``DIR/LINK/../name`` is ``name`` beside where
-    LINK points, never ``DIR/name`` (no ``normpath`` first)."""
-    path = os.fspath(path)
-    try:
-        mode = os.lstat(path).st_mode
-    except OSError:
-        return
-    kind = _kind(mode)
-    if kind:
-        raise LieError(
-            f"cannot write {path}: it is {kind}; lie writes only files it creates, give another path"
-        )
 
 
 def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
@@ -157,8 +129,6 @@ RECORD_LIMIT = 16 << 20  # a record, manifest or seal lie writes is far smaller:
 def read_object(path: str | os.PathLike[str]) -> tuple[dict[str, Any] | None, str]:
     """The JSON object in the regular file ``path`` read strictly and bounded (size, nesting), or None and
     why not: a file lie wrote as a record, manifest or seal is such an object."""
-    from lie.formats.jsonl import loads_line
-
     where = os.fspath(path)
     try:
         if not stat.S_ISREG(os.stat(where).st_mode):
@@ -274,8 +244,6 @@ def write_record(folder: str | os.PathLike[str], record: dict[str, Any], files: 
     holds ``record`` and the ``files`` lie wrote there (names as :func:`files_under` gives them);
     rewritten as more are written, so that a rebuild (:func:`check_output_folder`) knows which files are
     lie's and refuses any other."""
-    from lie.formats.jsonl import atomic_output, dumps
-
     record = {**record, "files": sorted(set(files))}
     with atomic_output(Path(folder) / OWNER) as out:
         out.write(dumps(record, indent=2, sort_keys=True) + "\n")
@@ -313,8 +281,6 @@ def partial_folder(out: str | os.PathLike[str]) -> Path:
     """
     import fcntl
     import tempfile
-
-    from lie.formats.jsonl import dumps
 
     target = Path(os.path.abspath(out))
     tmp = target.with_name(f".{target.name}.partial")
@@ -373,16 +339,6 @@ def _release(tmp: Path, target: Path, legacy: str | None = None) -> None:
         handle.close()
 
 
-def fsync_folder(folder: str | os.PathLike[str]) -> None:
-    """Make a rename in ``folder`` durable (a crash after it cannot undo it); a no-op where unsupported."""
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 def _fsync_tree(root: Path) -> None:
     for path in sorted(root.rglob("*"), reverse=True):
         if path.is_file() and not path.is_symlink():
@@ -400,8 +356,6 @@ def replace_folder(
 
     The old ``out`` (checked again: lie's, or empty) is removed only after the new one is in place.
     """
-    from lie.formats.jsonl import dumps, share_tree
-
     target = Path(os.path.abspath(out))
     check_output_folder(target, legacy=legacy)
     record = {**record, "files": _written(tmp)}  # what lie wrote: a rebuild replaces these and no other
@@ -507,8 +461,6 @@ def seal(seal_file: Path, files: Iterable[Path], extra: dict[str, Any] | None = 
 
     Paths are kept relative to the seal's folder; each file is flushed to disk before the seal.
     """
-    from lie.formats.jsonl import atomic_output, dumps
-
     base = seal_file.parent
     entries = {}
     for path in sorted(files):
