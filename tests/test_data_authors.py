@@ -217,7 +217,7 @@ def test_authors_rows_parse_without_their_instruction():
 
 
 def test_octothinker_keys_read_the_bare_files():
-    from lie.config.datasets import bare_questions, eval_data_file
+    from lie.config.layout import bare_questions, eval_data_file
 
     config = repo_config()
     root = eval_data_file(Config.of(config), "qwen3-4b-base", "aime24").parent

@@ -1,7 +1,7 @@
 # Generation on every benchmark (runs and base models), and grading at every budget. The models of
 # evaluation.bare_questions (OctoThinker, as the authors did) get the bare-question files.
 
-from lie.config.datasets import eval_data_file
+from lie.config.layout import eval_data_file
 from lie.stages.evaluate import configured_choice_grading
 
 

@@ -13,14 +13,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lie.config.supervised import TASK_NAMES
 from lie.core.errors import LieError
-
-if TYPE_CHECKING:
-    from lie.config.typed import Config
 
 KEYS = (
     "hf_id",  # hub data set id
@@ -229,16 +225,3 @@ def _check_synthetic(spec: DatasetSpec, where: str) -> None:
     expected = {"math": "problem-answer", "choice": "mmlu-pro"}[spec.kind]
     if spec.format != expected:
         raise LieError(f"{where}: synthetic {spec.kind} rows use format {expected!r}, got {spec.format!r}")
-
-
-def bare_questions(config: Config, key: str) -> bool:
-    """Whether ``key`` (a run or a base model) is evaluated on bare questions (evaluation.bare_questions)."""
-    return config.model_of(key) in config.evaluation.bare_questions
-
-
-def eval_data_file(config: Config, key: str, bench: str) -> Path:
-    """The data file ``key`` is evaluated on for ``bench``: ``data/bare/<bench>.parquet`` or ``data/<bench>.parquet``."""
-    from lie.config.layout import Layout
-
-    plain = Layout(config).dataset_file(bench)
-    return plain.parent / "bare" / plain.name if bare_questions(config, key) else plain

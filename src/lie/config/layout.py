@@ -78,3 +78,14 @@ class Layout:
     @property
     def logs(self) -> Path:
         return self.root / "logs"
+
+
+def bare_questions(config: Config, key: str) -> bool:
+    """Whether ``key`` (a run or a base model) is evaluated on bare questions (evaluation.bare_questions)."""
+    return config.model_of(key) in config.evaluation.bare_questions
+
+
+def eval_data_file(config: Config, key: str, bench: str) -> Path:
+    """The data file ``key`` is evaluated on for ``bench``: ``data/bare/<bench>.parquet`` or ``data/<bench>.parquet``."""
+    plain = Layout(config).dataset_file(bench)
+    return plain.parent / "bare" / plain.name if bare_questions(config, key) else plain

@@ -7,16 +7,16 @@ One source of truth: every ``lie`` command that needs a setting takes ``--config
 from __future__ import annotations
 
 import math
+import re
+import string
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from lie.config.typed import Config
+from lie.config.yamlio import SCHEMA, config_schema, load_yaml, load_yaml_mapping
 from lie.core.errors import LieError
+from lie.formats.jsonl import atomic_output
 
-if TYPE_CHECKING:
-    from lie.config.typed import Config
-
-SCHEMA = Path(__file__).with_name("schema.yaml")
-LIE_MODES = ("on", "off", "length-only")
 NAME_RULE = (
     "use letters, digits, '_', '.' and '-', starting with a letter or digit "
     "(names become file names and words of shell commands)"
@@ -25,8 +25,6 @@ NAME_RULE = (
 
 def load_config(path: str | Path) -> Config:
     """Read ``path`` (YAML, each key once), check it whole, and return it typed and frozen."""
-    from lie.config.typed import Config
-
     config = read_config(path)
     validate_config(config, source=str(path))
     return Config.of(config, source=str(path))
@@ -34,8 +32,6 @@ def load_config(path: str | Path) -> Config:
 
 def read_config(path: str | Path) -> dict[str, Any]:
     """``path`` read as a mapping, unchecked: a part of a config Snakemake merges (``validate_workflow``)."""
-    from lie.config.yamlio import load_yaml_mapping
-
     return load_yaml_mapping(path)
 
 
@@ -88,8 +84,6 @@ def _check_prompts(config: dict[str, Any], source: str) -> None:
     """Each question template takes only its plain fields (``{question}``, ``{choices}``): an attribute,
     an index, a conversion or a format spec (``{question.x}``, ``{question:99999999999}``) would fail,
     or fill the memory, only when the first prompt is built."""
-    import string
-
     for kind, fields in PROMPT_FIELDS.items():
         template = (config.get("prompt") or {}).get(kind)
         if not isinstance(template, str):
@@ -126,18 +120,10 @@ def _check_finite(value: Any, source: str, where: str = "") -> None:
             _check_finite(item, source, f"{where}[{i}]")
 
 
-def _schema() -> dict[str, Any]:
-    from lie.config.yamlio import load_yaml
-
-    return load_yaml(SCHEMA.read_text(encoding="utf-8"), str(SCHEMA))
-
-
 def _end_anchored_pattern(validator: Any, pattern: str, instance: Any, schema: dict[str, Any]) -> Any:
     """JSON Schema's ``pattern`` with ``$`` read as ECMA-262 reads it, the end of the string: Python's
     ``re`` also matches it before a final newline, which would let a name ending in a newline into the
     shell commands it becomes."""
-    import re
-
     import jsonschema
 
     if not validator.is_type(instance, "string"):
@@ -162,7 +148,7 @@ def _check_schema(config: dict[str, Any], source: str, partial: bool = False) ->
     if not SCHEMA.exists():
         return
 
-    schema = _schema()
+    schema = config_schema()
     validator = _validator({**schema, "required": []} if partial else schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
@@ -248,23 +234,6 @@ def _check_batches(config: dict[str, Any], source: str) -> None:
         )
 
 
-def selected_runs(config: Config) -> list[str]:
-    """The runs to build: ``runs`` when given, else every experiment outside a ``group``; parents come along.
-
-    A ``group`` (the sensitivity runs) is optional: built only when ``runs`` names its runs.
-    """
-    chosen = list(config.runs or [name for name, spec in config.experiments.items() if not spec.group])
-    out: list[str] = []
-    for first in chosen:
-        chain: list[str] = []
-        name: str | None = first
-        while name is not None and name not in out and name not in chain:
-            chain.append(name)
-            name = config.experiment(name).parent
-        out.extend(reversed(chain))
-    return out
-
-
 def grading_limits(config: Config, missing: tuple[float, int] | None = None) -> tuple[float, int]:
     """The grading executor's hard limit per item and workers: ``evaluation.grade_timeout_s`` and
     ``grade_workers`` (both required by the schema, so written once, in the config); ``missing``: what a
@@ -283,8 +252,6 @@ def _written_by_yaml(text: str) -> bool:
     """The file is exactly what lie wrote before the header existed (PyYAML's dump, no comment): lie's own."""
     import yaml
 
-    from lie.config.yamlio import load_yaml
-
     try:
         return text == yaml.safe_dump(load_yaml(text, "<outdir>/config.yaml"), sort_keys=False)
     except LieError:
@@ -298,8 +265,6 @@ def write_effective_config(config: Config, path: str | Path) -> None:
     kept in ``outdir``) is never replaced: that is an error naming it.
     """
     import yaml
-
-    from lie.formats.jsonl import atomic_output
 
     path = Path(path)
     text = EFFECTIVE_HEADER + yaml.safe_dump(config.as_written(), sort_keys=False)

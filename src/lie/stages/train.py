@@ -16,10 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lie.config.layout import Layout
+from lie.config.sections import vllm_cpu_venv
 from lie.config.settings import RunSettings
 from lie.config.typed import Config
 from lie.core.errors import LieError
+from lie.engines.gpu_env import check_driver
+from lie.engines.verl import cpu as verl_cpu  # its top level loads nothing of verl or torch
+from lie.engines.verl import overrides as verl_overrides
 from lie.engines.verl.overrides import VerlInputs
+from lie.formats.model_folder import check_model_folder
 from lie.formats.runs import inputs_digest, write_final, write_json
 from lie.stages.checkpoint import BEST_VAL, evaluated_step
 
@@ -66,8 +71,6 @@ def _absolute(path: str) -> str:
 
 
 def verl_device(request: TrainRequest) -> str:
-    from lie.engines.verl import cpu as verl_cpu
-
     return request.device if request.device != "auto" else ("gpu" if verl_cpu.gpu_visible() else "cpu")
 
 
@@ -76,8 +79,6 @@ def verl_python(config: Config, settings: RunSettings, device: str) -> str | Non
     environment of vLLM's CPU build (``engines.vllm_cpu.venv``), which holds verl and vLLM together."""
     if device != "cpu" or settings.cpu_rollout != "vllm":
         return None
-    from lie.config.sections import vllm_cpu_venv
-
     venv = vllm_cpu_venv(config)
     if venv is None:
         raise LieError(
@@ -115,20 +116,13 @@ def missing_input(config: Config, run: str, path: str | Path) -> LieError:
 
 
 def _train_verl(config: Config, settings: RunSettings, request: TrainRequest) -> Path:
-    from lie.engines.verl import cpu as verl_cpu
-    from lie.engines.verl import overrides as verl_overrides
-
     run, inputs, device = request.run, verl_inputs(config, request), verl_device(request)
     rundir = Layout(config).run_dir(run)
     for path in (inputs.train_file, *inputs.val_files):
         if not Path(path).exists():
             raise missing_input(config, run, path)
     if device == "gpu":
-        from lie.engines.gpu_env import check_driver
-
         check_driver()
-    from lie.formats.model_folder import check_model_folder
-
     check_model_folder(
         inputs.model_path
     )  # before verl starts (after the driver): one line, not verl's traceback
@@ -197,9 +191,6 @@ def composition(config: Config, request: TrainRequest) -> str:
 
 def _verl_composition(config: Config, settings: RunSettings, request: TrainRequest) -> str:
     from omegaconf import OmegaConf
-
-    from lie.engines.verl import cpu as verl_cpu
-    from lie.engines.verl import overrides as verl_overrides
 
     device = verl_device(request)
     rundir = Layout(config).run_dir(request.run)

@@ -29,7 +29,13 @@ from lie.config.settings import FINAL, RunSettings
 from lie.config.typed import Config
 from lie.core.errors import LieError
 from lie.core.reward import RewardConfig
+from lie.engines.generation import check_finite, load_model, load_tokenizer
 from lie.engines.rewarding import Rewarder, Rollout
+from lie.formats.jsonl import share_tree
+from lie.formats.model_folder import check_model_folder, failed_file, write_failure
+from lie.formats.outputs import seal, seal_problem
+from lie.formats.prompts import prompt_token_ids
+from lie.formats.rows import answer_of, read_rows
 from lie.formats.runs import (
     RunDir,
     append_metrics,
@@ -96,9 +102,6 @@ def load_rows(
     """Training rows of a ``lie reflen`` parquet file (``lie.formats.rows.read_rows``), flattened for
     TRL: the prompt rendered and left-cut, the row's reward fields kept as JSON for :class:`LIEReward`
     (what ``lie.engines.rewarding.Rollout.of`` reads, as verl's manager does on the same row)."""
-    from lie.formats.prompts import prompt_token_ids
-    from lie.formats.rows import answer_of, read_rows
-
     rows = []
     for i, row in enumerate(read_rows(path, ("prompt", "reward_model"))):
         where = f"{path} row {i}"
@@ -230,8 +233,6 @@ def _trainer_class():
 def save_failure(exc: BaseException, checkpoint: Path) -> LieError:
     """A checkpoint that could not be written, as one line naming the file; it stays unsealed, so no
     rerun takes it for complete (:func:`seal_checkpoint`), and the run resumes from the one before."""
-    from lie.formats.model_folder import failed_file, write_failure
-
     reason = write_failure(exc)
     if reason is None:
         first = (str(exc).strip().splitlines() or [""])[0][:200]
@@ -247,17 +248,12 @@ SEAL = "lie_complete.json"  # in checkpoint-N: written last, every file's size a
 
 def seal_checkpoint(path: Path) -> None:
     """The Trainer finished writing ``checkpoint-N``: give its files the umask's modes, then seal them."""
-    from lie.formats.jsonl import share_tree
-    from lie.formats.outputs import seal
-
     share_tree(path)  # safetensors writes model.safetensors 0600
     seal(path / SEAL, [p for p in path.rglob("*") if p.is_file() and p.name != SEAL])
 
 
 def checkpoint_problem(path: Path) -> str | None:
     """Why ``checkpoint-N`` cannot be resumed or exported (torn by a kill, truncated since), else None."""
-    from lie.formats.outputs import seal_problem
-
     if not (path / "trainer_state.json").is_file():
         return "no trainer_state.json"
     return seal_problem(path / SEAL)
@@ -358,9 +354,6 @@ def train(
     """Train the run of settings ``s`` with TRL; return the run folder. Resumes from the latest checkpoint."""
     import torch
     from datasets import Dataset
-
-    from lie.engines.generation import check_finite, load_model, load_tokenizer
-    from lie.formats.model_folder import check_model_folder
 
     if threads:
         torch.set_num_threads(threads)

@@ -15,9 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from lie.config import grading_limits
+from lie.config.identity import settings_hash
 from lie.config.layout import Layout
 from lie.config.settings import BEST_VAL, FINAL, RunSettings
 from lie.config.typed import Config
+from lie.core.errors import LieError
+from lie.engines.verl import checkpoints as verl_checkpoints
+from lie.engines.verl import cpu as verl_cpu  # its top level loads nothing of verl or torch
+from lie.formats.jsonl import atomic_output
 from lie.formats.runs import RunDir, read_metrics, validation_average
 
 RECIPE_DIR = Path(__file__).parent
@@ -137,8 +142,6 @@ def overrides(
         o["+data.apply_chat_template_kwargs.enable_thinking"] = bool(thinking)
     for key, value in s.reward.as_dict().items():
         o[f"+reward.reward_kwargs.lie.{key}"] = value
-    from lie.engines.verl import cpu as verl_cpu  # its top level loads nothing of verl or torch
-
     if device == "cpu":
         o.update(verl_cpu.overrides(s.nnodes, s.n_gpus_per_node, s.cpu_rollout))
     else:  # the cluster's, but for a GPU rollout other than vLLM (nothing for vllm)
@@ -160,10 +163,6 @@ def prepare_resume(config: Config, s: RunSettings, rundir: RunDir, ranks: int) -
     """Before a launch of ``ranks`` FSDP ranks: keep the run folder only for these settings, repair
     verl's checkpoints after a kill, check that verl can load them at this world size, drop rollouts
     of the steps that will be redone. True when training already finished."""
-
-    from lie.config.identity import settings_hash
-    from lie.engines.verl import checkpoints as verl_checkpoints
-
     digest = settings_hash(config, s.run)
     rundir.claim(digest)
     if verl_checkpoints.completed(rundir.checkpoints / COMPLETED, digest):
@@ -190,9 +189,6 @@ def _same_world_size(s: RunSettings, rundir: RunDir, step: int, ranks: int) -> b
     """verl resumes only from shards of its own world size: a checkpoint of another one stops the
     launch with one line, or with ``training.world_size_change: restart`` the run's outputs are set
     aside (False: start afresh)."""
-    from lie.core.errors import LieError
-    from lie.engines.verl import checkpoints as verl_checkpoints
-
     path = rundir.checkpoints / f"global_step_{step}"
     saved = verl_checkpoints.saved_world_size(path)
     if saved is None or saved == ranks:
@@ -210,9 +206,6 @@ def _same_world_size(s: RunSettings, rundir: RunDir, step: int, ranks: int) -> b
 
 def mark_complete(config: Config, run: str, rundir: RunDir) -> None:
     """verl finished: record it, so that a rerun (e.g. for another eval_step) does not relaunch it."""
-    from lie.config.identity import settings_hash
-    from lie.engines.verl import checkpoints as verl_checkpoints
-
     step = verl_checkpoints.tracked_step(rundir.checkpoints)
     verl_checkpoints.seal_completed(
         rundir.checkpoints / COMPLETED, step, {"settings": settings_hash(config, run)}
@@ -222,8 +215,6 @@ def mark_complete(config: Config, run: str, rundir: RunDir) -> None:
 def write_composed(override_list: list[str], path: Path) -> None:
     """verl's whole configuration of this launch, as main_ppo will compose it, into the run folder."""
     from omegaconf import OmegaConf
-
-    from lie.formats.jsonl import atomic_output
 
     composed = compose(override_list)
     check_composed(composed)
@@ -252,8 +243,6 @@ def check_composed(cfg: Any) -> None:
     validate_config(cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
     trainer = TRAINER_REGISTRY.get(cfg.trainer.v1.trainer_mode)
     if getattr(trainer, "__module__", None) != TRAINER_PLUGIN:
-        from lie.core.errors import LieError
-
         raise LieError(
             f"verl would run {getattr(trainer, '__name__', None)}, not {TRAINER_PLUGIN}.LIETrainer: "
             "reinstall lie (`pip install -e .`, or rebuild the image) so that its verl.plugins entry "
@@ -275,15 +264,13 @@ def final_checkpoint(rundir: RunDir, eval_step: str | int) -> Path:
     if eval_step != FINAL:
         path = ckpts / f"global_step_{int(eval_step)}"
     else:
-        from lie.core.errors import LieError
-        from lie.engines.verl.checkpoints import TRACKER, tracked_step
-
-        if not (ckpts / TRACKER).exists():
-            raise LieError(f"{ckpts}: no {TRACKER}; has the run saved a checkpoint?")
-        step = tracked_step(ckpts)
+        if not (ckpts / verl_checkpoints.TRACKER).exists():
+            raise LieError(f"{ckpts}: no {verl_checkpoints.TRACKER}; has the run saved a checkpoint?")
+        step = verl_checkpoints.tracked_step(ckpts)
         if step is None:
             raise LieError(
-                f"{ckpts}: {TRACKER} names no step (verl writes one integer); rerun the train job to repair it"
+                f"{ckpts}: {verl_checkpoints.TRACKER} names no step (verl writes one integer); rerun the "
+                "train job to repair it"
             )
         path = ckpts / f"global_step_{step}"
     return path
