@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 
 from lie.commands.argtypes import add_config_option, check_written, load_config_option
+from lie.stages.base_model import make_base_model
+from lie.stages.placed import placed_outputs
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,12 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.stages.base_model import make_base_model
-
     config = load_config_option(args)
     if not args.out:
-        from lie.stages.placed import placed_outputs
-
         check_written(args, placed_outputs(config, "base-model", args.name))
     make_base_model(config, args.name, args.out, args.corpus)
     return 0

@@ -13,9 +13,17 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from lie.config.layout import Layout
 from lie.config.typed import Config, ModelEntry
 from lie.core.errors import LieError
+from lie.engines.generation import load_tokenizer
 from lie.formats.jsonl import dumps
+from lie.formats.model_folder import failed_file, write_failure
+from lie.formats.outputs import check_output_folder, partial_folder, replace_folder
+from lie.formats.rows import ground_truth, prompt_messages, read_rows
+from lie.stages.data.sources import hub_offline
+from lie.stages.sft import run_sft, tokenizer_corpus
+from lie.stages.tiny import build_tiny
 
 log = logging.getLogger(__name__)
 MODEL_FILES = ["*.json", "*.safetensors", "*.txt", "*.model", "*.jinja", "*.tiktoken", "*.py"]
@@ -26,14 +34,10 @@ SOURCE = "lie_source.json"  # beside the weights: what they were made from (also
 
 def check_out(out: Path, inputs: list[Path] | None = None) -> None:
     """Before any work: ``out`` is new, empty, or a model folder lie built (never a folder of the user's)."""
-    from lie.formats.outputs import check_output_folder
-
     check_output_folder(out, inputs or [], legacy=SOURCE)
 
 
 def _replace_dir(tmp: Path, out: Path, source: dict[str, Any]) -> None:
-    from lie.formats.outputs import replace_folder
-
     (tmp / SOURCE).write_text(dumps(source, indent=2), encoding="utf-8")
     replace_folder(tmp, out, {"command": "base-model", **source}, legacy=SOURCE)
 
@@ -47,8 +51,6 @@ def snapshot(name: str, entry: ModelEntry) -> Path:
         RepositoryNotFoundError,
         RevisionNotFoundError,
     )
-
-    from lie.stages.data.sources import hub_offline
 
     hf_id, revision = entry.hf_id, entry.revision
     if not hf_id or not revision:
@@ -79,8 +81,6 @@ def resolve_model(config: Config, model: str) -> tuple[str, ModelEntry | None]:
     A name resolves to its ``path``, else the folder ``lie base-model`` made for it, else (hub
     models) the pinned snapshot in the hub cache; a tiny model must have been built first.
     """
-    from lie.config.layout import Layout
-
     if model in config.models:
         entry = config.model(model)
         if entry.path:
@@ -100,8 +100,6 @@ def resolve_model(config: Config, model: str) -> tuple[str, ModelEntry | None]:
 
 def tokenizer_for(config: Config, model: str) -> Any:
     """The tokenizer of ``model`` (a name of config ``models:``, or a folder), remote code only if the config allows."""
-    from lie.engines.generation import load_tokenizer
-
     path, _ = resolve_model(config, model)
     return load_tokenizer(str(path), trust_remote_code=config.trust_remote_code)
 
@@ -124,8 +122,6 @@ def fetch_model(name: str, entry: ModelEntry, out: Path) -> Path:
     them and ``lie_source.json`` with the commit. Offline (``HF_HUB_OFFLINE=1``) the cache alone
     serves it.
     """
-    from lie.formats.outputs import partial_folder
-
     check_out(out)
     folder = snapshot(name, entry)
     where = f"models.{name}: {entry.hf_id}@{entry.revision}"
@@ -144,8 +140,6 @@ def fetch_model(name: str, entry: ModelEntry, out: Path) -> Path:
 
 def corpus_texts(files: list[Path]) -> list[str]:
     """Prompt texts and answers of data files (parquet in verl's format), to train a tiny tokenizer."""
-    from lie.formats.rows import ground_truth, prompt_messages, read_rows
-
     texts: list[str] = []
     for path in files:
         for number, row in enumerate(read_rows(path, ("prompt", "reward_model"), only=True)):
@@ -170,9 +164,6 @@ def build_tiny_model(
     ``sft_cache``: the config's folder of full-solution states, shared by models that differ only in
     their shallow phase (None: none).
     """
-    from lie.formats.outputs import partial_folder
-    from lie.stages.tiny import build_tiny
-
     check_out(out, corpus_files)
     tiny = entry.tiny
     if tiny is None:
@@ -181,8 +172,6 @@ def build_tiny_model(
     source: dict[str, Any] = {"tiny": entry.tiny_as_written()}
     train = None
     if entry.sft is not None:
-        from lie.stages.sft import run_sft, tokenizer_corpus
-
         settings = entry.sft
         if not template:
             raise LieError(f"models.{name}.sft needs the config's prompt.math template")
@@ -211,8 +200,6 @@ def build_tiny_model(
 def _writing(tmp: Path, out: Path) -> Iterator[None]:
     """A model folder the file system refused (full disk, quota, file-size limit) is one line naming
     the file; the folder stays ``.partial`` (the output never appears, a rerun starts it again)."""
-    from lie.formats.model_folder import failed_file, write_failure
-
     try:
         yield
     except LieError:
@@ -232,8 +219,6 @@ def make_base_model(
 ) -> Path:
     """``lie base-model``: model ``name`` of the config in ``out`` (default ``<outdir>/base/<name>``):
     fetched at its revision, or built (``tiny:``, then taught by ``sft:`` if given)."""
-    from lie.config.layout import Layout
-
     entry = config.model(name)
     folder = Path(out) if out else Layout(config).root / "base" / name
     folder.parent.mkdir(parents=True, exist_ok=True)

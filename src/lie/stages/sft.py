@@ -33,8 +33,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import lie.formats.prompts
+import lie.stages.tiny
+import lie.tasks
+import lie.tasks.shallow  # called through the module: a test swaps its example maker
 from lie.config.supervised import SFTSettings
 from lie.core.errors import LieError
+from lie.formats.jsonl import atomic_output
+from lie.formats.prompts import chat_messages, prompt_token_ids, render_question
+from lie.stages.sft_replay import masked_loss, replay_examples
+from lie.tasks import task_module
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +50,6 @@ LOG_EVERY = 50
 
 
 def sft_problems(settings: SFTSettings) -> list[Any]:
-    from lie.tasks import task_module
-
     task = task_module(settings.task)
     try:
         return task.generate(settings.problems, settings.seed, settings.min_depth, settings.max_depth)
@@ -53,8 +59,6 @@ def sft_problems(settings: SFTSettings) -> list[Any]:
 
 def tokenizer_corpus(settings: SFTSettings, template: str) -> list[str]:
     """Texts for the tokenizer: the questions as prompted and their full solutions (compact steps)."""
-    from lie.formats.prompts import render_question
-
     problems = sft_problems(settings)
     return [render_question(template, p.question()) for p in problems] + [p.solution() for p in problems]
 
@@ -120,11 +124,6 @@ def code_files(task: str) -> list[Path]:
     the task's problem generator (and the task package that picks it), the prompt's rendering and the
     tiny model's architecture. A change to any of them (a different loss, another problem order) must
     not restore a state an older one computed."""
-    import lie.formats.prompts
-    import lie.stages.tiny
-    import lie.tasks
-    from lie.tasks import task_module
-
     modules = (sys.modules[__name__], task_module(task), lie.tasks, lie.formats.prompts, lie.stages.tiny)
     return [Path(str(m.__file__)) for m in modules]
 
@@ -197,8 +196,6 @@ class _Trainer:
         import torch
         from tqdm import tqdm
 
-        from lie.tasks.shallow import shallow_example
-
         s = self.settings
         self.model.train()
         for step in tqdm(steps, "sft steps", steps.stop, unit="step", mininterval=5.0, initial=steps.start):
@@ -210,7 +207,7 @@ class _Trainer:
             batch = []
             for _ in range(s.batch_size - replayed):
                 i = self.rng.randrange(len(self.problems))
-                example = shallow_example(
+                example = lie.tasks.shallow.shallow_example(
                     self.task, self.problems[i], self.rng, stop, pad_prob, s.pad_repeats
                 )
                 ids = self.tokenizer(example.text, add_special_tokens=False)["input_ids"]
@@ -237,11 +234,7 @@ class _Trainer:
         """The batch's loss with ``replayed`` decision-masked full solutions added (lie.stages.sft_replay)."""
         import torch
 
-        from lie.stages.sft_replay import masked_loss
-
         if self.replay is None:
-            from lie.stages.sft_replay import replay_examples
-
             self.replay = replay_examples(self.tokenizer, self.task, self.problems)
         examples, stop_ids = self.replay
         starts = []
@@ -300,8 +293,6 @@ def _full_phase(trainer: _Trainer, cache: Path, key: str) -> bool:
 
     import torch
 
-    from lie.formats.jsonl import atomic_output
-
     cache.mkdir(parents=True, exist_ok=True)
     path, partial = cache / f"{key}.pt", cache / f"{key}.partial.pt"
     with open(cache / f"{key}.lock", "a") as lock:  # one process computes it; the others wait, then read it
@@ -352,9 +343,6 @@ def _run_sft(
     model: Any, tokenizer: Any, settings: SFTSettings, template: str, cache: str | Path | None
 ) -> dict[str, Any]:
     import torch
-
-    from lie.formats.prompts import chat_messages, prompt_token_ids, render_question
-    from lie.tasks import task_module
 
     problems = sft_problems(settings)
     prompts = [

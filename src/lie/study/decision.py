@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lie.core.errors import LieError
 from lie.study.inputs import StepPoint
 from lie.study.registered import cell
-from lie.study.stats import mean, paired_test, sd
+from lie.study.stats import detectable_effect, mean, paired_test, sd
 
 Z95 = 1.6448536269514722  # the standard normal's 95% point: one-sided 95% bounds
 NOT_BOUND = "the trap did not bind"  # the registration's words when the binding check fails
@@ -177,8 +178,6 @@ def decision_rows(
 ) -> list[dict[str, Any]]:
     """``study_tests.csv`` of the third registration: the primary test (its verdict the only one), the
     per-model readouts, then the binding check. ``diffs``: pair label (``model/sSEED``) -> difference."""
-    from lie.study.stats import detectable_effect
-
     values = list(diffs.values())
     primary = decision(values, alpha, sesoi, check)
     spread = sd(values) if len(values) > 1 else None
@@ -229,8 +228,6 @@ def read_successes(path: str | Path, arm: str) -> list[int]:
     """Per run of ``arm``, its right training samples, from another machine's ``study_steps.csv``
     (accuracy times samples, step by step): the pooled binding check's input."""
     import csv
-
-    from lie.core.errors import LieError
 
     try:
         with open(path, newline="", encoding="utf-8") as handle:

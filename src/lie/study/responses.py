@@ -30,6 +30,10 @@ from lie.config.typed import Config
 from lie.core.errors import LieError
 from lie.core.ngrams import ngram_stats, split_words
 from lie.core.reward import RewardConfig, c_context, r_context, redundancy_fires
+from lie.formats.graded import read_graded_lines
+from lie.formats.jsonl import atomic_output, read_jsonl
+from lie.formats.rows import read_rows
+from lie.tasks import task_module
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +61,6 @@ def units(text: str, num_tokens: int, reward: RewardConfig) -> int:
 
 def bench_task(config: Config, bench: str) -> Any:
     """The task module of a synthetic benchmark, if it can read responses back (``trace``)."""
-    from lie.tasks import task_module
-
     name = config.dataset(bench).synthetic_task
     task = task_module(name) if name else None
     if task is None or not hasattr(task, "trace"):
@@ -70,8 +72,6 @@ def read_traced_problems(
     config: Config, paths: Iterable[str | Path]
 ) -> dict[tuple[str, int], tuple[Any, Any]]:
     """``(bench, index) -> (task, problem)`` of benchmark data files (rows of ``lie data``)."""
-    from lie.formats.rows import read_rows
-
     problems: dict[tuple[str, int], tuple[Any, Any]] = {}
     tasks: dict[str, Any] = {}
     for path in paths:
@@ -96,8 +96,6 @@ def read_traced_problems(
 
 def read_grades(path: str | Path) -> dict[tuple[str, int, int], dict[str, bool]]:
     """``(bench, index, sample) -> {budget: correct}`` of a ``lie evaluate`` scores file."""
-    from lie.formats.graded import read_graded_lines
-
     return {
         (line["bench"], line["index"], line["sample"]): {
             str(b): g["correct"] for b, g in line["grades"].items()
@@ -147,8 +145,6 @@ def response_rows(
     tokenizer: Any,
 ) -> list[dict[str, Any]]:
     """Every sample of ``gen_paths`` with its columns (:data:`COLUMNS`)."""
-    from lie.formats.jsonl import read_jsonl
-
     problems = read_traced_problems(config, data_paths)
     grades = read_grades(scores_path)
     reward = loop_config(config)
@@ -181,8 +177,6 @@ def response_rows(
 
 
 def write_responses(path: str | Path, rows: Iterable[dict[str, Any]]) -> None:
-    from lie.formats.jsonl import atomic_output
-
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     with atomic_output(path) as out:
         for row in rows:
@@ -191,8 +185,6 @@ def write_responses(path: str | Path, rows: Iterable[dict[str, Any]]) -> None:
 
 def read_responses(path: str | Path) -> list[dict[str, Any]]:
     """Lines written by :func:`write_responses`, checked for the columns."""
-    from lie.formats.jsonl import read_jsonl
-
     if not Path(path).exists():
         raise LieError(f"{path} is missing; run lie study-responses (snakemake ... study)")
     rows = []

@@ -15,13 +15,13 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+from lie.core.errors import LieError
+
 TASKS = ("arithmetic", "chain", "pointer")
 
 
 def task_module(name: str) -> ModuleType:
     """The module of synthetic task ``name`` (one of :data:`TASKS`)."""
-    from lie.core.errors import LieError
-
     if name not in TASKS:
         raise LieError(f"unknown synthetic task {name!r}; one of {', '.join(TASKS)}")
     return importlib.import_module(f"lie.tasks.{name}")
