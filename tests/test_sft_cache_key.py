@@ -43,3 +43,18 @@ def test_the_key_covers_the_loop_and_the_task_generator_by_content(tmp_path, mon
             copies.append(copy)
         monkeypatch.setattr(sft, "code_files", lambda task, copies=copies: copies)
         assert sft.full_phase_key(model, tok, settings, "{question}") != key, real[changed].name
+
+
+def test_a_relative_sft_cache_is_the_checkouts_wherever_lie_runs(tmp_path, monkeypatch):
+    """``sft_cache: results/sft-cache`` (the study's configs) names the checkout's folder, as a relative
+    ``engines.vllm_cpu.venv`` does, whatever the working directory of the process that reads the config
+    (a job, ``lie base-model`` run by hand elsewhere); an absolute path is kept as written."""
+    from lie.config import load_config
+
+    config_file = REPO / "workflow" / "configs" / "study-v3.yaml"
+    monkeypatch.chdir(tmp_path)
+    assert load_config(config_file).sft_cache == REPO / "results" / "sft-cache"
+    elsewhere = tmp_path / "config.yaml"
+    text = config_file.read_text(encoding="utf-8").replace("sft_cache: results/sft-cache", f"sft_cache: {tmp_path}")
+    elsewhere.write_text(text, encoding="utf-8")
+    assert load_config(elsewhere).sft_cache == tmp_path

@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import Any
 
 from lie.config.datasets import DatasetSpec, parse_spec
-from lie.config.sections import Engines, Evaluation, Experiment
+from lie.config.sections import CHECKOUT, Engines, Evaluation, Experiment
 from lie.config.settings import RunSettings
 from lie.config.supervised import SFTSettings
 from lie.core.errors import LieError
@@ -199,7 +199,8 @@ class Config:
                 name=str(raw.get("name") or "default"),
                 outdir=Path(raw.get("outdir") or f"results/{raw.get('name', 'default')}"),
                 trust_remote_code=raw.get("trust_remote_code") is True,
-                sft_cache=Path(raw["sft_cache"]) if raw.get("sft_cache") else None,
+                # a relative cache is the checkout's (as engines.vllm_cpu.venv), wherever the reader runs
+                sft_cache=CHECKOUT / raw["sft_cache"] if raw.get("sft_cache") else None,
                 image=raw.get("image") or None,
                 models=MappingProxyType(
                     {n: ModelEntry.of(n, e) for n, e in (_section(raw, "models", source) or {}).items()}
