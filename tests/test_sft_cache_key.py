@@ -55,6 +55,8 @@ def test_a_relative_sft_cache_is_the_checkouts_wherever_lie_runs(tmp_path, monke
     monkeypatch.chdir(tmp_path)
     assert load_config(config_file).sft_cache == REPO / "results" / "sft-cache"
     elsewhere = tmp_path / "config.yaml"
-    text = config_file.read_text(encoding="utf-8").replace("sft_cache: results/sft-cache", f"sft_cache: {tmp_path}")
+    text = config_file.read_text(encoding="utf-8").replace(
+        "sft_cache: results/sft-cache", f"sft_cache: {tmp_path}"
+    )
     elsewhere.write_text(text, encoding="utf-8")
     assert load_config(elsewhere).sft_cache == tmp_path

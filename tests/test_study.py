@@ -212,8 +212,7 @@ def test_the_gates_read_the_probes_and_stop_with_the_failed_ones(tmp_path, capsy
 
 def test_the_study_report_reads_the_files_of_a_real_run():
     from lie.cli import main
-    from lie.study.paths import StudyPaths
-    from lie.study.paths import study_paths
+    from lie.study.paths import StudyPaths, study_paths
 
     p = pipeline()
     assert main(["study-report", "--config", str(p.cfg)]) == 0

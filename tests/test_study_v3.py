@@ -209,8 +209,8 @@ def test_a_config_with_both_registrations_or_a_bad_third_section_is_one_line():
 
 
 def test_the_forced_depth_rule_bans_answers_and_words_until_the_depth_is_written(tmp_path):
-    from lie.study.stages.probe import _force, forced_depth, run_probe
     from lie.stages.tiny import build_tokenizer
+    from lie.study.stages.probe import _force, forced_depth, run_probe
     from lie.tasks import chain
 
     problem = chain.generate(1, 5, 2, 2)[0]
