@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lie.core.errors import LieError
+from lie.formats.jsonl import read_jsonl
 
 KINDS = ("math", "choice")
 
@@ -56,7 +57,7 @@ def _compact(ids: list[int], where: str) -> Sequence[int]:
 
 def read_options(paths: Sequence[str]) -> dict[tuple[str, int], list[str]]:
     """Option texts of the choice rows of ``lie data`` files, by (benchmark, problem index)."""
-    from lie.formats.rows import read_rows
+    from lie.formats.rows import read_rows  # lazy: pyarrow, which only --data's option texts need
 
     out: dict[tuple[str, int], list[str]] = {}
     for path in paths:
@@ -90,8 +91,6 @@ def read_generations(
     paths: Sequence[str], options: dict[tuple[str, int], list[str]] | None = None
 ) -> list[Generation]:
     """Every sample of every file, checked: a bad line names its file, line and field."""
-    from lie.formats.jsonl import read_jsonl
-
     samples: list[Generation] = []
     seen: dict[tuple[str, int, int], str] = {}
     for path in paths:
@@ -154,8 +153,6 @@ def generation_line(
 def iter_texts(path: str, token_ids: bool = False) -> Iterator[dict[str, Any]]:
     """``bench``, ``index``, ``sample``, ``text`` (and ``token_ids``) of every line,
     streamed: the analyses' view of a generations file."""
-    from lie.formats.jsonl import read_jsonl
-
     keys = ("bench", "index", "sample", "text") + (("token_ids",) if token_ids else ())
     for lineno, obj in read_jsonl(str(path)):
         if not isinstance(obj.get("text"), str):

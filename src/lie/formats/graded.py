@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lie.core.errors import LieError
+from lie.formats.jsonl import atomic_output, dumps, read_jsonl
 
 DOMAINS = ("in_domain", "out_of_domain")
 
@@ -51,8 +52,6 @@ def summary_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def write_summary(summary: dict[str, Any], path: str) -> None:
-    from lie.formats.jsonl import atomic_output, dumps
-
     with atomic_output(path) as out:
         if str(path).lower().endswith(".csv"):
             writer = csv.DictWriter(out, fieldnames=["bench", "budget", "metric", "value", "note"])
@@ -136,8 +135,6 @@ def read_graded_lines(path: str | Path, fix: str = "rerun `lie evaluate`") -> li
     """The grade lines of ``path`` (``lie evaluate --out-scores``), each checked by
     :func:`check_graded_line`: a missing file or a bad line is one LieError naming the file, the
     line and the key, ending with ``fix``."""
-    from lie.formats.jsonl import read_jsonl
-
     if not Path(path).is_file():
         raise LieError(f"{path} is missing: {fix}")
     return [check_graded_line(obj, f"{path} line {lineno}", fix) for lineno, obj in read_jsonl(str(path))]

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from lie.core.errors import LieError
+from lie.formats.jsonl import FIX, loads_line, read_bounded
 
 CONFIG_LIMIT = 16 << 20  # config.json, tokenizer_config.json: a few KiB in every released model
 TOKENIZER_LIMIT = 512 << 20  # tokenizer.json (Qwen3: 11 MB; the largest vocabularies: ~100 MB)
@@ -30,8 +31,6 @@ REFETCH = "fetch or copy the model again (`lie base-model`), or point --model at
 
 def _json_object(path: Path, limit: int) -> dict[str, Any]:
     """The JSON object of ``path`` by lie's strict reader (bounded size and depth, UTF-8, finite)."""
-    from lie.formats.jsonl import FIX, loads_line, read_bounded
-
     data = read_bounded(path, limit)
     try:
         value = loads_line(data, str(path))
@@ -109,8 +108,6 @@ def check_model_folder(path: str | os.PathLike[str], weights: bool = True) -> di
         if (folder / name).exists():
             _json_object(folder / name, TOKENIZER_LIMIT if name == "tokenizer.json" else CONFIG_LIMIT)
     if (folder / "chat_template.jinja").exists():
-        from lie.formats.jsonl import read_bounded
-
         try:
             read_bounded(folder / "chat_template.jinja", CONFIG_LIMIT).decode("utf-8")
         except UnicodeDecodeError:

@@ -20,6 +20,8 @@ from typing import Any
 import pyarrow as pa
 
 from lie.core.errors import LieError
+from lie.formats.jsonl import atomic_output
+from lie.formats.prompts import render_question
 
 LETTERS = "ABCDEFGHIJ"  # multiple-choice options, A to J (MMLU-Pro has ten)
 
@@ -85,8 +87,6 @@ def format_choices(choices: Sequence[str]) -> str:
 
 def make_row(name: str, kind: str, split: str, index: int, item: Item, template: str) -> dict[str, Any]:
     """One verl row for ``item`` of data set ``name``."""
-    from lie.formats.prompts import render_question
-
     fields = {"choices": format_choices(item.choices)} if kind == "choice" else {}
     content = render_question(template, question=item.question, **fields)
     return {
@@ -120,8 +120,6 @@ def with_metadata(table: pa.Table, metadata: dict[str, Any]) -> pa.Table:
 def write_table(table: pa.Table, out: str | Path) -> None:
     """Write ``table`` to ``out`` atomically (a temporary file renamed into place on success)."""
     import pyarrow.parquet as pq
-
-    from lie.formats.jsonl import atomic_output
 
     with atomic_output(out, "wb") as handle:
         pq.write_table(table, handle)

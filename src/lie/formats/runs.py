@@ -32,7 +32,8 @@ from typing import Any
 
 from lie.core.errors import LieError
 from lie.core.reward import BREAKDOWN_KEYS
-from lie.formats.jsonl import dumps
+from lie.formats.jsonl import atomic_output, dumps, read_bounded
+from lie.formats.outputs import OWNER, hold
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +47,6 @@ def _recorded_digest(path: Path) -> str | None:
     there is none; read bounded (a FIFO or device there is one line, never waited on), and one that is
     not the ASCII digest lie writes (bytes not UTF-8, garbage) reads as "unreadable": it matches no
     digest, so the run's outputs are set aside, never trusted."""
-    from lie.formats.jsonl import read_bounded
-
     if not os.path.lexists(path):
         return None
     data = read_bounded(path, 4096, "the run's digest")
@@ -107,8 +106,6 @@ class RunDir:
 
     def lock(self, what: str) -> contextlib.AbstractContextManager[None]:
         """Hold the run folder for one command (``what``); a second one stops with a line naming the holder."""
-        from lie.formats.outputs import hold
-
         self.root.mkdir(parents=True, exist_ok=True)
         return hold(self.lock_file, what, f"run {self.run}")
 
@@ -124,8 +121,6 @@ class RunDir:
         made = f"digest {old[:12]}" if old else "no settings digest"
         moved = self.supersede(f"its checkpoints were made with other settings ({made})")
         self.root.mkdir(parents=True, exist_ok=True)
-        from lie.formats.jsonl import atomic_output
-
         with atomic_output(self.settings_file) as out:
             out.write(digest + "\n")
         return moved
@@ -141,8 +136,6 @@ class RunDir:
         if old is not None:
             moved = self.supersede(f"its checkpoints were trained on other inputs (digest {old[:12]})")
         self.root.mkdir(parents=True, exist_ok=True)
-        from lie.formats.jsonl import atomic_output
-
         with atomic_output(self.inputs_file) as out:
             out.write(digest + "\n")
         return moved
@@ -211,8 +204,6 @@ def _read_jsonl_tolerant(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 def metrics_line(step: int, data: dict[str, Any]) -> str:
     """One line of a metrics file, ``{"step": N, "data": {...}}`` (verl's file logger's format), as
     strict JSON: a NaN or infinite metric is written as null."""
-    from lie.formats.jsonl import dumps
-
     clean = {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in data.items()}
     return dumps({"step": int(step), "data": clean}) + "\n"
 
@@ -282,8 +273,6 @@ def natural_key(text: str) -> tuple[Any, ...]:
 def sort_rollouts(folder: Path, step: int) -> None:
     """Rewrite a step's rollout files in the order of their groups and sample ids, not of arrival
     (verl's reward workers log a sample when it is scored). Atomic per file; nothing if none."""
-    from lie.formats.jsonl import atomic_output
-
     for path in _step_files(folder).get(step, []):
         records = [record for _, record in _read_jsonl_tolerant(path)]
         ordered = sorted(records, key=lambda r: (natural_key(str(r["group"])), natural_key(str(r["uid"]))))
@@ -327,8 +316,6 @@ def append_rollouts(folder: Path, step: int, writer: str, records: list[dict[str
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
     """Atomically, as strict JSON (NaN or infinity is an error naming the field, not a bare NaN)."""
-    from lie.formats.jsonl import atomic_output
-
     with atomic_output(path) as out:
         out.write(dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
@@ -377,8 +364,6 @@ def inputs_digest(train_file: str | Path, model: str | Path) -> str:
     (:meth:`RunDir.claim_inputs`): ``lie train RUN --train-file OTHER`` must not resume checkpoints
     trained on another file. Reads every byte once a launch (an 8B model: ~16 GB)."""
     import hashlib
-
-    from lie.formats.outputs import OWNER
 
     digest = hashlib.sha256()
 

@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from lie.core.errors import LieError
+from lie.formats.jsonl import loads_line, open_input, read_bounded, read_jsonl
 
 
 def read_columns(
@@ -59,8 +60,6 @@ MAX_JSON_ARRAY_BYTES = 1 << 30  # a data set as one JSON array (JSON lines are b
 
 
 def _read_one(path: Path, required: Sequence[str], optional: Sequence[str], where: str) -> pa.Table:
-    from lie.formats.jsonl import open_input
-
     suffix = path.suffix.lower()
     try:
         open_input(path).close()  # a device, FIFO or folder never ends or never opens: one line first
@@ -91,8 +90,6 @@ def _read_one(path: Path, required: Sequence[str], optional: Sequence[str], wher
 def _read_json(path: Path, required: Sequence[str], optional: Sequence[str], where: str) -> pa.Table:
     """JSON lines, or one JSON array, read by the strict reader (lie.formats.jsonl: no NaN, bounded
     numbers and depth, UTF-8 only); every error names the data set's key and the file."""
-    from lie.formats.jsonl import loads_line, open_input, read_bounded, read_jsonl
-
     records: list[Any]
     try:
         with open_input(path) as handle:
