@@ -25,7 +25,7 @@ from lie.core.errors import LieError
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "workflow" / "configs" / "smoke.yaml"
-KL = knob("The KL penalty's coefficient", default=0.0, minimum=0, maximum=1)
+KL = knob("The KL penalty's coefficient", default=0.0, minimum=0, maximum=1, per_run=True)
 WithKL = dataclasses.make_dataclass(
     "WithKL", [("kl_coef", "float", KL)], bases=(RunSettings,), frozen=True, kw_only=True
 )
@@ -50,6 +50,12 @@ def test_the_schema_and_the_docs_table_are_what_the_knobs_declare():
     knobs = [f for f in declared(RunSettings) if f.metadata["knob"].section == "training"]
     assert list(training["properties"]) == [f.name for f in knobs]
     assert training["required"] == [f.name for f in knobs if not optional(f)]
+    run = yaml.safe_load(SCHEMA.read_text(encoding="utf-8"))["properties"]["experiments"][
+        "additionalProperties"
+    ]
+    per_run = [f.name for f in knobs if f.metadata["knob"].per_run]
+    assert per_run == ["seed", "max_response_length", "max_steps", "cpu_rollout"]
+    assert set(per_run) <= set(run["properties"]) and run["properties"]["max_steps"]["maximum"] == 10_000_000
     assert "| `lr` | training | number | > 0 | required |" in DOCS.read_text(encoding="utf-8")
 
 
@@ -63,10 +69,15 @@ def test_a_knob_in_one_place_only_is_named_until_the_files_are_written(tmp_path)
     ]
     assert write(WithKL, schema, docs) == [schema, docs]
     assert stale(WithKL, schema, docs) == [] and stale(RunSettings, schema, docs) == [schema, docs]
+    config["experiments"]["smoke_grpo"]["kl_coef"] = None  # per_run: null takes the shared value
     assert schema_errors(schema, config) == []
     config["training"]["kl_coef"] = 2
-    assert schema_errors(schema, config) == ["training.kl_coef: 2 is greater than the maximum of 1"]
-    row = "| `kl_coef` | training | number | >= 0, <= 1 | 0.0 | The KL penalty's coefficient |"
+    config["experiments"]["smoke_grpo"]["kl_coef"] = -1
+    assert sorted(schema_errors(schema, config)) == [
+        "experiments.smoke_grpo.kl_coef: -1 is less than the minimum of 0",
+        "training.kl_coef: 2 is greater than the maximum of 1",
+    ]
+    row = "| `kl_coef` | training, experiments.<run> | number | >= 0, <= 1 | 0.0 | The KL penalty's coefficient |"
     assert row in docs.read_text(encoding="utf-8") and row in docs_table(WithKL)
     # the other way round: a property written into the schema by hand, no field
     hand = tmp_path / "hand.yaml"
@@ -83,6 +94,12 @@ def test_a_new_knob_reaches_a_runs_settings_from_its_field_alone():
     config["training"]["kl_coef"] = 0.25
     settings = WithKL.of(Config.of(config), "smoke_grpo")
     assert settings.kl_coef == 0.25 and settings.as_dict()["kl_coef"] == 0.25  # run.json records it
+    config["experiments"]["smoke_grpo"]["kl_coef"] = 0.5  # the run's own
+    assert WithKL.of(Config.of(config), "smoke_grpo").kl_coef == 0.5
+    config["experiments"]["smoke_grpo"]["kl_coef"] = "high"
+    with pytest.raises(LieError, match="key 'experiments.smoke_grpo.kl_coef': 'high' is not a number"):
+        WithKL.of(Config.of(config), "smoke_grpo")
+    config["experiments"]["smoke_grpo"]["kl_coef"] = None  # null: the shared value
     config["training"]["kl_coef"] = "high"
     with pytest.raises(LieError, match="key 'training.kl_coef': 'high' is not a number"):
         WithKL.of(Config.of(config), "smoke_grpo")
@@ -90,7 +107,7 @@ def test_a_new_knob_reaches_a_runs_settings_from_its_field_alone():
         "Required", [("kl_coef", "float", knob("The KL coefficient"))], bases=(RunSettings,), frozen=True,
         kw_only=True,
     )  # fmt: skip
-    del config["training"]["kl_coef"]
+    del config["training"]["kl_coef"], config["experiments"]["smoke_grpo"]["kl_coef"]
     with pytest.raises(LieError, match="key 'training.kl_coef' is missing"):
         Required.of(Config.of(config), "smoke_grpo")
 

@@ -32,6 +32,7 @@ class Knob:
     maximum: float | None = None
     choices: tuple[str, ...] = ()
     schema: Mapping[str, Any] | None = None  # the value's whole schema, where its type cannot say it
+    per_run: bool = False  # a run may set its own (experiments.<run>.<key>; null there: the shared one)
 
 
 def knob(help: str, *, default: Any = dataclasses.MISSING, **rules: Any) -> Any:
@@ -85,6 +86,17 @@ def schema_of(f: dataclasses.Field[Any]) -> dict[str, Any]:
         out["type"] = kind
     bounds = (("minimum", k.minimum), ("exclusiveMinimum", k.exclusive_minimum), ("maximum", k.maximum))
     out.update({name: value for name, value in bounds if value is not None})
+    return out
+
+
+def run_schema_of(f: dataclasses.Field[Any]) -> dict[str, Any]:
+    """The JSON Schema of a run's own value of a ``per_run`` knob: the shared one's, or null."""
+    out = {**schema_of(f), "description": f"The run's own {f.name} (null: training.{f.name})"}
+    if "enum" in out:
+        out["enum"] = [*out["enum"], None]
+    else:
+        kind = out["type"]
+        out["type"] = kind if isinstance(kind, list) else [kind, NULL]
     return out
 
 

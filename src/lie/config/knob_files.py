@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lie.config.knob import declaration, declared, optional, schema_of
+from lie.config.knob import declaration, declared, optional, run_schema_of, schema_of
 from lie.config.sections import CHECKOUT
 from lie.config.settings import RunSettings
 from lie.config.yamlio import SCHEMA
@@ -27,13 +27,17 @@ SCHEMA_MARKS = (
     f"  # generated from the fields of lie.config.settings.RunSettings by `{COMMAND}`: edit them there\n",
     "  # end of the generated part\n",
 )
+RUN_MARKS = (  # in experiments.<run>: a run's own values of the per_run knobs
+    "        # generated: the knobs a run may set itself (per_run), by the same command\n",
+    "        # end of the generated keys\n",
+)
 DOCS_MARKS = (
     f"<!-- generated from the fields of lie.config.settings.RunSettings by `{COMMAND}`: edit them there -->\n",
     "<!-- end of the generated table -->\n",
 )
 TRAINING_HELP = (
-    "SPEC 2's shared settings of every run (a run's own max_response_length, max_steps, seed and "
-    "cpu_rollout over them). A knob with a default may be left out."
+    "SPEC 2's shared settings of every run (a run may set its own value of some: experiments.<run>). A knob "
+    "with a default may be left out."
 )
 
 
@@ -87,10 +91,18 @@ def _dump(value: Any) -> str:
     return yaml.dump(value, Dumper=Dumper, sort_keys=False, width=110, allow_unicode=True)
 
 
+def _indented(value: Any, indent: int) -> str:
+    return "".join(f"{' ' * indent}{line}\n" for line in _dump(value).splitlines())
+
+
 def schema_part(cls: type = RunSettings) -> str:
     """The schema's generated part (indented under ``properties:``)."""
-    text = _dump(_sections(cls))
-    return "".join(f"  {line}\n" if line else "\n" for line in text.splitlines())
+    return _indented(_sections(cls), 2)
+
+
+def run_part(cls: type = RunSettings) -> str:
+    """The schema's keys of ``experiments.<run>`` that are a run's own values of its ``per_run`` knobs."""
+    return _indented({f.name: run_schema_of(f) for f in declared(cls) if declaration(f).per_run}, 8)
 
 
 def _type(f: dataclasses.Field[Any]) -> str:
@@ -124,6 +136,7 @@ def docs_table(cls: type = RunSettings) -> str:
     for f in declared(cls):
         k = declaration(f)
         where = "training" if k.section == "training" else "algorithms.<name>"
+        where += ", experiments.<run>" if k.per_run else ""
         help_text = k.help.replace("|", "\\|")
         rows.append(f"| `{f.name}` | {where} | {_type(f)} | {_bounds(f)} | {_default(f)} | {help_text} |")
     return "\n".join(rows) + "\n"
@@ -141,8 +154,9 @@ def _replaced(text: str, marks: tuple[str, str], part: str, where: Path) -> str:
 
 def rendered(cls: type = RunSettings, schema: Path = SCHEMA, docs: Path = DOCS) -> dict[Path, str]:
     """Each file's text with its generated part as ``cls``'s knobs give it."""
+    text = _replaced(schema.read_text(encoding="utf-8"), SCHEMA_MARKS, schema_part(cls), schema)
     return {
-        schema: _replaced(schema.read_text(encoding="utf-8"), SCHEMA_MARKS, schema_part(cls), schema),
+        schema: _replaced(text, RUN_MARKS, run_part(cls), schema),
         docs: _replaced(docs.read_text(encoding="utf-8"), DOCS_MARKS, docs_table(cls), docs),
     }
 

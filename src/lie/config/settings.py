@@ -228,11 +228,11 @@ class RunSettings:
     group: str | None
     epochs: int
     seed: int | None = knob(
-        "Shuffles verl's data loader and seeds TRL (a run's own seed over it); 0 is a seed. Unset: verl's "
-        "recipe's data.seed 1, TRL's 0",
+        "Shuffles verl's data loader and seeds TRL; 0 is a seed. Unset: verl's recipe's data.seed 1, TRL's 0",
         default=None,
+        per_run=True,
     )
-    # training: (a run's own max_response_length and max_steps over the shared ones)
+    # training: (per_run: a run's own value, experiments.<run>.<key>, over the shared one)
     lr: float = knob("The actor's peak learning rate", exclusive_minimum=0)
     lr_warmup_steps: int = knob("Steps of linear learning-rate warm-up", minimum=0)
     weight_decay: float = knob("The optimizer's weight decay", minimum=0)
@@ -244,7 +244,7 @@ class RunSettings:
     )
     ppo_epochs: int = knob("Passes of updates over a step's rollouts", minimum=1)
     max_prompt_length: int = knob("The longest prompt, in tokens", minimum=1)
-    max_response_length: int = knob("The longest response, in tokens (a run's own over it)", minimum=1)
+    max_response_length: int = knob("The longest response, in tokens", minimum=1, per_run=True)
     temperature: float = knob("The rollouts' sampling temperature", minimum=0)
     top_p: float = knob("The rollouts' (and validation's) nucleus sampling", exclusive_minimum=0, maximum=1)
     clip_ratio_c: float = knob("The dual-clip bound c of the policy loss", minimum=1)
@@ -270,7 +270,7 @@ class RunSettings:
         choices=("console", "file", "wandb", "tensorboard"),
     )
     max_steps: int | None = knob(
-        "Steps to train (a run's own over it); null: the epochs decide", minimum=1, maximum=10_000_000
+        "Steps to train; null: the epochs decide", minimum=1, maximum=10_000_000, per_run=True
     )
     keep_checkpoints: int | None = knob(
         "Checkpoints kept (null: all; a fixed eval_step keeps all)", minimum=1
@@ -295,9 +295,10 @@ class RunSettings:
     cpu_rollout: str = knob(
         "verl on verl's CPU backend only (tests, make smoke): the server that samples the rollouts. "
         "transformers (lie.engines.verl.cpu.rollout, in .venv) or vllm (verl's own vLLM server on vLLM's "
-        "CPU build: main_ppo runs in engines.vllm_cpu.venv); a run's own over it. On GPUs gpu_rollout decides",
+        "CPU build: main_ppo runs in engines.vllm_cpu.venv). On GPUs gpu_rollout decides",
         default="transformers",
         choices=("transformers", "vllm"),
+        per_run=True,
     )
     gpu_rollout: str = knob(
         "verl on GPUs: the server that samples the rollouts. vllm (the cluster's) or transformers (lie's "
