@@ -2,6 +2,8 @@
 # supervised models probed as RL samples them and gated before any RL run (study_gates), per-response
 # columns of every evaluation (depth needed and reached, n-gram states), and the report (study), all
 # from files. A config without `study:` stops when a target is asked for, with the fix in the message.
+# The study's code is src/lie/study/ (apart from the reproduction: docs/architecture.md); this is the one
+# Snakemake file that imports it, and it imports only lie.study.paths and numerics (light: every plan reads them).
 import os
 
 from lie.study import numerics as study_numerics
