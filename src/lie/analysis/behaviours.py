@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lie.config.yamlio import load_yaml_mapping
 from lie.core.errors import LieError
 
 PATTERNS_FILE = Path(__file__).with_name("behaviours.yaml")
@@ -167,8 +168,6 @@ class Classifier:
 
 def load_classifier(path: str | Path | None = None) -> Classifier:
     """The classifier of ``behaviours.yaml`` (or another file of the same form)."""
-    from lie.config.yamlio import load_yaml_mapping
-
     source = Path(path) if path is not None else PATTERNS_FILE
     entries = load_yaml_mapping(source, what="behaviour patterns").get("behaviours")
     if not isinstance(entries, dict) or not entries:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lie.analysis.behaviours import Classifier, split_sentences
+from lie.config.yamlio import load_yaml_mapping
 from lie.core.errors import LieError
 
 log = logging.getLogger(__name__)
@@ -43,8 +44,6 @@ class JudgePrompt:
 
 
 def load_prompt(path: str | Path | None = None) -> JudgePrompt:
-    from lie.config.yamlio import load_yaml_mapping
-
     source = Path(path) if path is not None else PROMPT_FILE
     data = load_yaml_mapping(source, what="the judge prompt")
     template = data.get("template")

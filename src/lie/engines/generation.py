@@ -32,6 +32,9 @@ from dataclasses import InitVar, dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lie.core.errors import LieError
+from lie.engines.gpu_env import check_driver
+from lie.formats.model_folder import check_model_folder
+from lie.formats.prompts import chat_messages, prompt_token_ids
 
 if TYPE_CHECKING:
     from lie.engines.sampling import Banned
@@ -182,8 +185,6 @@ def load_tokenizer(
     """
     from transformers import AutoTokenizer
 
-    from lie.formats.model_folder import check_model_folder
-
     if revision is None and os.path.isdir(model_path):
         check_model_folder(model_path, weights=False)
     try:
@@ -200,8 +201,6 @@ def load_tokenizer(
         )
         raise LieError(f"cannot load a tokenizer from {model_path!r} ({files}): {_reason(exc)}") from None
     if chat:
-        from lie.formats.prompts import chat_messages, prompt_token_ids
-
         prompt_token_ids(tokenizer, chat_messages("What is 1 + 1?"), where=f"model folder {model_path}")
     return tokenizer
 
@@ -215,8 +214,6 @@ def _reason(exc: BaseException) -> str:
 def load_model(model_path: str, trust_remote_code: bool = False, **kwargs: Any) -> Any:
     """A causal LM from the model folder ``model_path`` (checked first); any failure is one line."""
     from transformers import AutoModelForCausalLM
-
-    from lie.formats.model_folder import check_model_folder
 
     if os.path.isdir(model_path):
         check_model_folder(model_path)
@@ -305,7 +302,7 @@ class HFEngine:
     def generate(
         self, prompts: Sequence[Sequence[int]], settings: SamplingSettings, seeds: Sequence[int]
     ) -> list[list[Completion]]:
-        from lie.engines.sampling import TokenRequest, sample_batch
+        from lie.engines.sampling import TokenRequest, sample_batch  # lazy: torch, at its top
 
         requests = plan_requests(prompts, settings, seeds, self.max_model_len)
         greedy = settings.temperature < GREEDY_BELOW
@@ -360,8 +357,6 @@ class VLLMEngine:
                 ".venv-vllm (make venv-vllm; run its bin/lie); or use engine 'hf'"
             ) from None
         if not current_platform.is_cpu():  # vLLM's CPU build needs no driver
-            from lie.engines.gpu_env import check_driver
-
             check_driver()  # an old driver otherwise fails deep inside vLLM's engine start
         else:
             # vLLM 0.24's CPU sampler cannot resume a seeded request whose prompt was split over two
@@ -370,8 +365,6 @@ class VLLMEngine:
             # least the context). tests/test_vllm_cpu.py holds the tripwire.
             engine_kwargs.setdefault("enable_chunked_prefill", False)
         if os.path.isdir(model_path):  # before vLLM's engine starts: one line, not a worker's traceback
-            from lie.formats.model_folder import check_model_folder
-
             check_model_folder(model_path)
             load_tokenizer(model_path, trust_remote_code, chat=True)
         self.llm = LLM(model=model_path, trust_remote_code=trust_remote_code, **engine_kwargs)

@@ -13,6 +13,7 @@ from typing import Any
 
 from lie.report.inputs import ReportData
 from lie.report.paper import DOMAINS
+from lie.report.tables import main_reader, result_columns
 
 SHARES = {"accuracy", "r_context", "red_flagged", "len_flagged", "group_distinct", "group_overlap"}
 PANELS = (  # (StepStats field, title, y label)
@@ -141,7 +142,6 @@ def tts_figure(data: ReportData, path: Path) -> None:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             legend.setdefault(label, handle)
     fig.legend(list(legend.values()), list(legend), loc="outside lower center", ncol=ncol, fontsize=7)
-    from lie.report.tables import main_reader
 
     reader = main_reader(data)
     fig.suptitle("Test-time scaling: accuracy against the token budget" + (f" ({reader})" if reader else ""),
@@ -216,8 +216,6 @@ def dynamics_figure(data: ReportData, path: Path) -> None:
 
 def lengths_figure(data: ReportData, rows: Sequence[dict[str, Any]], path: Path) -> None:
     """Mean response length at evaluation: one panel per benchmark, one bar per key (figure of lengths.md)."""
-    from lie.report.tables import result_columns
-
     benches = [c for c in result_columns(data) if c not in DOMAINS]  # the paper's order
     value = {(r["key"], r["bench"]): r.get("mean_tokens") for r in rows if r.get("budget") == data.budget}
     cols = min(3, len(benches))

@@ -29,6 +29,7 @@ from lie.analysis.dynamics import RunDynamics, run_dynamics
 from lie.config.layout import Layout
 from lie.config.typed import Config
 from lie.core.errors import LieError
+from lie.formats.generations import iter_texts
 from lie.formats.graded import read_summary
 from lie.report.groups import evaluated_keys
 from lie.report.intervals import ProblemScores, read_problem_scores
@@ -80,8 +81,6 @@ def analyse_generations(
     ``samples``: samples a problem per benchmark (from the summary), so that the texts of
     one-sample benchmarks (MMLU-Pro's 12k) are not kept in memory; unknown ones are kept.
     """
-    from lie.formats.generations import iter_texts
-
     out = EvalAnalysis()
     for bench in benchmarks:
         path = layout.generations(key, bench)

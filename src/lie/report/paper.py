@@ -12,6 +12,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from lie.config.yamlio import load_yaml_mapping
 from lie.core.errors import LieError
 
 PAPER_FILE = Path(__file__).with_name("paper_numbers.yaml")
@@ -90,8 +91,6 @@ class Paper:
 
 @cache
 def _load(path: str) -> dict[str, Any]:
-    from lie.config.yamlio import load_yaml_mapping
-
     data = load_yaml_mapping(path, what="the paper's numbers")
     for section in ("main", "tts"):
         if not isinstance(data.get(section), dict):

@@ -17,6 +17,7 @@ from lie.analysis.judge import load_prompt
 from lie.core.errors import LieError
 from lie.formats.generations import read_texts
 from lie.formats.jsonl import atomic_output, dumps
+from lie.stages import judge as judge_stage
 
 
 @dataclass(frozen=True)
@@ -54,10 +55,8 @@ def count_behaviours(
             rows.append({"file": path, **item, "counts": classifier.count(item["text"])})
     judged: dict[str, Tally] = {}
     if judge is not None:
-        from lie.stages.judge import judge_texts
-
         prompt = load_prompt(judge.prompt)
-        results = judge_texts(
+        results = judge_stage.judge_texts(
             [row["text"] for row in rows],
             classifier,
             judge.model,

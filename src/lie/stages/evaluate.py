@@ -33,9 +33,13 @@ from typing import Any
 
 from lie.config.typed import Config
 from lie.core.errors import LieError
+from lie.core.metrics import PASS_KS, metric_name, summarize
 from lie.formats.generations import Generation, read_generations, read_options
-from lie.formats.graded import DOMAINS
-from lie.grading import CHOICE_GRADINGS, DEFAULT_CHOICE_GRADING, check_item
+from lie.formats.graded import DOMAINS, write_summary
+from lie.formats.jsonl import atomic_output, dumps
+from lie.formats.outputs import check_output_file
+from lie.grading import CHOICE_GRADINGS, DEFAULT_CHOICE_GRADING, check_item, grade_many
+from lie.stages.base_model import tokenizer_for
 
 log = logging.getLogger(__name__)
 
@@ -120,8 +124,6 @@ def evaluate(
     mode (default ``evaluation.choice_grading``).
     """
     if grader is None:
-        from lie.grading import grade_many
-
         grader = grade_many
     evaluation = config.evaluation
     budgets = list(evaluation.budgets)
@@ -223,8 +225,6 @@ def summarize_scores(
 
     ``reader``: the multiple-choice lines as read by that reader (``grades_by_reader``), not the main one.
     """
-    from lie.core.metrics import PASS_KS, metric_name, summarize
-
     evaluation = config.evaluation
     by_bench: dict[str, dict[int, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for line in scores:
@@ -295,10 +295,6 @@ def evaluate_files(
     """``lie evaluate``: :func:`evaluate` the ``gen_paths`` files, write the score lines to ``out_scores``
     and the summary to ``out_summary`` (``.json`` or ``.csv``), both or neither; return the summary.
     ``tokenizer``: the model (a config name or a folder) whose tokenizer cuts texts at the budgets."""
-    from lie.formats.graded import write_summary
-    from lie.formats.jsonl import atomic_output, dumps
-    from lie.formats.outputs import check_output_file
-
     if not str(out_summary).lower().endswith((".json", ".csv")):
         raise LieError(f"--out-summary must end in .json or .csv, got {out_summary}")
     inputs = [*gen_paths, *data_paths]
@@ -306,8 +302,6 @@ def evaluate_files(
     check_output_file(out_summary, [*inputs, out_scores])
 
     def load_tokenizer() -> Any:
-        from lie.stages.base_model import tokenizer_for
-
         return tokenizer_for(config, str(tokenizer))
 
     scores, summary = evaluate(

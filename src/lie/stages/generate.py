@@ -26,13 +26,24 @@ from pathlib import Path
 from typing import Any
 
 from lie.config.datasets import DatasetSpec
+from lie.config.layout import Layout
 from lie.config.sections import Evaluation
 from lie.config.typed import Config
 from lie.core.errors import LieError
-from lie.engines.generation import SamplingSettings
+from lie.engines.generation import (
+    SEED_RULE,
+    SamplingSettings,
+    batch_invariant_mode,
+    engine_version,
+    load_engine,
+    sample_seed,
+)
 from lie.formats.generations import generation_line
+from lie.formats.jsonl import atomic_output, dumps
+from lie.formats.outputs import check_output_file, record_of
 from lie.formats.resumable import remove_work
 from lie.formats.rows import answer_of, prompt_messages, read_rows
+from lie.stages.base_model import file_sha256, resolve_model
 from lie.stages.sample_shards import Draw, Drawn, Prompt, sample_in_shards
 
 log = logging.getLogger(__name__)
@@ -97,11 +108,6 @@ def run_generate(
 ) -> dict[str, Any]:
     """Generate, resumably, and write ``out``; return the settings and counts. ``rule``: a change to
     how the engine samples (the study's forced-depth probe), named in the records."""
-    from lie.engines.generation import SEED_RULE, batch_invariant_mode, engine_version, load_engine
-    from lie.formats.jsonl import atomic_output, dumps
-    from lie.formats.outputs import check_output_file
-    from lie.stages.base_model import file_sha256, resolve_model
-
     if str(out) == "-":
         raise LieError(
             "--out - is standard output; this command writes a file (atomically, with its records): give a file name"
@@ -200,9 +206,6 @@ STREAM_RULE = "base = sample_seed(seed, text_key(bench), text_key(model name)); 
 def config_model_of(config: Config, model: str) -> str | None:
     """The config's model behind ``--model``: its name; or, for a folder, the base model it holds or
     the model of the run merged into it (the folder's place in the outdir, else its merge record)."""
-    from lie.config.layout import Layout
-    from lie.formats.outputs import record_of
-
     models, experiments = config.models, config.experiments
     if model in models:
         return model
@@ -255,8 +258,6 @@ def _text_key(text: str) -> int:
 def stream_seed(seed: int, bench: str, model: str) -> int:
     """The base seed of one (benchmark, model): problem k of two benchmarks, or of two models, draws
     from noise streams of its own (``STREAM_RULE``; each sample's seed is hashed from this one)."""
-    from lie.engines.generation import sample_seed
-
     return sample_seed(seed, _text_key(bench), _text_key(model))
 
 

@@ -18,9 +18,11 @@ from pathlib import Path
 from lie.config.layout import Layout
 from lie.config.typed import Config
 from lie.core.errors import LieError
-from lie.formats.model_folder import check_model_folder
-from lie.formats.outputs import check_output_folder, partial_folder, replace_folder
+from lie.engines.verl.checkpoints import checkpoint_problem
+from lie.formats.model_folder import WEIGHTS, check_model_folder, write_failure
+from lie.formats.outputs import check_output_folder, partial_folder, read_object, replace_folder
 from lie.formats.runs import RunDir, read_final
+from lie.stages.train import verl_python
 
 log = logging.getLogger(__name__)
 
@@ -29,9 +31,6 @@ def _merger_python(config: Config, rundir: RunDir) -> str:
     """The Python of the environment that trained the run: FSDP shards hold pickled DeviceMeshes that
     another torch cannot read (a run with ``cpu_rollout: vllm`` trained under .venv-vllm's torch 2.11;
     .venv's 2.13 fails on its ``_MeshLayout``)."""
-    from lie.formats.outputs import read_object
-    from lie.stages.train import verl_python
-
     record: dict | None = {}
     if os.path.lexists(rundir.run_json):
         record, why = read_object(rundir.run_json)
@@ -59,13 +58,13 @@ def _merge(config: Config, layout: Layout, rundir: RunDir, out: str | Path | Non
     model = config.experiments[run].model if run in config.experiments else None  # its evaluation switches
     record = {"command": "merge", "run": run, "model": model, "checkpoint": str(checkpoint)}
     if engine == "trl":
+        # lazy: engines.trl.train loads pyarrow (formats.rows), which a verl run's merge never needs
         from lie.engines.trl.train import export_model
 
         tmp = partial_folder(target)
         export_model(checkpoint, tmp)
         check_model_folder(tmp)  # the weights the architecture needs, before the folder appears
         return replace_folder(tmp, target, record)
-    from lie.engines.verl.checkpoints import checkpoint_problem
 
     problem = checkpoint_problem(checkpoint)
     if problem:
@@ -92,8 +91,6 @@ def merger_failure(code: int, stderr: str, checkpoint: Path, tmp: Path, target: 
     """verl's merger exited ``code``: one line with the last line of its error output (the exception it
     died of), naming the file it could not write when the disk was full. Its folder stays ``.partial``:
     ``target`` never appears half-written (``--log-level DEBUG`` shows the merger's whole output)."""
-    from lie.formats.model_folder import WEIGHTS, write_failure
-
     lines = [line.strip() for line in (stderr or "").splitlines() if line.strip()]
     last = lines[-1][:300] if lines else "no error output"
     reason = write_failure(RuntimeError(last))

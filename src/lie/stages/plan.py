@@ -91,14 +91,14 @@ def _prompts_and_length(config: Config, s: RunSettings, limit: int) -> tuple[int
     layout = Layout(config)
     reflen = layout.reflen_file(s.data, s.model)
     if reflen.exists():
-        from lie.formats.rows import read_rows
+        from lie.formats.rows import read_rows  # lazy: pyarrow, for data already built only
 
         rows = [r["extra_info"] or {} for r in read_rows(reflen, ("extra_info",), only=True)]
         lengths = [min(float(r.get("avg_response_len") or 0), limit) for r in rows]
         return len(rows), sum(lengths) / max(len(lengths), 1)
     data = layout.dataset_file(s.data)
     if data.exists():
-        from lie.formats.rows import row_count
+        from lie.formats.rows import row_count  # lazy: pyarrow, for data already built only
 
         return row_count(data), None
     spec = config.dataset(s.data)
@@ -120,7 +120,7 @@ def _rows_of(config: Config, name: str) -> int:
     """A data set's rows: its built file's, else the config's ``expected_rows`` (0: unknown)."""
     data = Layout(config).dataset_file(name)
     if data.exists():
-        from lie.formats.rows import row_count
+        from lie.formats.rows import row_count  # lazy: pyarrow, for data already built only
 
         return row_count(data)
     spec = config.dataset(name)

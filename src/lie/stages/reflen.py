@@ -24,11 +24,25 @@ import pyarrow as pa
 from lie.config import grading_limits
 from lie.config.typed import Config
 from lie.core.errors import LieError
-from lie.engines.generation import SamplingSettings
+from lie.engines.generation import SEED_RULE, SamplingSettings, batch_invariant_mode, load_engine
 from lie.engines.rewarding import Rollout
+from lie.formats.outputs import check_output_file
 from lie.formats.resumable import remove_work
-from lie.formats.rows import REFLEN_EXTRA_FIELDS, REFLEN_REWARD_FIELDS, answer_of, prompt_messages
+from lie.formats.rows import (
+    REFLEN_EXTRA_FIELDS,
+    REFLEN_REWARD_FIELDS,
+    answer_of,
+    prompt_messages,
+    read_checked,
+    read_metadata,
+    with_metadata,
+    write_table,
+)
+from lie.grading import grade_many
 from lie.grading.executor import DEFAULT_TIMEOUT_S
+from lie.stages import sample_shards
+from lie.stages.base_model import file_sha256, resolve_model
+from lie.stages.sample_shards import Draw, Prompt
 
 log = logging.getLogger(__name__)
 
@@ -114,12 +128,7 @@ def sample_lengths(
     Resumable, in shards of ``settings.shard_size`` samples of the flat (row, sample) order
     (``lie.stages.sample_shards``, the loop ``lie generate`` uses too).
     """
-    from lie.engines.generation import SEED_RULE
-    from lie.stages.sample_shards import Draw, Prompt, sample_in_shards
-
     if grader is None:
-        from lie.grading import grade_many
-
         grader = grade_many
     prompts = [
         Prompt(i, prompt_messages(row, f"{source} row {i}"), f"{source} row {i}", _known_length(row))
@@ -147,7 +156,7 @@ def sample_lengths(
 
     state = dict(manifest, **asdict(settings), shard_unit="sample", seed_rule=SEED_RULE)
     samples = list(
-        sample_in_shards(
+        sample_shards.sample_in_shards(
             prompts,
             draw,
             load_engine,
@@ -223,10 +232,6 @@ def run_reflen(
     **overrides: Any,
 ) -> dict[str, Any]:
     """``lie reflen``: read ``data``, sample, write ``out`` with L_ref; return the recorded metadata."""
-    from lie.engines.generation import batch_invariant_mode, load_engine
-    from lie.formats.outputs import check_output_file
-    from lie.formats.rows import read_checked, read_metadata, with_metadata, write_table
-
     if str(out) == "-":
         raise LieError(
             "--out - is standard output; this command writes a file (atomically, with its records): give a file name"
@@ -237,7 +242,6 @@ def run_reflen(
     table, rows = read_checked(
         data, ("prompt", "reward_model"), limit
     )  # a bad row stops before a model loads
-    from lie.stages.base_model import file_sha256, resolve_model
 
     path, entry = resolve_model(config, model)
     check_output_file(out, [data, path])  # not inside the model folder

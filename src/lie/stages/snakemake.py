@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from lie.config.yamlio import load_yaml_mapping
 from lie.core.errors import LieError
 
 if TYPE_CHECKING:
@@ -62,8 +63,6 @@ def config_files(args: list[str]) -> list[Path]:
 
 def check_config_files(args: list[str]) -> list[Path]:
     """Each config file read with the bounded reader: a mapping, or one LieError naming file and line."""
-    from lie.config.yamlio import load_yaml_mapping
-
     files = config_files(args)
     for path in files:
         load_yaml_mapping(path, what="config file")

@@ -26,6 +26,8 @@ import re
 import shutil
 from pathlib import Path
 
+from lie.formats.jsonl import atomic_output
+from lie.formats.outputs import read_seal, seal, seal_problem
 from lie.formats.runs import RunDir
 
 log = logging.getLogger(__name__)
@@ -79,8 +81,6 @@ def checkpoint_problem(path: Path) -> str | None:
 
 def seal_completed(marker: Path, step: int | None, record: dict) -> None:
     """Training finished at ``step``: ``marker`` records ``record`` and the sizes of that checkpoint's files."""
-    from lie.formats.outputs import seal
-
     final = marker.parent / f"global_step_{step}"
     files = [p for p in final.rglob("*") if p.is_file()] if step is not None else []
     seal(marker, files, {**record, "step": step})
@@ -88,8 +88,6 @@ def seal_completed(marker: Path, step: int | None, record: dict) -> None:
 
 def completed(marker: Path, digest: str) -> bool:
     """``marker`` says training finished with settings ``digest`` and its final checkpoint is as sealed."""
-    from lie.formats.outputs import read_seal, seal_problem
-
     record = read_seal(marker)
     if record is None or record.get("settings") != digest:
         return False
@@ -159,8 +157,6 @@ def repair(
             (folder / TRACKER).unlink(missing_ok=True)
             log.warning("%s: no complete verl checkpoint; training starts from the initial model", rundir.run)
         else:
-            from lie.formats.jsonl import atomic_output
-
             with atomic_output(folder / TRACKER) as out:
                 out.write(str(latest))
             log.warning(

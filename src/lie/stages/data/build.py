@@ -20,10 +20,13 @@ from lie import __version__
 from lie.config.datasets import DatasetSpec, bare_spec
 from lie.config.typed import Config
 from lie.core.errors import LieError
+from lie.formats.outputs import check_output_file
 from lie.formats.rows import make_row, to_table, write_table
 from lie.formats.sources import read_columns
 from lie.stages.data.adapters import FORMATS, GPQA_SHUFFLE, Context
+from lie.stages.data.compare import check_file, compare
 from lie.stages.data.sources import resolve
+from lie.stages.data.synthetic import synthetic_table
 from lie.stages.data.tables import DRAW_METHOD, apply_filter, dedup_first, seeded_draw
 
 log = logging.getLogger(__name__)
@@ -109,8 +112,6 @@ def build_dataset(
     fmt = FORMATS[spec.format]
     template = BARE_TEMPLATES[spec.kind] if bare and not verbatim else template_for(config, spec.kind)
     if spec.synthetic is not None:
-        from lie.stages.data.synthetic import synthetic_table
-
         table, origin = synthetic_table(spec)
     else:
         resolved = resolve(spec)
@@ -175,9 +176,6 @@ def build_and_compare(
 ) -> dict[str, Any] | None:
     """``lie data``: :func:`build_dataset`; with ``compare_with`` (a verl file of the same problems,
     checked before anything is written), the rows found in only one of the two files."""
-    from lie.formats.outputs import check_output_file
-    from lie.stages.data.compare import check_file, compare
-
     if not progress:
         from huggingface_hub.utils import disable_progress_bars
 

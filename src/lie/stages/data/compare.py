@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from lie.core.errors import LieError
+from lie.formats.rows import check_columns, read_rows
+from lie.stages.data.adapters import FORMATS, Context
 
 COLUMNS = ("prompt", "reward_model", "extra_info")
 
 
 def _rows(path: str | Path) -> list[dict[str, Any]]:
     """The file's verl rows (``lie.formats.rows.read_rows``; a bad row is named)."""
-    from lie.formats.rows import read_rows
-
     try:
         return read_rows(path, COLUMNS, only=True)
     except LieError as exc:
@@ -30,8 +30,6 @@ def _rows(path: str | Path) -> list[dict[str, Any]]:
 
 def check_file(path: str | Path) -> None:
     """Before anything is written: ``path`` is a parquet file with the columns of verl's rows."""
-    from lie.formats.rows import check_columns
-
     try:
         check_columns(path, COLUMNS)
     except LieError as exc:
@@ -40,8 +38,6 @@ def check_file(path: str | Path) -> None:
 
 def _theirs(path: str | Path) -> list[tuple[str, str, str]]:
     """(question, answer, source id) of every row of a verl file, read as the authors' rows."""
-    from lie.stages.data.adapters import FORMATS, Context
-
     parse = FORMATS["lie-authors"].parse
     out = []
     for i, row in enumerate(_rows(path)):

@@ -22,6 +22,7 @@ from typing import Any
 
 from lie.config.datasets import DatasetSpec
 from lie.core.errors import LieError
+from lie.formats.jsonl import atomic_output
 
 log = logging.getLogger(__name__)
 
@@ -231,7 +232,6 @@ def fetch_url(url: str, sha1: str | None, where: str) -> Path:
         )
     data = _download(url, where)
     _check_blob(data, sha1, url, where, None)
-    from lie.formats.jsonl import atomic_output
 
     with atomic_output(path, "wb") as out:
         out.write(data)
