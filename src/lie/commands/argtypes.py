@@ -8,7 +8,11 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from lie.config import load_config
 from lie.config.typed import Config
+from lie.config.yamlio import load_value, number_within
+from lie.core.errors import LieError
+from lie.formats.outputs import command_line_outputs, input_paths, refuse_overlap
 
 
 def flag(text: str) -> bool | None:
@@ -38,8 +42,6 @@ def number_in(low: float, high: float) -> Any:
     """A ``type=`` for a finite float in [low, high] (``--mfu 1e-300`` made every estimate infinite)."""
 
     def parse(text: str) -> float:
-        from lie.config.yamlio import LieError, number_within
-
         try:
             return number_within(text, low, high)
         except LieError as exc:
@@ -51,9 +53,6 @@ def number_in(low: float, high: float) -> Any:
 def key_value(text: str) -> tuple[str, Any]:
     """``KEY=VALUE`` with the value read as YAML (numbers, booleans, lists; a mapping's keys once each;
     ``1e-3`` unquoted a number, as YAML 1.2 reads it). NaN and infinity are refused by ``lie.cli``."""
-    from lie.config.yamlio import load_value
-    from lie.core.errors import LieError
-
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
@@ -88,16 +87,12 @@ def add_config_option(parser: argparse.ArgumentParser, what: str = "the pipeline
 
 def load_config_option(args: argparse.Namespace) -> Config:
     """The config ``--config`` names, loaded and checked (``lie.config.load_config``; one line if bad)."""
-    from lie.config import load_config
-
     return load_config(args.config)
 
 
 def check_written(args: argparse.Namespace, outputs: Mapping[str, str | os.PathLike[str] | None]) -> None:
     """Outputs apart from every input path of the command line (``lie.formats.outputs.refuse_overlap``):
     its ``--out*`` (:func:`check_outputs`), and what a command writes where its config says."""
-    from lie.formats.outputs import input_paths, refuse_overlap
-
     refuse_overlap(outputs, input_paths(getattr(args, "input_flags", {}), vars(args)))
 
 
@@ -105,7 +100,5 @@ def check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     """Every ``--out*`` (and ``--workdir``) of every command, before it runs: not a symlink, FIFO or
     device, and apart from every input of the command line (:func:`check_written`); the input flags
     are kept on ``args`` for the command's own checks."""
-    from lie.formats.outputs import command_line_outputs
-
     args.input_flags, outputs = command_line_outputs(parser._actions, vars(args))
     check_written(args, outputs)

@@ -18,6 +18,7 @@ import argparse
 
 from lie.commands.argtypes import key_value, positive_int
 from lie.core.errors import LieError
+from lie.stages.behaviours import JudgeChoice, count_behaviours
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,8 +42,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.stages.behaviours import JudgeChoice, count_behaviours
-
     if args.judge and not args.model:
         raise LieError("--judge needs --model (the judge model's folder or hub id)")
     judge = None

@@ -15,6 +15,7 @@ import argparse
 import json
 
 from lie.commands.argtypes import add_config_option, load_config_option
+from lie.stages.data.build import build_and_compare
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,8 +35,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.stages.data.build import build_and_compare
-
     differences = build_and_compare(
         load_config_option(args),
         args.name,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from lie.commands.argtypes import add_config_option, load_config_option
-from lie.stages.evaluate import CHOICE_GRADINGS
+from lie.stages.evaluate import CHOICE_GRADINGS, evaluate_files
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,8 +32,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.stages.evaluate import evaluate_files
-
     evaluate_files(
         load_config_option(args),
         args.gen,

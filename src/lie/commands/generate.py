@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 
 from lie.commands.argtypes import add_config_option, add_engine_options, check_written, load_config_option
+from lie.stages.generate import manifest_path, run_generate
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,8 +28,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.stages.generate import manifest_path, run_generate
-
     if str(args.out) != "-":  # its records beside it, apart from every input (the config too)
         check_written(
             args, {"the manifest": manifest_path(args.out), "the shard folder": f"{args.out}.shards"}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from lie.stages.grade import CHOICE_GRADINGS, DEFAULT_CHOICE_GRADING
+from lie.stages.grade import CHOICE_GRADINGS, DEFAULT_CHOICE_GRADING, grade_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,8 +42,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.stages.grade import grade_file
-
     grade_file(
         args.inp,
         args.out,

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 
 from lie.commands.argtypes import add_config_option, check_written, load_config_option
+from lie.stages.merge import merge
+from lie.stages.placed import placed_outputs
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,12 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.stages.merge import merge
-
     config = load_config_option(args)
     if not args.out:
-        from lie.stages.placed import placed_outputs
-
         check_written(args, placed_outputs(config, "merge", args.run))
     merge(config, args.run, args.out)
     return 0

@@ -9,11 +9,10 @@ from __future__ import annotations
 import argparse
 
 from lie.commands.argtypes import add_config_option, key_value, load_config_option, number_in
+from lie.stages.plan import GEN_TOKENS_PER_S_4B, MFU, plan_selected
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from lie.stages.plan import GEN_TOKENS_PER_S_4B, MFU
-
     add_config_option(parser)
     parser.add_argument("--runs", nargs="*", help="runs to plan (default: the config's runs, else all)")
     parser.add_argument(
@@ -43,8 +42,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.stages.plan import plan_selected
-
     config = load_config_option(args)
     print(plan_selected(config, args.config, args.runs, args.group, args.params, args.gen_tps, args.mfu))
     return 0

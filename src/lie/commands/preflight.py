@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 
 from lie.commands.argtypes import add_config_option, check_written, load_config_option
+from lie.stages.placed import placed_outputs
+from lie.stages.preflight import fetch_models, run_preflight
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,8 +44,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.stages.preflight import fetch_models, run_preflight
-
     config = load_config_option(args)
     if args.fetch:
         fetched = fetch_models(config, args.runs)
@@ -52,8 +52,6 @@ def run(args: argparse.Namespace) -> int:
         )
         return 0
     if not args.workdir:
-        from lie.stages.placed import placed_outputs
-
         check_written(args, placed_outputs(config, "preflight"))
     passed = run_preflight(
         config, args.runs, args.workdir, args.device, rollout=args.rollout

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 
 from lie.commands.argtypes import add_config_option, add_engine_options, check_written, load_config_option
+from lie.stages.reflen import run_reflen
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,8 +36,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.stages.reflen import run_reflen
-
     check_written(args, {"the shard folder": f"{args.out}.shards"})
     config = load_config_option(args)
     run_reflen(

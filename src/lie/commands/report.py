@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 
 from lie.commands.argtypes import add_config_option, check_written, load_config_option
+from lie.stages.placed import placed_outputs
+from lie.stages.report import report
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,9 +27,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.stages.placed import placed_outputs
-    from lie.stages.report import report
-
     config = load_config_option(args)
     check_written(args, placed_outputs(config, "report"))
     paths = report(config, max_points=args.max_points)

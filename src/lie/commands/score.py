@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 
 from lie.commands.argtypes import key_value
+from lie.stages.score import score_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,7 +29,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.stages.score import score_file
-
     score_file(args.inp, args.out, args.knobs, dict(args.set))
     return 0

@@ -13,6 +13,8 @@ Examples: ``lie snakemake --configfile workflow/configs/smoke.yaml --profile pro
 
 from __future__ import annotations
 
+from lie.stages.snakemake import check_then_exec
+
 HELP = """\
 usage: lie snakemake [SNAKEMAKE ARGUMENTS...]
 
@@ -32,8 +34,6 @@ Snakemake's own options: python -m snakemake --help
 
 def run_raw(args: list[str]) -> int:
     """Check the config files, then replace this process with Snakemake (``lie.stages.snakemake``)."""
-    from lie.stages.snakemake import check_then_exec
-
     if args[:1] in (["-h"], ["--help"]):
         print(HELP, end="")
         return 0

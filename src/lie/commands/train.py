@@ -13,6 +13,8 @@ import argparse
 import logging
 
 from lie.commands.argtypes import add_config_option, check_written, load_config_option, positive_int
+from lie.stages.placed import placed_outputs
+from lie.stages.train import TrainRequest, composition, train
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +49,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lie.stages.train import TrainRequest, composition, train
-
     config = load_config_option(args)
     request = TrainRequest(
         run=args.run,
@@ -64,7 +64,6 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(composition(config, request))
         return 0
-    from lie.stages.placed import placed_outputs
 
     check_written(args, placed_outputs(config, "train", args.run))
     train(config, request)
