@@ -9,6 +9,7 @@ of docs/configuration.md: the field alone reaches a run's settings, and the chec
 from __future__ import annotations
 
 import dataclasses
+import re
 import shutil
 from pathlib import Path
 
@@ -57,6 +58,15 @@ def test_the_schema_and_the_docs_table_are_what_the_knobs_declare():
     assert per_run == ["seed", "max_response_length", "max_steps", "cpu_rollout"]
     assert set(per_run) <= set(run["properties"]) and run["properties"]["max_steps"]["maximum"] == 10_000_000
     assert "| `lr` | training | number | > 0 | required |" in DOCS.read_text(encoding="utf-8")
+
+
+def test_the_docs_declare_the_knob_this_file_adds():
+    """docs/training.md's step 1 is the declaration these tests add (its text, evaluated)."""
+    text = (REPO / "docs" / "training.md").read_text(encoding="utf-8")
+    found = re.search(r"`kl_coef: float = (knob\(.*?\))`", text)
+    assert found, "docs/training.md: the example declaration of kl_coef"
+    declared_in_docs = eval(found.group(1), {"knob": knob})  # noqa: S307 (the docs' own example)
+    assert (declared_in_docs.metadata, declared_in_docs.default) == (KL.metadata, KL.default)
 
 
 def test_a_knob_in_one_place_only_is_named_until_the_files_are_written(tmp_path):
