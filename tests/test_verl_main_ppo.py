@@ -380,7 +380,9 @@ def test_a_vllm_rollout_run_killed_mid_step_resumes_with_a_new_server(smoke, tmp
     while not (tracker.exists() and tracker.read_text().strip() == "2"):
         assert proc.poll() is None and time.monotonic() < deadline, "verl stopped before step 2's checkpoint"
         time.sleep(0.5)
-    time.sleep(1.0)  # into step 3
+    while not list(rundir.rollouts_dir.glob(f"step-{3:06d}.*")):  # into step 3: its rollouts are rewarded
+        assert proc.poll() is None and time.monotonic() < deadline, "verl stopped before step 3's rollouts"
+        time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert not rundir.final_json.exists()
