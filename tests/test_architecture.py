@@ -7,12 +7,15 @@ study is apart, in lie.study: its commands -> its stages -> the pipeline's stage
 read-only modules; nothing of the reproduction imports it. The syntax
 tree's imports are read: relative ones, and modules imported by name (importlib.import_module, __import__);
 what it cannot read (a name built from variables, exec, runpy) is checked when a module is loaded, each
-layer imported in a fresh interpreter. The config is read typed: in src/lie and the Snakemake files.
+layer imported in a fresh interpreter. No two modules import each other, directly or in a loop, and a
+module of lie is imported at the top of a file (inside a function only where IMPORTED_LATE says why).
+The config is read typed: in src/lie and the Snakemake files.
 """
 
 from __future__ import annotations
 
 import ast
+import fnmatch
 import functools
 import json
 import os
@@ -200,6 +203,17 @@ def _dotted(node: ast.Attribute) -> list[str] | None:
     return [node.id, *reversed(parts)]
 
 
+def _from_module(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    """The module a ``from … import`` statement of ``module`` imports from, a relative one resolved."""
+    if not node.level:
+        return node.module or ""
+    base = _package(module, is_package)
+    if node.level - 1 > len(base) - 1:
+        raise ValueError(f"{module}:{node.lineno}: a relative import above the package")
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def source_imports(source: str, module: str, is_package: bool = False) -> list[tuple[int, str]]:
     """Every ``lie`` module the source of ``module`` imports, at any depth, with its line: ``import``,
     ``from ... import`` (relative ones resolved against ``module``'s package), the names handed to
@@ -216,14 +230,7 @@ def source_imports(source: str, module: str, is_package: bool = False) -> list[t
         if isinstance(node, ast.Import):
             out += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "lie"]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = _package(module, is_package)
-                if node.level - 1 > len(base) - 1:
-                    raise ValueError(f"{module}:{node.lineno}: a relative import above the package")
-                base = base[: len(base) - (node.level - 1)]
-                name = ".".join(base + ([node.module] if node.module else []))
-            else:
-                name = node.module or ""
+            name = _from_module(node, module, is_package)
             if name.split(".")[0] != "lie":
                 continue
             if node.module is None or name == "lie":  # from . import x, from lie import x: x may be a module
@@ -569,6 +576,189 @@ def test_commands_are_short_shims():
         if len(path.read_text().splitlines()) > 120
     ]
     assert not long, "move the logic into a stage:\n" + "\n".join(long)
+
+
+# ---- the module graph: no two modules import each other, no import of lie hidden in a function --------
+
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def _lie_module(name: str) -> str | None:
+    """The longest prefix of the dotted ``name`` that is a module of ``lie`` (``lie`` is the package's)."""
+    parts = name.split(".")
+    return next((m for end in range(len(parts), 0, -1) if (m := ".".join(parts[:end])) in MODULES), None)
+
+
+def statement_imports(source: str, module: str, is_package: bool = False) -> list[tuple[int, str, bool]]:
+    """The ``lie`` modules the ``import`` and ``from … import`` statements of ``module`` name, at any depth
+    (under ``if TYPE_CHECKING:`` too), each with its line and whether it sits in a function's body: relative
+    imports resolved; ``from pkg import name`` is the module ``pkg.name`` where there is one, else ``pkg``
+    (its ``__init__``); a module's import of itself is left out."""
+    found = []
+
+    def visit(node: ast.AST, inside: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            deeper = inside or isinstance(child, FUNCTIONS)
+            names = []
+            if isinstance(child, ast.Import):
+                names = [alias.name for alias in child.names]
+            elif isinstance(child, ast.ImportFrom):
+                base = _from_module(child, module, is_package)
+                names = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in child.names]
+            for name in names:
+                target = _lie_module(name) if name.split(".")[0] == "lie" else None
+                if target and target != module:
+                    found.append((child.lineno, target, deeper))
+            visit(child, deeper)
+
+    visit(ast.parse(source), False)
+    return found
+
+
+@functools.cache
+def _module_imports(module: str) -> list[tuple[int, str, bool]]:
+    path = MODULES[module]
+    return statement_imports(path.read_text(encoding="utf-8"), module, path.name == "__init__.py")
+
+
+def package_imports(replaced: dict[Path, str] | None = None) -> dict[str, list[tuple[int, str, bool]]]:
+    """:func:`statement_imports` of every module of the package; ``replaced``: a file's text in its place."""
+    replaced = replaced or {}
+    return {
+        module: statement_imports(replaced[path], module, path.name == "__init__.py")
+        if path in replaced
+        else _module_imports(module)
+        for module, path in MODULES.items()
+    }
+
+
+def circles(imports: dict[str, list[tuple[int, str, bool]]]) -> list[list[str]]:
+    """The strongly connected components of more than one module of the graph ``imports`` gives (module ->
+    the modules it imports, at any depth): each a set of modules that import each other, directly or in a
+    loop (Tarjan's algorithm, without recursion)."""
+    edges = {module: sorted({target for _, target, _ in found}) for module, found in imports.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(edges[root]))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            node, targets = work[-1]
+            target = next(targets, None)
+            if target is not None:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    work.append((target, iter(edges.get(target, ()))))
+                elif target in stack:
+                    low[node] = min(low[node], index[target])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+# Circles another change is untangling, while it does (a package -> why: every circle of its modules is its);
+# each must still be there, so that whoever untangles it removes its line; any other circle fails. None left.
+PENDING_CIRCLES: dict[str, str] = {}
+
+
+def _pending_circle(component: list[str]) -> str | None:
+    return next((p for p in PENDING_CIRCLES if all(m == p or m.startswith(p + ".") for m in component)), None)
+
+
+def test_no_two_modules_import_each_other():
+    """No module of lie imports another that imports it back, directly or in a loop: the graph of every
+    import statement (function bodies included) has no circle, but those of :data:`PENDING_CIRCLES`."""
+    found = circles(package_imports())
+    new = [component for component in found if _pending_circle(component) is None]
+    assert not new, "modules that import each other (give what both need a module of its own):\n" + "\n".join(
+        " <-> ".join(component) for component in new
+    )
+    gone = set(PENDING_CIRCLES) - {_pending_circle(component) for component in found}
+    assert not gone, f"no circle left in {sorted(gone)}: remove it from PENDING_CIRCLES"
+
+
+# The modules of lie imported inside a function, each with the reason it is not imported at the top: its
+# import loads a heavy library (torch, pyarrow) that the importing module's usual work does without.
+# (the file under src/lie, the module, why)
+IMPORTED_LATE = (
+    ("engines/generation.py", "lie.engines.sampling", "loads torch: the transformers engine's sampler"),
+    ("formats/generations.py", "lie.formats.rows", "loads pyarrow: only --data's option texts need it"),
+    ("stages/plan.py", "lie.formats.rows", "loads pyarrow: lie plan counts rows of built data only"),
+    ("stages/merge.py", "lie.engines.trl.train", "loads pyarrow: a verl run's merge does without"),
+    ("engines/trl/train.py", "lie.engines.trl.sampler", "loads torch (a torch Sampler's subclass)"),
+    (
+        "stages/train.py",
+        "lie.engines.trl.train",
+        "loads pyarrow and the grading executor: a verl run does without",
+    ),
+)
+LATE = {(file, target) for file, target, _ in IMPORTED_LATE}
+# Files another change is working on, while it does (patterns under src/lie): their imports inside functions
+# are theirs to move; each must still hold one, so that whoever moves the last removes its line. None left.
+PENDING_LATE: tuple[str, ...] = ()
+
+
+def late_imports(imports: dict[str, list[tuple[int, str, bool]]]) -> list[tuple[str, int, str]]:
+    """The imports of a ``lie`` module inside a function's body: (the file under src/lie, line, module)."""
+    return sorted(
+        {
+            (str(MODULES[module].relative_to(PACKAGE)), line, target)
+            for module, found in imports.items()
+            for line, target, inside in found
+            if inside
+        }
+    )
+
+
+def test_modules_of_lie_are_imported_at_the_top():
+    """A module's imports of lie sit at its top, where a reader and the tools see its dependencies; one
+    inside a function only with its reason in :data:`IMPORTED_LATE`, or in a file of :data:`PENDING_LATE`."""
+    found = late_imports(package_imports())
+    wrong = [
+        f"src/lie/{file}:{line} imports {target} inside a function"
+        for file, line, target in found
+        if (file, target) not in LATE and not any(fnmatch.fnmatch(file, p) for p in PENDING_LATE)
+    ]
+    assert not wrong, "move each to the top of its file:\n" + "\n".join(wrong)
+    unused = LATE - {(file, target) for file, _, target in found}
+    assert not unused, f"remove from IMPORTED_LATE: {sorted(unused)}"
+    idle = [p for p in PENDING_LATE if not any(fnmatch.fnmatch(file, p) for file, _, _ in found)]
+    assert not idle, f"no import inside a function left in {idle}: remove them from PENDING_LATE"
+
+
+def test_the_graph_checks_fail_on_an_injected_circle_and_late_import():
+    """The package passes as it is (above); with core/errors.py importing formats/jsonl.py (which imports
+    it) the circle is named, and an import of lie inside a function of formats/rows.py is named."""
+    errors, rows = PACKAGE / "core" / "errors.py", PACKAGE / "formats" / "rows.py"
+    source = errors.read_text(encoding="utf-8")
+    circled = package_imports({errors: f"{source}\nfrom lie.formats.jsonl import dumps\n"})
+    assert [c for c in circles(circled) if _pending_circle(c) is None] == [
+        ["lie.core.errors", "lie.formats.atomic", "lie.formats.jsonl"]
+    ]
+    source = rows.read_text(encoding="utf-8")
+    late = package_imports({rows: f"{source}\n\ndef _hidden():\n    from ..formats import prompts\n"})
+    assert not [found for found in late_imports(package_imports()) if found[0] == "formats/rows.py"]
+    assert [found for found in late_imports(late) if found[0] == "formats/rows.py"] == [
+        ("formats/rows.py", source.count("\n") + 4, "lie.formats.prompts")
+    ]
 
 
 CITED = re.compile(
