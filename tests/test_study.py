@@ -1,6 +1,9 @@
 """The CPU study end to end on a shrunken run (tests/study_pipeline.py): the supervised stage, the probe
 and gates, two RL steps of each arm rewarded as lie.core.reward says, per-response columns that copy the
-grades, and a report that reads real files; `make study` is two targets of the same DAG."""
+grades, and a report that reads real files; `make study` is two targets of the same DAG.
+
+The study is closed (docs/study.md): the tests that read the shrunken run (~2.5 min of make test's CPU to
+build) are make test-all's (``heavy``); make test keeps those of its DAG's planning and its reports' inputs."""
 
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 from snakemake.utils import update_config
-from study_pipeline import ARMS, BASES, REPO, RUNS, pipeline, study_config
+from study_pipeline import ARMS, BASES, REPO, RUNS, pipeline, small_study_config, study_config
 
 from lie.config import Config
 from lie.core.errors import LieError
@@ -31,6 +34,7 @@ pytestmark = pytest.mark.slow
 ARM_OF = {run: arm for arms in ARMS.values() for arm, runs in arms.items() for run in runs}
 
 
+@pytest.mark.heavy
 def test_the_supervised_stage_is_recorded():
     p = pipeline()
     for model in BASES:
@@ -48,6 +52,7 @@ def test_the_supervised_stage_is_recorded():
         assert source["tiny"] == p.config["models"][model]["tiny"]
 
 
+@pytest.mark.heavy
 def test_the_probe_samples_the_supervised_models_as_the_rollouts_do():
     from lie.study.paths import StudyPaths
 
@@ -63,6 +68,7 @@ def test_the_probe_samples_the_supervised_models_as_the_rollouts_do():
         assert len(per_problem) == p.config["datasets"]["eval"]["chain-test"]["expected_rows"]
 
 
+@pytest.mark.heavy
 def test_the_responses_copy_the_grades_and_read_depth_from_the_generations():
     from lie.study.paths import StudyPaths
     from lie.tasks import chain
@@ -99,6 +105,7 @@ def _arm_config(config, run) -> RewardConfig:
     return RewardConfig.from_mapping(reward_settings(Config.of(config), run))
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("run", RUNS)
 def test_two_rl_steps_of_each_arm_reward_as_lie_reward_says(run):
     from lie.study.responses import loop_config, loop_test
@@ -126,6 +133,7 @@ def test_two_rl_steps_of_each_arm_reward_as_lie_reward_says(run):
     assert settings["settings"]["seed"] == seed and settings["grpo_config"]["seed"] == seed
 
 
+@pytest.mark.heavy
 def test_seeds_change_the_samples():
     p = pipeline()
     first = [r["response"] for r in read_rollouts(RunDir(p.layout.root, "v2_strong_grpo_m0_s0"), step=1)]
@@ -133,6 +141,7 @@ def test_seeds_change_the_samples():
     assert first != other
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(
     "config_file, arm_run",
     [
@@ -186,6 +195,7 @@ def test_the_arms_reward_crafted_answers(tmp_path, config_file, arm_run):
     assert got == pytest.approx(expected, rel=1e-9)
 
 
+@pytest.mark.heavy
 def test_the_gates_read_the_probes_and_stop_with_the_failed_ones(tmp_path, capsys):
     from small import write_config
 
@@ -210,6 +220,7 @@ def test_the_gates_read_the_probes_and_stop_with_the_failed_ones(tmp_path, capsy
     )
 
 
+@pytest.mark.heavy
 def test_the_study_report_reads_the_files_of_a_real_run():
     from lie.cli import main
     from lie.study.paths import StudyPaths, study_paths
@@ -346,8 +357,7 @@ def test_the_study_report_reads_the_files_of_a_real_run():
 def test_the_study_report_names_what_is_missing(tmp_path):
     from lie.study.report import build_study
 
-    config = copy.deepcopy(pipeline().config)
-    config["outdir"] = str(tmp_path / "empty")
+    config = small_study_config(tmp_path / "empty")  # the shrunken study's config, nothing built
     with pytest.raises(
         LieError, match=r"run v2_weak_grpo_m1_s0: no rollouts in .*empty/runs/v2_weak_grpo_m1_s0"
     ):

@@ -1,7 +1,8 @@
 """The third registration (docs/study/preregistration-v3.md) through the code `make study` runs: its config
 holds the registered numbers, the forced-depth probe writes the full depth before any answer, the gates
 read their bounds, and the report gives the primary test the only verdict, in the registration's words
-(tests/study_pipeline.py's shrunken run, read under a v3 study section)."""
+(tests/study_pipeline.py's shrunken run, read under a v3 study section; those that read it are make test-all's,
+as in tests/test_study.py: the study is closed)."""
 
 from __future__ import annotations
 
@@ -72,6 +73,7 @@ def test_the_config_holds_the_registered_design(tmp_path):
     assert all(ground_truth(r, "d") + prompt_messages(r, "d")[0]["content"] in everything for r in rows)
 
 
+@pytest.mark.heavy
 def test_the_forced_depth_probe_writes_the_full_depth_before_any_answer():
     from lie.study.paths import StudyPaths
     from lie.study.responses import read_responses
@@ -104,6 +106,7 @@ def test_the_forced_depth_probe_writes_the_full_depth_before_any_answer():
     )
 
 
+@pytest.mark.heavy
 def test_the_gates_read_one_sided_bounds_on_both_probes(tmp_path, capsys, caplog):
     """The shrunken run's supervised models (300 steps) write no right step: G1 and G2 fail on their lower
     bounds, G3 on its upper bound at the registered 3 a run; the tables are written either way."""
@@ -139,6 +142,7 @@ def test_the_gates_read_one_sided_bounds_on_both_probes(tmp_path, capsys, caplog
     assert "tiny-m0: G1" in err and "G3" not in err
 
 
+@pytest.mark.heavy
 def test_the_report_gives_only_the_primary_test_a_verdict():
     from lie.cli import main
     from lie.study.decision import INCONCLUSIVE
@@ -173,6 +177,7 @@ def test_the_report_gives_only_the_primary_test_a_verdict():
     assert "right training samples per run" in summary
 
 
+@pytest.mark.heavy
 def test_pooling_adds_another_machines_pairs_and_grpo_runs():
     from lie.cli import main
 
