@@ -19,6 +19,7 @@ from typing import Any
 
 from lie.core.errors import LieError
 from lie.formats.jsonl import read_jsonl
+from lie.formats.rows import read_rows
 
 KINDS = ("math", "choice")
 
@@ -57,8 +58,6 @@ def _compact(ids: list[int], where: str) -> Sequence[int]:
 
 def read_options(paths: Sequence[str]) -> dict[tuple[str, int], list[str]]:
     """Option texts of the choice rows of ``lie data`` files, by (benchmark, problem index)."""
-    from lie.formats.rows import read_rows  # lazy: pyarrow, which only --data's option texts need
-
     out: dict[tuple[str, int], list[str]] = {}
     for path in paths:
         try:

@@ -15,13 +15,14 @@ import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from lie.core.errors import LieError
 from lie.formats.jsonl import atomic_output
 from lie.formats.prompts import render_question
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 LETTERS = "ABCDEFGHIJ"  # multiple-choice options, A to J (MMLU-Pro has ten)
 
@@ -39,36 +40,52 @@ class Item:
 
 METADATA_KEY = b"lie"
 
-PROMPT_TYPE = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
-REWARD_FIELDS = [("ground_truth", pa.string()), ("style", pa.string())]
-EXTRA_FIELDS = [
-    ("index", pa.int64()),
-    ("split", pa.string()),
-    ("kind", pa.string()),
-    ("question", pa.string()),
-    ("letters", pa.list_(pa.string())),
-    ("choices", pa.list_(pa.string())),
-    ("source_id", pa.string()),
-]
+# Each field by its Arrow type's name: pyarrow is imported where a table is built or read, so that the row
+# readers of the reward (check_row, answer_of) and whoever imports them load without it.
+REWARD_FIELDS = (("ground_truth", "string"), ("style", "string"))
+EXTRA_FIELDS = (
+    ("index", "int64"),
+    ("split", "string"),
+    ("kind", "string"),
+    ("question", "string"),
+    ("letters", "list<string>"),
+    ("choices", "list<string>"),
+    ("source_id", "string"),
+)
 # Added by lie reflen.
-REFLEN_REWARD_FIELDS = [("num_tokens", pa.int64())]
-REFLEN_EXTRA_FIELDS = [
-    ("avg_response_len", pa.float64()),
-    ("gen_count", pa.int64()),
-    ("ori_acc", pa.float64()),
-]
+REFLEN_REWARD_FIELDS = (("num_tokens", "int64"),)
+REFLEN_EXTRA_FIELDS = (
+    ("avg_response_len", "float64"),
+    ("gen_count", "int64"),
+    ("ori_acc", "float64"),
+)
+
+
+def arrow_fields(fields: Sequence[tuple[str, str]]) -> list[pa.Field]:
+    """The Arrow fields of ``(name, type name)`` pairs such as :data:`REFLEN_EXTRA_FIELDS`."""
+    import pyarrow as pa
+
+    types = {
+        "string": pa.string(),
+        "int64": pa.int64(),
+        "float64": pa.float64(),
+        "list<string>": pa.list_(pa.string()),
+    }
+    return [pa.field(name, types[kind]) for name, kind in fields]
 
 
 def row_schema(reflen: bool = False) -> pa.Schema:
-    reward = REWARD_FIELDS + (REFLEN_REWARD_FIELDS if reflen else [])
-    extra = EXTRA_FIELDS + (REFLEN_EXTRA_FIELDS if reflen else [])
+    import pyarrow as pa
+
+    reward = REWARD_FIELDS + (REFLEN_REWARD_FIELDS if reflen else ())
+    extra = EXTRA_FIELDS + (REFLEN_EXTRA_FIELDS if reflen else ())
     return pa.schema(
         [
             ("data_source", pa.string()),
-            ("prompt", PROMPT_TYPE),
+            ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
             ("ability", pa.string()),
-            ("reward_model", pa.struct(reward)),
-            ("extra_info", pa.struct(extra)),
+            ("reward_model", pa.struct(arrow_fields(reward))),
+            ("extra_info", pa.struct(arrow_fields(extra))),
         ]
     )
 
@@ -109,6 +126,8 @@ def make_row(name: str, kind: str, split: str, index: int, item: Item, template:
 def to_table(
     rows: list[dict[str, Any]], metadata: dict[str, Any], schema: pa.Schema | None = None
 ) -> pa.Table:
+    import pyarrow as pa
+
     return with_metadata(pa.Table.from_pylist(rows, schema=schema or row_schema()), metadata)
 
 
@@ -127,6 +146,7 @@ def write_table(table: pa.Table, out: str | Path) -> None:
 
 def row_count(path: str | Path) -> int:
     """The rows of a parquet file, from its footer alone (one line if it is not parquet)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
@@ -137,6 +157,7 @@ def row_count(path: str | Path) -> int:
 
 def read_metadata(path: str | Path) -> dict[str, Any]:
     """The provenance ``lie data`` / ``lie reflen`` recorded in a parquet file ({} if none)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
@@ -157,6 +178,7 @@ def read_table(
 ) -> pa.Table:
     """The parquet file of verl rows at ``path``, refused in one line if it cannot be read or lacks
     one of ``columns``; all its columns, or with ``only`` just ``columns``."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     check_columns(path, columns)
@@ -168,6 +190,7 @@ def read_table(
 
 def check_columns(path: str | Path, columns: Sequence[str]) -> None:
     """``path`` is a parquet file with ``columns`` (its schema alone is read), else a one-line LieError."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:

@@ -18,6 +18,7 @@ from pathlib import Path
 from lie.config.layout import Layout
 from lie.config.typed import Config
 from lie.core.errors import LieError
+from lie.engines.trl.train import export_model
 from lie.engines.verl.checkpoints import checkpoint_problem
 from lie.formats.model_folder import WEIGHTS, check_model_folder, write_failure
 from lie.formats.outputs import check_output_folder, partial_folder, read_object, replace_folder
@@ -58,9 +59,6 @@ def _merge(config: Config, layout: Layout, rundir: RunDir, out: str | Path | Non
     model = config.experiments[run].model if run in config.experiments else None  # its evaluation switches
     record = {"command": "merge", "run": run, "model": model, "checkpoint": str(checkpoint)}
     if engine == "trl":
-        # lazy: engines.trl.train loads pyarrow (formats.rows), which a verl run's merge never needs
-        from lie.engines.trl.train import export_model
-
         tmp = partial_folder(target)
         export_model(checkpoint, tmp)
         check_model_folder(tmp)  # the weights the architecture needs, before the folder appears

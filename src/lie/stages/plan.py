@@ -42,6 +42,7 @@ from lie.config.layout import Layout
 from lie.config.settings import RunSettings
 from lie.config.typed import Config
 from lie.core.errors import LieError
+from lie.formats.rows import read_rows, row_count
 
 GEN_TOKENS_PER_S_4B = 8000.0  # vLLM output tokens/s per H100 for a 4B model at high concurrency
 PEAK_FLOPS = 989e12  # H100 SXM bf16 dense
@@ -91,15 +92,11 @@ def _prompts_and_length(config: Config, s: RunSettings, limit: int) -> tuple[int
     layout = Layout(config)
     reflen = layout.reflen_file(s.data, s.model)
     if reflen.exists():
-        from lie.formats.rows import read_rows  # lazy: pyarrow, for data already built only
-
         rows = [r["extra_info"] or {} for r in read_rows(reflen, ("extra_info",), only=True)]
         lengths = [min(float(r.get("avg_response_len") or 0), limit) for r in rows]
         return len(rows), sum(lengths) / max(len(lengths), 1)
     data = layout.dataset_file(s.data)
     if data.exists():
-        from lie.formats.rows import row_count  # lazy: pyarrow, for data already built only
-
         return row_count(data), None
     spec = config.dataset(s.data)
     count = spec.expected_rows or spec.sample or (spec.synthetic or {}).get("count")
@@ -120,8 +117,6 @@ def _rows_of(config: Config, name: str) -> int:
     """A data set's rows: its built file's, else the config's ``expected_rows`` (0: unknown)."""
     data = Layout(config).dataset_file(name)
     if data.exists():
-        from lie.formats.rows import row_count  # lazy: pyarrow, for data already built only
-
         return row_count(data)
     spec = config.dataset(name)
     return int(spec.expected_rows or spec.sample or (spec.synthetic or {}).get("count") or 0)

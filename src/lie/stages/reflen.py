@@ -32,6 +32,7 @@ from lie.formats.rows import (
     REFLEN_EXTRA_FIELDS,
     REFLEN_REWARD_FIELDS,
     answer_of,
+    arrow_fields,
     prompt_messages,
     read_checked,
     read_metadata,
@@ -205,8 +206,8 @@ def add_reference_lengths(
         row["reward_model"], row["extra_info"] = reward, extra
     schema = table.schema
     for column, added in (
-        ("reward_model", [pa.field(n, t) for n, t in REFLEN_REWARD_FIELDS]),
-        ("extra_info", [pa.field(n, t) for n, t in REFLEN_EXTRA_FIELDS]),
+        ("reward_model", arrow_fields(REFLEN_REWARD_FIELDS)),
+        ("extra_info", arrow_fields(REFLEN_EXTRA_FIELDS)),
     ):  # the data set's own struct (it may have more fields), with the reflen fields set
         old = schema.field(column).type if column in schema.names else pa.struct([])
         names = {f.name for f in added}
