@@ -16,7 +16,6 @@ import os
 import re
 import stat
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -229,6 +228,8 @@ def share_tree(root: str | os.PathLike[str]) -> None:
 
 def _temporary_beside(target: Path) -> tuple[int, str]:
     """A temporary file in ``target``'s folder with the umask's mode; an unwritable place is a LieError."""
+    import tempfile  # here, not at the top: with random and shutil, it would weigh on every lie start
+
     refuse_special(target)
     if target.is_dir():
         raise LieError(f"cannot write {target}: it is a folder; give a file name")

@@ -15,7 +15,6 @@ import contextlib
 import hashlib
 import logging
 import os
-import shutil
 import stat
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -280,6 +279,7 @@ def partial_folder(out: str | os.PathLike[str]) -> Path:
     of the user's, or a partial folder of older code) is refused with one line and left as it is.
     """
     import fcntl
+    import shutil
     import tempfile
 
     target = Path(os.path.abspath(out))
@@ -329,6 +329,8 @@ def _partial_problem(tmp: Path, target: Path) -> str | None:
 def _release(tmp: Path, target: Path, legacy: str | None = None) -> None:
     """After a swap: old copies torn swaps left (``.<name>.old-PID``: a folder lie built, by its record)
     and the lock go; a folder of the user's of such a name stays."""
+    import shutil
+
     for old in target.parent.glob(f".{target.name}.old-*"):
         ours = old.is_dir() and not old.is_symlink() and owned(old, legacy)
         if ours and _listed_files(old) is not None and not _foreign_files(old):
@@ -356,6 +358,8 @@ def replace_folder(
 
     The old ``out`` (checked again: lie's, or empty) is removed only after the new one is in place.
     """
+    import shutil
+
     target = Path(os.path.abspath(out))
     check_output_folder(target, legacy=legacy)
     record = {**record, "files": _written(tmp)}  # what lie wrote: a rebuild replaces these and no other
