@@ -58,7 +58,7 @@ EXCEPTIONS = {
     # the argparse helpers: --config read into a validated config, KEY=VALUE read as YAML, the --out* check
     ("lie.commands.argtypes", "lie.config"),
     ("lie.commands.argtypes", "lie.core.errors"),
-    ("lie.commands.argtypes", "lie.formats.outputs"),
+    ("lie.commands.argtypes", "lie.formats.overlap"),
 }
 
 

@@ -12,7 +12,7 @@ from lie.config import load_config
 from lie.config.typed import Config
 from lie.config.yamlio import load_value, number_within
 from lie.core.errors import LieError
-from lie.formats.outputs import command_line_outputs, input_paths, refuse_overlap
+from lie.formats.overlap import command_line_outputs, input_paths, refuse_overlap
 
 
 def flag(text: str) -> bool | None:
@@ -91,7 +91,7 @@ def load_config_option(args: argparse.Namespace) -> Config:
 
 
 def check_written(args: argparse.Namespace, outputs: Mapping[str, str | os.PathLike[str] | None]) -> None:
-    """Outputs apart from every input path of the command line (``lie.formats.outputs.refuse_overlap``):
+    """Outputs apart from every input path of the command line (``lie.formats.overlap.refuse_overlap``):
     its ``--out*`` (:func:`check_outputs`), and what a command writes where its config says."""
     refuse_overlap(outputs, input_paths(getattr(args, "input_flags", {}), vars(args)))
 

@@ -1,5 +1,5 @@
 """Where a command's config places what it writes (a run folder, the report's tables): each command
-checks these against its inputs before any work (``lie.formats.outputs.refuse_overlap``)."""
+checks these against its inputs before any work (``lie.formats.overlap.refuse_overlap``)."""
 
 from __future__ import annotations
 
