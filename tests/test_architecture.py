@@ -15,7 +15,6 @@ The config is read typed: in src/lie and the Snakemake files.
 from __future__ import annotations
 
 import ast
-import fnmatch
 import functools
 import json
 import os
@@ -674,25 +673,14 @@ def circles(imports: dict[str, list[tuple[int, str, bool]]]) -> list[list[str]]:
     return found
 
 
-# Circles another change is untangling, while it does (a package -> why: every circle of its modules is its);
-# each must still be there, so that whoever untangles it removes its line; any other circle fails. None left.
-PENDING_CIRCLES: dict[str, str] = {}
-
-
-def _pending_circle(component: list[str]) -> str | None:
-    return next((p for p in PENDING_CIRCLES if all(m == p or m.startswith(p + ".") for m in component)), None)
-
-
 def test_no_two_modules_import_each_other():
     """No module of lie imports another that imports it back, directly or in a loop: the graph of every
-    import statement (function bodies included) has no circle, but those of :data:`PENDING_CIRCLES`."""
+    import statement (function bodies included) has no circle."""
     found = circles(package_imports())
-    new = [component for component in found if _pending_circle(component) is None]
-    assert not new, "modules that import each other (give what both need a module of its own):\n" + "\n".join(
-        " <-> ".join(component) for component in new
+    assert not found, (
+        "modules that import each other (give what both need a module of its own):\n"
+        + "\n".join(" <-> ".join(component) for component in found)
     )
-    gone = set(PENDING_CIRCLES) - {_pending_circle(component) for component in found}
-    assert not gone, f"no circle left in {sorted(gone)}: remove it from PENDING_CIRCLES"
 
 
 # The modules of lie imported inside a function, each with the reason it is not imported at the top: its
@@ -703,9 +691,6 @@ IMPORTED_LATE = (
     ("engines/trl/train.py", "lie.engines.trl.sampler", "loads torch (a torch Sampler's subclass)"),
 )
 LATE = {(file, target) for file, target, _ in IMPORTED_LATE}
-# Files another change is working on, while it does (patterns under src/lie): their imports inside functions
-# are theirs to move; each must still hold one, so that whoever moves the last removes its line.
-PENDING_LATE: tuple[str, ...] = ("stages/train.py",)  # engines.trl.train, which loads no pyarrow any more
 
 
 def late_imports(imports: dict[str, list[tuple[int, str, bool]]]) -> list[tuple[str, int, str]]:
@@ -722,18 +707,16 @@ def late_imports(imports: dict[str, list[tuple[int, str, bool]]]) -> list[tuple[
 
 def test_modules_of_lie_are_imported_at_the_top():
     """A module's imports of lie sit at its top, where a reader and the tools see its dependencies; one
-    inside a function only with its reason in :data:`IMPORTED_LATE`, or in a file of :data:`PENDING_LATE`."""
+    inside a function only with its reason in :data:`IMPORTED_LATE`."""
     found = late_imports(package_imports())
     wrong = [
         f"src/lie/{file}:{line} imports {target} inside a function"
         for file, line, target in found
-        if (file, target) not in LATE and not any(fnmatch.fnmatch(file, p) for p in PENDING_LATE)
+        if (file, target) not in LATE
     ]
     assert not wrong, "move each to the top of its file:\n" + "\n".join(wrong)
     unused = LATE - {(file, target) for file, _, target in found}
     assert not unused, f"remove from IMPORTED_LATE: {sorted(unused)}"
-    idle = [p for p in PENDING_LATE if not any(fnmatch.fnmatch(file, p) for file, _, _ in found)]
-    assert not idle, f"no import inside a function left in {idle}: remove them from PENDING_LATE"
 
 
 def test_the_graph_checks_fail_on_an_injected_circle_and_late_import():
@@ -742,9 +725,7 @@ def test_the_graph_checks_fail_on_an_injected_circle_and_late_import():
     errors, rows = PACKAGE / "core" / "errors.py", PACKAGE / "formats" / "rows.py"
     source = errors.read_text(encoding="utf-8")
     circled = package_imports({errors: f"{source}\nfrom lie.formats.jsonl import dumps\n"})
-    assert [c for c in circles(circled) if _pending_circle(c) is None] == [
-        ["lie.core.errors", "lie.formats.atomic", "lie.formats.jsonl"]
-    ]
+    assert circles(circled) == [["lie.core.errors", "lie.formats.atomic", "lie.formats.jsonl"]]
     source = rows.read_text(encoding="utf-8")
     late = package_imports({rows: f"{source}\n\ndef _hidden():\n    from ..formats import prompts\n"})
     assert not [found for found in late_imports(package_imports()) if found[0] == "formats/rows.py"]

@@ -21,6 +21,7 @@ from lie.config.settings import RunSettings
 from lie.config.typed import Config
 from lie.core.errors import LieError
 from lie.engines.gpu_env import check_driver
+from lie.engines.trl import train as trl_train  # its top level loads nothing of torch, TRL or pyarrow
 from lie.engines.verl import cpu as verl_cpu  # its top level loads nothing of verl or torch
 from lie.engines.verl import overrides as verl_overrides
 from lie.engines.verl.overrides import VerlInputs
@@ -161,8 +162,6 @@ def _train_verl(config: Config, settings: RunSettings, request: TrainRequest) ->
 
 
 def _train_trl(config: Config, settings: RunSettings, request: TrainRequest) -> Path:
-    from lie.engines.trl import train as trl_train
-
     if settings.eval_step == BEST_VAL:
         raise LieError(
             f"run {request.run}: training.eval_step best_val picks a checkpoint by in-training validation, "
@@ -222,8 +221,6 @@ TRL_KEYS = ("seed", "importance_sampling_level", "loss_type", "epsilon", "epsilo
 
 
 def _trl_composition(config: Config, settings: RunSettings, request: TrainRequest) -> str:
-    from lie.engines.trl import train as trl_train
-
     sched = trl_train.Schedule(
         settings.train_batch_size // settings.ppo_mini_batch_size, settings.ppo_epochs, 1
     )
