@@ -296,7 +296,7 @@ class HFEngine:
         self.pad_id = pad if pad is not None else self.eos_ids[0]
         check_finite(self.model, model_path, self.eos_ids[0])
         # Given a prompt's token ids, the rule of what its samples may not draw next (None: no rule):
-        # set by the study's forced-depth probe (lie.stages.probe); vLLM has no such hook here.
+        # set by the study's forced-depth probe (lie.study.stages.probe); vLLM has no such hook here.
         self.constraint: Callable[[Sequence[int]], Banned | None] | None = None
 
     def generate(

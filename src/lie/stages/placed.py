@@ -13,10 +13,8 @@ def placed_outputs(config: Config, command: str, name: str | None = None) -> dic
     """What ``lie COMMAND [NAME]`` writes under the config's ``outdir`` without a flag naming it, by
     label; {} for a name the config lacks (the stage's own one line says so)."""
     layout = Layout(config)
-    if command in ("report", "study-report"):
+    if command == "report":
         return {"the tables": layout.tables, "the figures": layout.figures}
-    if command == "study-gates":
-        return {"the tables": layout.tables}
     if command == "train" and name is not None and name in config.experiments:
         return {"the run folder": layout.run_dir(name).root}
     if command == "merge" and name is not None and name in config.experiments:
