@@ -92,7 +92,8 @@ def test_a_hostile_outdir_is_planned_word_for_word(tmp_path):
             assert words[words.index("--config") + 1] == f"{outdir}/config.yaml", command
         if ">" in words:  # the job's log, one word
             assert words[words.index(">") + 1].startswith(f"{outdir}/logs/"), command
-    generate = next(c for c in commands if " generate arith-test " in c and "smoke_grpo" in c)
+    # smoke_grpo's own job (generate_by: vLLM, with its engine args), not smoke_grpo_lie's: by its output
+    generate = next(c for c in commands if " generate arith-test " in c and "/generations/smoke_grpo/" in c)
     words = shlex.split(generate)
     assert f"x={ENGINE_ARG.format(tmp=tmp_path)}" in words, generate
     assert words[words.index("--out") + 1] == f"{outdir}/generations/smoke_grpo/arith-test.jsonl"
