@@ -28,7 +28,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -50,10 +50,15 @@ def _run(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
     return subprocess.run([LIE, *args], capture_output=True, text=True, timeout=timeout, env=_env())
 
 
-def _interrupted(args: list[str], sig: int, after: float) -> int:
-    """``lie ARGS`` sent ``sig`` after ``after`` seconds (or finished before); its exit status."""
+def _interrupted(args: list[str], sig: int, after: float, started: Callable[[], bool] | None = None) -> int:
+    """``lie ARGS`` sent ``sig`` ``after`` seconds after ``started()`` holds (from its start without one), or
+    finished before; its exit status."""
     proc = subprocess.Popen([LIE, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             env=_env(), start_new_session=True)  # fmt: skip
+    deadline = time.monotonic() + 300
+    while started is not None and not started() and proc.poll() is None:
+        assert time.monotonic() < deadline, "the command never started its work"
+        time.sleep(0.05)
     try:
         proc.wait(timeout=after)
     except subprocess.TimeoutExpired:
@@ -106,8 +111,9 @@ def clean(inputs, tmp_path_factory) -> Path:
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
 def test_generate_killed_at_a_random_moment_resumes_to_the_same_file(inputs, clean, tmp_path, sig):
     out = tmp_path / "gen.jsonl"
-    after = random.Random(int(sig)).uniform(4, 14)  # past start-up, inside the shards (seeded: repeatable)
-    status = _interrupted(_generate(inputs, out), sig, after)
+    shards = tmp_path / "gen.jsonl.shards"
+    after = random.Random(int(sig)).uniform(0, 1)  # inside the shards (seeded: repeatable)
+    status = _interrupted(_generate(inputs, out), sig, after, lambda: any(shards.glob("shard-*.seal.json")))
     assert status in (0, -signal.SIGKILL, 130, 143), status
     if status != 0:
         assert not out.exists()  # nothing looks finished
