@@ -154,17 +154,22 @@ def test_what_the_hub_answers_for_a_model_is_one_line(tmp_path, monkeypatch, cod
 SMOKE = Path(__file__).resolve().parents[1] / "workflow" / "configs" / "smoke.yaml"
 
 
-def _run_with_file_limit(args, limit, cwd):
-    """``lie ARGS`` where no file may grow past ``limit`` bytes (RLIMIT_FSIZE: writes fail with EFBIG,
+def _file_limit(limit):
+    """A child's setup where no file may grow past ``limit`` bytes (RLIMIT_FSIZE: writes fail with EFBIG,
     as on a full disk; SIGXFSZ ignored so the process sees the error instead of dying of the signal)."""
 
     def limited():
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
+    return limited
+
+
+def _run_with_file_limit(args, limit, cwd):
+    """``lie ARGS`` under :func:`_file_limit`."""
     return subprocess.run(
         [sys.executable, "-m", "lie", *args], cwd=cwd, capture_output=True, text=True, timeout=300,
-        preexec_fn=limited,
+        preexec_fn=_file_limit(limit),
     )  # fmt: skip
 
 
@@ -229,11 +234,9 @@ def test_a_full_disk_while_trl_saves_a_checkpoint_names_the_file(tmp_path, arith
 
 
 TORCH_SAVE_ON_A_FULL_DISK = """
-import signal, resource, sys, torch
+import sys, torch
 from pathlib import Path
 from lie.engines.trl.train import save_failure
-signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
 folder = Path(sys.argv[1])
 (folder / "model.safetensors").write_bytes(b"0")
 try:
@@ -248,7 +251,7 @@ def test_torchs_own_save_on_a_full_disk_is_named_by_its_file(tmp_path):
     the one named. The same save inside TRL's trainer: the heavy case of the test above."""
     proc = subprocess.run(
         [sys.executable, "-c", TORCH_SAVE_ON_A_FULL_DISK, str(tmp_path)], capture_output=True, text=True,
-        timeout=120,
+        timeout=120, preexec_fn=_file_limit(100_000),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.startswith(f"cannot write {tmp_path / 'optimizer.pt'} ("), proc.stdout
